@@ -1,0 +1,156 @@
+// Command squeeze makes Redis hold more data in the same RAM by compressing
+// values transparently. Run "squeeze help" for the list of commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=v1.2.3".
+var Version = ""
+
+// env is what a command may touch: its arguments and standard streams. Tests
+// build one with buffers instead of the process's files.
+type env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// command is one subcommand of squeeze. Files named after the command
+// register it from init, so that each command lives in its own file.
+type command struct {
+	Name    string
+	Summary string // one line for "squeeze help"
+	Run     func(ctx context.Context, e env, args []string) error
+}
+
+var commands = map[string]command{}
+
+// benchCommands are the studies under "squeeze bench".
+var benchCommands = map[string]command{}
+
+func register(c command)      { commands[c.Name] = c }
+func registerBench(c command) { benchCommands[c.Name] = c }
+
+// errUsage marks an error caused by bad command-line use (exit code 2).
+var errUsage = errors.New("usage")
+
+// usageError formats a usage error that prints as the message alone.
+func usageError(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the process exit code.
+func run(ctx context.Context, e env, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				return exitCode(e, c.Run(ctx, e, []string{"--help"}))
+			}
+		}
+		printHelp(e.Stdout)
+		return 0
+	}
+	if args[0] == "version" || args[0] == "--version" {
+		fmt.Fprintln(e.Stdout, "squeeze", version())
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(e.Stderr, "squeeze: unknown command %q\n\n", args[0])
+		printHelp(e.Stderr)
+		return 2
+	}
+	return exitCode(e, c.Run(ctx, e, args[1:]))
+}
+
+func exitCode(e env, err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(e.Stderr, "squeeze:", strings.TrimPrefix(err.Error(), "usage: "))
+		return 2
+	default:
+		fmt.Fprintln(e.Stderr, "squeeze:", err)
+		return 1
+	}
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintf(w, `squeeze makes Redis hold 3-10x more data in the same RAM by compressing values
+transparently, with the codec that fits your data.
+
+Usage:
+  squeeze <command> [flags] [arguments]
+
+Commands:
+`)
+	printTable(w, commands)
+	fmt.Fprintf(w, `  version   print the version
+
+Run "squeeze <command> --help" for the flags of a command.
+Frame format: docs/FORMAT.md. Architecture: docs/ARCHITECTURE.md.
+`)
+}
+
+func printTable(w io.Writer, m map[string]command) {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, m[n].Summary)
+	}
+}
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+func init() {
+	register(command{Name: "bench", Summary: "measure codecs and Redis paths on your data (codecs, redis, docs, counters)", Run: runBench})
+}
+
+// runBench dispatches "squeeze bench <study>".
+func runBench(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintf(e.Stdout, "Usage:\n  squeeze bench <study> [flags]\n\nStudies:\n")
+		printTable(e.Stdout, benchCommands)
+		fmt.Fprintf(e.Stdout, "\nRun \"squeeze bench <study> --help\" for the flags of a study.\n")
+		if len(args) == 0 {
+			return usageError("bench needs a study name")
+		}
+		return nil
+	}
+	c, ok := benchCommands[args[0]]
+	if !ok {
+		return usageError("unknown bench study %q (run \"squeeze bench --help\")", args[0])
+	}
+	return c.Run(ctx, e, args[1:])
+}

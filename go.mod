@@ -1,0 +1,3 @@
+module github.com/squeeze-kv/squeeze
+
+go 1.26

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what squeeze's demo and tests need on a fresh Debian machine:
+# redis-server and redis-tools (redis-cli, redis-benchmark). Go modules come
+# through "go mod download". Safe to run again; does nothing that is done.
+set -euo pipefail
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    sudo apt-get update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+fi
+# redis-server from Debian starts a system service on 6379; squeeze's tests
+# and demo start their own servers on free ports and do not need it.
+go mod download

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The test command from README.md: installs what is missing, then runs every
+# test (unit, golden, fuzz seeds, and integration tests against real
+# redis-server processes that the tests start themselves).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+go vet ./...
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt needed: $unformatted"; exit 1; fi
+go test -count=1 -timeout 20m ./...
