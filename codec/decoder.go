@@ -209,9 +209,9 @@ var emptyLZ4 [1]byte
 
 // streamReader is a pooled decompressing reader over a bytes.Reader.
 type streamReader struct {
-	src  bytes.Reader
-	r    io.Reader
-	one  [1]byte
+	src bytes.Reader
+	r   io.Reader
+	one [1]byte
 }
 
 func (d *Decoder) readStream(pool *sync.Pool, id ID, dst, payload []byte, n int) ([]byte, error) {

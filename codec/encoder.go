@@ -238,7 +238,9 @@ func newCompressor(a Algorithm) (compressor, error) {
 
 type noneCompressor struct{}
 
-func (noneCompressor) appendCompress(dst, src []byte) ([]byte, error) { return append(dst, src...), nil }
+func (noneCompressor) appendCompress(dst, src []byte) ([]byte, error) {
+	return append(dst, src...), nil
+}
 
 type zstdCompressor struct{ enc *zstd.Encoder }
 
