@@ -23,6 +23,10 @@ type Value struct {
 // IsNull reports whether v is a RESP2 null ($-1 or *-1) or a RESP3 null.
 func (v Value) IsNull() bool { return v.Type == Null || v.N < 0 }
 
+// Header returns the encoding of v without its nested values: the type
+// byte and count line of an aggregate, all of Raw otherwise.
+func (v Value) Header() []byte { return v.Raw[:v.hdr] }
+
 // Elements returns an iterator over the values nested directly in v.
 func (v Value) Elements() Iter {
 	if !v.Type.IsAggregate() || v.N <= 0 {
