@@ -442,4 +442,3 @@ func (c *client) writeLoop() {
 		}
 	}
 }
-
