@@ -25,17 +25,27 @@ type client struct {
 	pinned   *upConn
 	proto    int
 	inMulti  bool
-	tx       []shape // shapes of the commands queued in MULTI
-	relay    bool    // RESP2 pub/sub or MONITOR: replies are relayed as they come
-	replyOff bool    // CLIENT REPLY OFF
-	skip     int     // CLIENT REPLY SKIP: commands whose reply Redis skips
+	tx       []shape     // shapes of the commands queued in MULTI
+	txSets   []candidate // values SET in the open transaction
+	relay    bool        // RESP2 pub/sub or MONITOR: replies are relayed as they come
+	replyOff bool        // CLIENT REPLY OFF
+	skip     int         // CLIENT REPLY SKIP: commands whose reply Redis skips
 
 	rbuf  []byte
 	args  [][]byte
 	req   []byte
 	batch []*call
 	one   [1]*call
-	rw    rewriter
+	rw    rewriter // the reader's
+	wrw   rewriter // the writer's
+
+	// seq numbers calls; the writer publishes the last one it wrote, so
+	// the reader can wait for earlier commands to have run.
+	seq        uint64
+	multiSeq   uint64
+	writtenMu  sync.Mutex
+	writtenC   *sync.Cond
+	writtenSeq uint64
 
 	drainOnce sync.Once
 	draining  chan struct{}
@@ -56,7 +66,8 @@ func (s *Server) newClient(nc net.Conn) *client {
 		args:     make([][]byte, 0, 16),
 		draining: make(chan struct{}),
 	}
-	c.rw.s = s
+	c.rw.s, c.wrw.s = s, s
+	c.writtenC = sync.NewCond(&c.writtenMu)
 	return c
 }
 
@@ -271,6 +282,9 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 			return true
 		}
 	}
+	if info.flags&flagInspect != 0 && !arityOK(info.arity, len(args)) {
+		info = unknownCmd // Redis will reply with its arity error
+	}
 	if info.flags&flagInspect != 0 && !c.inMulti && !c.relay && c.replyOff == false && c.skip == 0 {
 		cl := c.inspect(info, args)
 		cl.start = start
@@ -309,6 +323,24 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 		// executes the command on uncompressed values and refuses, with a
 		// marker, on compressed ones.
 		kind = shapeInspect
+		if c.proto == 3 {
+			kind = shapeInspect3
+		}
+	}
+	if c.inMulti && info.flags&flagNotQueued == 0 {
+		switch info.vals {
+		case argsAt2, argsAt3:
+			if info.name == "SET" || info.name == "GETSET" || info.name == "SETNX" || info.name == "SETEX" || info.name == "PSETEX" {
+				first, _ := valueArgs(info.vals, args)
+				if first > 0 {
+					c.noteTxSet(args[1], args[first])
+				}
+			}
+		case argsEvery2:
+			for i := 1; i+1 < len(args); i += 2 {
+				c.noteTxSet(args[i], args[i+1])
+			}
+		}
 	}
 	if c.inMulti && info.flags&flagNotQueued == 0 {
 		c.tx = append(c.tx, kind)
@@ -318,13 +350,18 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 	if expect {
 		cl = newCall()
 		cl.cmd, cl.kind, cl.start = info.name, kind, start
+		c.seq++
+		cl.seq = c.seq
+		if info.flags&flagMulti != 0 {
+			c.multiSeq = c.seq
+		}
 		if kind != shapeNone {
 			cl.saveArgs(args)
 		}
 	}
 	switch {
 	case info.flags&flagMulti != 0:
-		c.inMulti, c.tx = true, c.tx[:0]
+		c.inMulti, c.tx, c.txSets = true, c.tx[:0], nil
 	case info.flags&flagExec != 0:
 		if cl != nil && c.inMulti {
 			cl.tx = append(cl.tx[:0], c.tx...)
@@ -350,7 +387,10 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 		c.relay = true
 	}
 	if info.flags&flagInspect != 0 {
-		c.req = c.rw.appendCheckScript(c.req, info, args)
+		// Commands before MULTI must have run before probing the keys.
+		c.flush()
+		c.waitWritten(c.multiSeq)
+		c.req = c.appendQueuedInspect(c.req, info, args)
 	} else {
 		c.req = c.rw.appendRequest(c.req, info, args)
 	}
@@ -382,7 +422,7 @@ func (c *client) writeLoop() {
 		v, _, err := resp.ReadValue(m)
 		mark := len(w)
 		if err == nil {
-			w, err = c.rw.walk(w, v, shapeAny, nil, nil)
+			w, err = c.wrw.walk(w, v, shapeAny, nil, nil)
 		}
 		if err != nil {
 			w = append(w[:mark], m...)
@@ -425,12 +465,18 @@ func (c *client) writeLoop() {
 			c.s.metrics.upstreamError("reply")
 			w = resp.AppendError(w, "ERR squeeze: upstream: "+cl.err.Error())
 		} else {
-			w = c.rw.appendReply(w, cl)
+			w = c.wrw.appendReply(w, cl)
 		}
 		if cl.cmd != "" {
 			c.s.metrics.command(cl.cmd, time.Since(cl.start))
 		}
 		closeAfter := cl.close
+		if cl.seq != 0 {
+			c.writtenMu.Lock()
+			c.writtenSeq = cl.seq
+			c.writtenC.Broadcast()
+			c.writtenMu.Unlock()
+		}
 		cl.release()
 		if closeAfter {
 			write()
@@ -441,4 +487,14 @@ func (c *client) writeLoop() {
 			write()
 		}
 	}
+}
+
+// waitWritten waits until the writer has written the reply of call seq.
+// The caller must have flushed: the call must be on its way.
+func (c *client) waitWritten(seq uint64) {
+	c.writtenMu.Lock()
+	for c.writtenSeq < seq {
+		c.writtenC.Wait()
+	}
+	c.writtenMu.Unlock()
 }

@@ -80,6 +80,10 @@ type cmdInfo struct {
 	// headOnly: the inspect command needs only the frame header of a
 	// compressed value (STRLEN, HSTRLEN); readOnly: it does not write.
 	headOnly, readOnly bool
+	// arity as in COMMAND INFO: exact when positive, a minimum when
+	// negative. Inspect commands with a wrong count pass through, so the
+	// client gets Redis's own arity error.
+	arity int
 }
 
 var commandTable = map[string]*cmdInfo{}
@@ -90,9 +94,17 @@ func def(name string, vals argRule, reply shape, flags cmdFlag) *cmdInfo {
 	return c
 }
 
-func inspect(name string, keys inspectKeys, readOnly, headOnly bool) {
+func inspect(name string, arity int, keys inspectKeys, readOnly, headOnly bool) {
 	c := def(name, argsNone, shapeNone, flagInspect)
-	c.keys, c.readOnly, c.headOnly = keys, readOnly, headOnly
+	c.keys, c.readOnly, c.headOnly, c.arity = keys, readOnly, headOnly, arity
+}
+
+// arityOK reports whether n arguments (command name included) fit arity.
+func arityOK(arity, n int) bool {
+	if arity >= 0 {
+		return n == arity
+	}
+	return n >= -arity
 }
 
 // unknownCmd passes through untouched.
@@ -176,22 +188,22 @@ func init() {
 	def("SORT", argsNone, shapeAny, 0)
 	def("SORT_RO", argsNone, shapeAny, 0)
 	// Commands that look inside stored bytes.
-	inspect("STRLEN", keysFirst, true, true)
-	inspect("GETRANGE", keysFirst, true, false)
-	inspect("SUBSTR", keysFirst, true, false)
-	inspect("GETBIT", keysFirst, true, false)
-	inspect("BITCOUNT", keysFirst, true, false)
-	inspect("BITPOS", keysFirst, true, false)
-	inspect("BITFIELD_RO", keysFirst, true, false)
-	inspect("LCS", keysTwo, true, false)
-	inspect("APPEND", keysFirst, false, false)
-	inspect("SETRANGE", keysFirst, false, false)
-	inspect("SETBIT", keysFirst, false, false)
-	inspect("BITFIELD", keysFirst, false, false)
-	inspect("BITOP", keysFrom3, false, false)
-	inspect("INCRBYFLOAT", keysFirst, false, false)
-	inspect("HSTRLEN", keysHash, true, true)
-	inspect("HINCRBYFLOAT", keysHash, false, false)
+	inspect("STRLEN", 2, keysFirst, true, true)
+	inspect("GETRANGE", 4, keysFirst, true, false)
+	inspect("SUBSTR", 4, keysFirst, true, false)
+	inspect("GETBIT", 3, keysFirst, true, false)
+	inspect("BITCOUNT", -2, keysFirst, true, false)
+	inspect("BITPOS", -3, keysFirst, true, false)
+	inspect("BITFIELD_RO", -2, keysFirst, true, false)
+	inspect("LCS", -3, keysTwo, true, false)
+	inspect("APPEND", 3, keysFirst, false, false)
+	inspect("SETRANGE", 4, keysFirst, false, false)
+	inspect("SETBIT", 4, keysFirst, false, false)
+	inspect("BITFIELD", -2, keysFirst, false, false)
+	inspect("BITOP", -4, keysFrom3, false, false)
+	inspect("INCRBYFLOAT", 3, keysFirst, false, false)
+	inspect("HSTRLEN", 3, keysHash, true, true)
+	inspect("HINCRBYFLOAT", 4, keysHash, false, false)
 	// INCR, DECR, INCRBY, DECRBY and HINCRBY pass through: a stored integer
 	// has at most 20 bytes and never compresses, so a compressed value is
 	// never an integer and Redis's "not an integer" error is the exact reply.

@@ -255,9 +255,15 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 			return r.decode(dst, v.Str, c, 0)
 		}
 		return append(dst, v.Raw...), nil
-	case shapeInspect:
+	case shapeInspect, shapeInspect3:
 		if isMarker(v) {
-			return resp.AppendError(dst, "ERR squeeze: "+c.cmd+" inside MULTI found a compressed value; run it outside MULTI/EXEC"), nil
+			return resp.AppendError(dst, "ERR squeeze: a command queued in MULTI must look inside a compressed value, which only works outside MULTI/EXEC; the other queued commands ran"), nil
+		}
+		if sh == shapeInspect3 {
+			mark := len(dst)
+			dst = append(dst, v.Raw...)
+			fixResp3(dst[mark:], 3)
+			return dst, nil
 		}
 		return append(dst, v.Raw...), nil
 	case shapeExec:
@@ -279,8 +285,11 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 	return append(dst, v.Raw...), nil
 }
 
-// shapeStreamPair is [stream, entries] inside an XREAD reply.
-const shapeStreamPair shape = 200
+// Shapes used only inside walk.
+const (
+	shapeStreamPair shape = 200 + iota // [stream, entries] inside an XREAD reply
+	shapeInspect3                      // shapeInspect for a RESP3 client
+)
 
 // positional rewrites a two-or-more element aggregate whose element 0 has
 // shape first and element 1 shape second; further elements pass through.

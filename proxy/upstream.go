@@ -105,6 +105,7 @@ type call struct {
 	local bool    // reply prepared by the proxy; nothing was sent
 	close bool    // close the client after writing this reply
 	start time.Time
+	seq   uint64 // order among the client's calls with replies
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -125,7 +126,7 @@ func (c *call) release() {
 	if cap(c.args) > maxPooledReply {
 		c.args = nil
 	}
-	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close = c.reply[:0], nil, 0, c.tx[:0], "", false, false
+	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close, c.seq = c.reply[:0], nil, 0, c.tx[:0], "", false, false, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
 	callPool.Put(c)
 }
