@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/squeeze-kv/squeeze/resp"
@@ -165,8 +166,10 @@ type upConn struct {
 	// onPush receives RESP3 push messages and, in relay mode, every reply
 	// (pub/sub, MONITOR). Nil on shared connections.
 	onPush func(msg []byte)
-	relay  bool // guarded by mu; set when the reader passes a relay call
+	relay  atomic.Bool // set when the reader passes a relay call
 	srv    *Server
+	wbuf   []byte        // requests queued by send, guarded by mu
+	wake   chan struct{} // tells writeLoop that wbuf has data
 }
 
 // dialUp connects to Redis, authenticates and selects the database.
@@ -236,13 +239,20 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte)) (*upConn, erro
 		}
 		nc.SetDeadline(time.Time{})
 	}
-	c := &upConn{nc: nc, pending: make(chan *call, 1<<16), closed: make(chan struct{}), onPush: onPush, srv: s}
+	depth := 1 << 16 // shared: many clients' calls in flight
+	if onPush != nil {
+		depth = 4096
+	}
+	c := &upConn{nc: nc, pending: make(chan *call, depth), closed: make(chan struct{}), onPush: onPush, srv: s, wake: make(chan struct{}, 1)}
 	go c.readLoop()
+	go c.writeLoop()
 	return c, nil
 }
 
-// send writes one batch of requests whose calls are calls, atomically with
-// respect to other writers. On a dead connection the calls fail at once.
+// send queues one batch of requests whose calls are calls, atomically with
+// respect to other senders; the connection's writer goroutine writes
+// everything queued with one system call, so batches of many clients reach
+// Redis together. On a dead connection the calls fail at once.
 func (c *upConn) send(req []byte, calls []*call) {
 	c.mu.Lock()
 	if c.dead {
@@ -257,10 +267,38 @@ func (c *upConn) send(req []byte, calls []*call) {
 	for _, cl := range calls {
 		c.pending <- cl
 	}
-	_, err := c.nc.Write(req)
+	c.wbuf = append(c.wbuf, req...)
 	c.mu.Unlock()
-	if err != nil {
-		c.fail(fmt.Errorf("write to upstream: %w", err))
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writeLoop writes what send queued until the connection fails.
+func (c *upConn) writeLoop() {
+	var spare []byte
+	for {
+		select {
+		case <-c.wake:
+		case <-c.closed:
+			return
+		}
+		c.mu.Lock()
+		buf := c.wbuf
+		c.wbuf = spare[:0]
+		c.mu.Unlock()
+		if len(buf) == 0 {
+			continue
+		}
+		if _, err := c.nc.Write(buf); err != nil {
+			c.fail(fmt.Errorf("write to upstream: %w", err))
+			return
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil
+		}
+		spare = buf
 	}
 }
 
@@ -362,9 +400,7 @@ func (c *upConn) readLoop() {
 		}
 		cl.reply = append(cl.reply[:0], v.Raw...)
 		if cl.kind == shapeRelay {
-			c.mu.Lock()
-			c.relay = true
-			c.mu.Unlock()
+			c.relay.Store(true)
 		}
 		cl.finish()
 		if start == len(buf) {
@@ -376,11 +412,7 @@ func (c *upConn) readLoop() {
 	}
 }
 
-func (c *upConn) relayMode() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.relay
-}
+func (c *upConn) relayMode() bool { return c.relay.Load() }
 
 // pool holds the shared upstream connections and redials dead ones.
 type pool struct {
