@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/squeeze-kv/squeeze/codec"
@@ -131,4 +132,43 @@ func BenchmarkRewrite(b *testing.B) {
 		req = r.appendRequest(req[:0], lookup(args[0]), args)
 		out = r.appendReply(out[:0], c)
 	}
+}
+
+// FuzzAppendReply rewrites arbitrary replies (and replies with frames and
+// corrupt frames spliced in) with every shape: it must never panic, and it
+// must return exactly one RESP value.
+func FuzzAppendReply(f *testing.F) {
+	s := newTestServer(f)
+	frame := s.Encoder.AppendEncode(nil, []byte(compressible(300, 1)))
+	bad := append([]byte(nil), frame...)
+	bad[len(bad)-1] ^= 1
+	for _, seed := range [][]byte{
+		resp.AppendBulk(nil, frame),
+		resp.AppendBulk(resp.AppendArray(nil, 2), frame),
+		[]byte("*2\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$-1\r\n_\r\n"),
+		[]byte("%1\r\n$1\r\nk\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*0\r\n"),
+		[]byte("|1\r\n+a\r\n+b\r\n$1\r\nx\r\n"),
+		resp.AppendBulk(resp.AppendArray(nil, 1), bad),
+	} {
+		f.Add(seed, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, sh uint8) {
+		// Splice a real frame in place of a marker so decoding runs.
+		b = []byte(strings.ReplaceAll(string(b), "$4\r\nFRAM\r\n", string(resp.AppendBulk(nil, frame))))
+		v, _, err := resp.ReadValue(b)
+		if err != nil {
+			return
+		}
+		r := &rewriter{s: s}
+		c := newCall()
+		defer c.release()
+		c.cmd = "GET"
+		c.reply = append(c.reply, v.Raw...)
+		c.kind = shape(sh % uint8(shapeRelay+1))
+		c.saveArgs(argv("GET", "k"))
+		out := r.appendReply(nil, c)
+		if _, rest, err := resp.ReadValue(out); err != nil || len(rest) != 0 {
+			t.Fatalf("shape %d: output is not one value: %v, %d bytes left: %q", c.kind, err, len(rest), out)
+		}
+	})
 }
