@@ -168,8 +168,10 @@ type upConn struct {
 	onPush func(msg []byte)
 	relay  atomic.Bool // set when the reader passes a relay call
 	srv    *Server
-	wbuf   []byte        // requests queued by send, guarded by mu
-	wake   chan struct{} // tells writeLoop that wbuf has data
+	// Guarded by mu: requests queued while another sender writes, a
+	// spare buffer, and whether a sender is writing.
+	wbuf, spare []byte
+	writing     bool
 }
 
 // dialUp connects to Redis, authenticates and selects the database.
@@ -243,16 +245,17 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte)) (*upConn, erro
 	if onPush != nil {
 		depth = 4096
 	}
-	c := &upConn{nc: nc, pending: make(chan *call, depth), closed: make(chan struct{}), onPush: onPush, srv: s, wake: make(chan struct{}, 1)}
+	c := &upConn{nc: nc, pending: make(chan *call, depth), closed: make(chan struct{}), onPush: onPush, srv: s}
 	go c.readLoop()
-	go c.writeLoop()
 	return c, nil
 }
 
 // send queues one batch of requests whose calls are calls, atomically with
-// respect to other senders; the connection's writer goroutine writes
-// everything queued with one system call, so batches of many clients reach
-// Redis together. On a dead connection the calls fail at once.
+// respect to other senders, and writes it. If another sender is writing at
+// that moment, it leaves the batch to that sender, which writes everything
+// queued meanwhile with one more system call: uncontended batches go out
+// at once, and under load the batches of many clients reach Redis together.
+// On a dead connection the calls fail at once.
 func (c *upConn) send(req []byte, calls []*call) {
 	c.mu.Lock()
 	if c.dead {
@@ -268,38 +271,29 @@ func (c *upConn) send(req []byte, calls []*call) {
 		c.pending <- cl
 	}
 	c.wbuf = append(c.wbuf, req...)
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-// writeLoop writes what send queued until the connection fails.
-func (c *upConn) writeLoop() {
-	var spare []byte
-	for {
-		select {
-		case <-c.wake:
-		case <-c.closed:
-			return
-		}
-		c.mu.Lock()
-		buf := c.wbuf
-		c.wbuf = spare[:0]
+	if c.writing {
 		c.mu.Unlock()
-		if len(buf) == 0 {
-			continue
+		return
+	}
+	c.writing = true
+	for len(c.wbuf) > 0 {
+		buf := c.wbuf
+		c.wbuf = c.spare[:0]
+		c.mu.Unlock()
+		_, err := c.nc.Write(buf)
+		c.mu.Lock()
+		if cap(buf) <= 1<<20 {
+			c.spare = buf[:0]
 		}
-		if _, err := c.nc.Write(buf); err != nil {
+		if err != nil {
+			c.writing = false
+			c.mu.Unlock()
 			c.fail(fmt.Errorf("write to upstream: %w", err))
 			return
 		}
-		if cap(buf) > 1<<20 {
-			buf = nil
-		}
-		spare = buf
 	}
+	c.writing = false
+	c.mu.Unlock()
 }
 
 // fail marks the connection dead and fails every call in flight.
