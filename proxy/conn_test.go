@@ -40,7 +40,10 @@ func TestProxy_SameAsRedis(t *testing.T) {
 					t.Fatalf("reply %d differs:\nredis: %.200q\nproxy: %.200q", i, ra, rb)
 				}
 				if ra == "" {
-					break
+					if strings.EqualFold(cmds[len(cmds)-1][0], "QUIT") || i >= expectedReplies(cmds) {
+						break
+					}
+					t.Fatalf("reply %d: connection closed", i)
 				}
 				if i > 3*len(cmds) {
 					t.Fatal("too many replies")
