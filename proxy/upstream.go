@@ -270,12 +270,25 @@ func (c *upConn) send(req []byte, calls []*call) {
 	for _, cl := range calls {
 		c.pending <- cl
 	}
-	c.wbuf = append(c.wbuf, req...)
 	if c.writing {
+		c.wbuf = append(c.wbuf, req...)
 		c.mu.Unlock()
 		return
 	}
 	c.writing = true
+	if len(c.wbuf) == 0 { // nothing queued: write req without copying it
+		c.mu.Unlock()
+		_, err := c.nc.Write(req)
+		c.mu.Lock()
+		if err != nil {
+			c.writing = false
+			c.mu.Unlock()
+			c.fail(fmt.Errorf("write to upstream: %w", err))
+			return
+		}
+	} else {
+		c.wbuf = append(c.wbuf, req...)
+	}
 	for len(c.wbuf) > 0 {
 		buf := c.wbuf
 		c.wbuf = c.spare[:0]
