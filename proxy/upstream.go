@@ -163,6 +163,8 @@ type upConn struct {
 	dead    bool
 	err     error
 	closed  chan struct{}
+	// failOnce runs fail's work once.
+	failOnce sync.Once
 	// onPush receives RESP3 push messages and, in relay mode, every reply
 	// (pub/sub, MONITOR). Nil on shared connections.
 	onPush func(msg []byte)
@@ -309,30 +311,47 @@ func (c *upConn) send(req []byte, calls []*call) {
 	c.mu.Unlock()
 }
 
-// fail marks the connection dead and fails every call in flight.
+// fail marks the connection dead and fails every call in flight. A sender
+// may hold mu while blocked on a full pending queue, so fail keeps draining
+// the queue until it gets mu.
 func (c *upConn) fail(err error) {
-	c.mu.Lock()
-	if c.dead {
-		c.mu.Unlock()
-		return
-	}
-	c.dead, c.err = true, err
-	c.nc.Close()
-	c.mu.Unlock()
-	if !errors.Is(err, errUpstreamClosed) {
-		c.srv.metrics.upstreamError("conn")
-		c.srv.logger().Warn("upstream connection lost", "err", err)
-	}
-	for {
-		select {
-		case cl := <-c.pending:
+	c.failOnce.Do(func() {
+		c.nc.Close()
+		locked := make(chan struct{})
+		go func() {
+			c.mu.Lock()
+			c.dead, c.err = true, err
+			c.mu.Unlock()
+			close(locked)
+		}()
+		failCall := func(cl *call) {
 			cl.err = err
 			cl.finish()
-		default:
-			close(c.closed)
-			return
 		}
-	}
+	drain:
+		for {
+			select {
+			case cl := <-c.pending:
+				failCall(cl)
+			case <-locked:
+				break drain
+			}
+		}
+		for { // senders now see dead; fail what they queued before
+			select {
+			case cl := <-c.pending:
+				failCall(cl)
+				continue
+			default:
+			}
+			break
+		}
+		if !errors.Is(err, errUpstreamClosed) {
+			c.srv.metrics.upstreamError("conn")
+			c.srv.logger().Warn("upstream connection lost", "err", err)
+		}
+		close(c.closed)
+	})
 }
 
 func (c *upConn) isDead() bool {
