@@ -47,6 +47,8 @@ type client struct {
 	writtenC   *sync.Cond
 	writtenSeq uint64
 
+	writerDone chan struct{} // closed when writeLoop returns
+
 	drainOnce sync.Once
 	draining  chan struct{}
 }
@@ -65,6 +67,8 @@ func (s *Server) newClient(nc net.Conn) *client {
 		rbuf:     make([]byte, 0, 16<<10),
 		args:     make([][]byte, 0, 16),
 		draining: make(chan struct{}),
+
+		writerDone: make(chan struct{}),
 	}
 	c.rw.s, c.wrw.s = s, s
 	c.writtenC = sync.NewCond(&c.writtenMu)
@@ -82,8 +86,7 @@ func (c *client) drain() {
 
 func (c *client) serve(ctx context.Context) {
 	defer c.s.forget(c)
-	wdone := make(chan struct{})
-	go func() { c.writeLoop(); close(wdone) }()
+	go func() { c.writeLoop(); close(c.writerDone) }()
 	gone := c.readLoop(ctx)
 	if gone {
 		// Nobody will read the replies: fail whatever the pinned
@@ -91,7 +94,7 @@ func (c *client) serve(ctx context.Context) {
 		c.closePinned()
 	}
 	close(c.out)
-	<-wdone
+	<-c.writerDone
 	c.closePinned()
 	c.nc.Close()
 }
@@ -258,7 +261,10 @@ func (c *client) pin() error {
 // onPush runs on the pinned connection's reader for push messages and
 // relayed replies.
 func (c *client) onPush(msg []byte) {
-	c.push <- append([]byte(nil), msg...)
+	select {
+	case c.push <- append([]byte(nil), msg...):
+	case <-c.writerDone: // nobody will write it
+	}
 }
 
 // handle processes one command. It returns false when the connection must
