@@ -143,3 +143,23 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// Split returns a corpus whose values are c's values cut into pieces of at
+// most block bytes (block <= 0 returns c unchanged).
+func (c Corpus) Split(block int) Corpus {
+	if block <= 0 {
+		return c
+	}
+	out := Corpus{Name: c.Name}
+	for _, s := range c.Samples {
+		if len(s.Data) <= block {
+			out.Samples = append(out.Samples, s)
+			continue
+		}
+		for off, n := 0, 0; off < len(s.Data); off, n = off+block, n+1 {
+			end := min(off+block, len(s.Data))
+			out.Samples = append(out.Samples, Sample{Name: fmt.Sprintf("%s#%d", s.Name, n), Data: s.Data[off:end:end]})
+		}
+	}
+	return out
+}
