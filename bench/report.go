@@ -478,6 +478,7 @@ func memoryChart(rows []MemoryRow) (*plot.Plot, error) {
 	if len(names) > 0 {
 		p.NominalX(names...)
 	}
+	p.Y.Min, p.Y.Max = 0, 125 // room for the legend above the 100% bars
 	p.Add(plotter.NewGrid())
 	return p, nil
 }
@@ -596,8 +597,8 @@ code { background: #f6f6f6; padding: 1px 4px; }
 {{if .Memory}}
 <h2>Memory in Redis</h2>
 <table>
-<tr><th class="l">codec</th><th>value size</th><th>stored bytes</th><th>MEMORY USAGE / key</th><th>used_memory delta / key</th><th>saved (MEMORY USAGE)</th><th>saved (used_memory)</th></tr>
-{{range .Memory}}<tr><td class="l">{{.Codec}}</td><td>{{size .SizeBytes}}</td><td>{{.StoredBytes}}</td><td>{{f1 .MemoryUsageBytes}}</td><td>{{f1 .UsedMemoryDeltaBytes}}</td><td>{{f1 .SavedPct}}%</td><td>{{f1 .UsedMemorySavedPct}}%</td></tr>
+<tr><th class="l">codec</th><th>value size</th><th>stored bytes</th><th>MEMORY USAGE / key</th><th>used_memory delta / key</th><th>dataset delta / key</th><th>saved (MEMORY USAGE)</th><th>saved (used_memory)</th><th>saved (dataset)</th></tr>
+{{range .Memory}}<tr><td class="l">{{.Codec}}</td><td>{{size .SizeBytes}}</td><td>{{.StoredBytes}}</td><td>{{f1 .MemoryUsageBytes}}</td><td>{{f1 .UsedMemoryDeltaBytes}}</td><td>{{f1 .DatasetDeltaBytes}}</td><td>{{f1 .SavedPct}}%</td><td>{{f1 .UsedMemorySavedPct}}%</td><td>{{f1 .DatasetSavedPct}}%</td></tr>
 {{end}}</table>
 {{end}}
 

@@ -40,7 +40,9 @@ type RedisRow struct {
 type MemoryRow struct {
 	Codec     string `json:"codec"`
 	SizeBytes int    `json:"size_bytes"`
-	Keys      int    `json:"keys"`
+	// Keys is how many keys were written for the used_memory deltas (enough
+	// to store at least 1 MB); MEMORY USAGE is read on the first ten.
+	Keys int `json:"keys"`
 	// StoredBytes is the length of the value as squeeze writes it.
 	StoredBytes int `json:"stored_bytes"`
 	// MemoryUsageBytes is MEMORY USAGE of one key (averaged over Keys).
@@ -48,10 +50,14 @@ type MemoryRow struct {
 	// UsedMemoryDeltaBytes is INFO used_memory after writing Keys keys minus
 	// before, per key.
 	UsedMemoryDeltaBytes float64 `json:"used_memory_delta_bytes"`
+	// DatasetDeltaBytes is the same for INFO used_memory_dataset, which
+	// leaves out client buffers and other overhead (less noisy).
+	DatasetDeltaBytes float64 `json:"dataset_delta_bytes"`
 	// SavedPct is MEMORY USAGE saved against codec none; UsedMemorySavedPct
-	// the same from the used_memory deltas.
+	// and DatasetSavedPct the same from the deltas.
 	SavedPct           float64 `json:"memory_saved_pct"`
 	UsedMemorySavedPct float64 `json:"used_memory_saved_pct"`
+	DatasetSavedPct    float64 `json:"dataset_saved_pct"`
 }
 
 // DocRow is one measured cell of "squeeze bench docs".
