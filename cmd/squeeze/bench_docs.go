@@ -275,4 +275,3 @@ func containsInt(list []int, v int) bool {
 	}
 	return false
 }
-
