@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/units"
+)
+
+func init() {
+	register(command{Name: "encode", Summary: "compress standard input into a squeeze frame (or raw, by the write policy)", Run: runEncode})
+	register(command{Name: "decode", Summary: "decode a stored value from standard input to standard output", Run: runDecode})
+	register(command{Name: "inspect", Summary: "print the header of a stored value, or why it is not a valid frame", Run: runInspect})
+}
+
+// newFlagSet returns a flag set that prints usage to e.Stdout on --help and
+// returns errors instead of exiting.
+func newFlagSet(e env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.Stderr)
+	fs.Usage = func() {
+		fmt.Fprint(e.Stdout, strings.TrimLeft(usage, "\n"))
+		fmt.Fprintln(e.Stdout, "\nFlags:")
+		fs.SetOutput(e.Stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(e.Stderr)
+	}
+	return fs
+}
+
+// parseFlags parses args; bad flags become usage errors, --help flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError("%s: %v", fs.Name(), err)
+	}
+	return nil
+}
+
+const encodeUsage = `
+Usage: squeeze encode [--codec C] [--min-size N] [--min-gain F] < value > stored
+
+Reads one value from standard input and writes what squeeze would store in
+Redis for it: a compressed frame (docs/FORMAT.md), or the value itself when it
+is shorter than --min-size or compresses by less than --min-gain.
+
+Codecs: none, zstd[:1-22|fastest|default|better|best], lz4[:fast|hc1..hc9],
+s2[:default|better|best], snappy[:...], brotli[:0-11], gzip[:1-9],
+deflate[:1-9], zlib[:1-9], xz (slow, archival).
+
+Examples:
+  squeeze encode --codec zstd:3 < doc.json > doc.sqz
+  squeeze encode --codec brotli:1 --min-size 0 < page.html | squeeze inspect
+`
+
+func runEncode(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "encode", encodeUsage)
+	codecName := fs.String("codec", codec.DefaultAlgorithm.String(), "codec and level, as NAME or NAME:LEVEL")
+	minSize := units.SizeFlag(codec.DefaultMinSize)
+	fs.Var(&minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
+	minGain := fs.Float64("min-gain", codec.DefaultMinGain, "store raw when compression saves less than this fraction")
+	noSum := fs.Bool("no-checksum", false, "omit the CRC-32C of the original bytes")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("encode reads standard input and takes no arguments (got %q)", fs.Arg(0))
+	}
+	alg, err := codec.ParseAlgorithm(*codecName)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	enc, err := codec.NewEncoder(alg, codec.WithMinSize(int(minSize)), codec.WithMinGain(*minGain), codec.WithChecksum(!*noSum))
+	if err != nil {
+		return usageError("%v", err)
+	}
+	in, err := io.ReadAll(e.Stdin)
+	if err != nil {
+		return fmt.Errorf("read standard input: %w", err)
+	}
+	out, outcome := enc.AppendEncodeOutcome(nil, in)
+	if _, err := e.Stdout.Write(out); err != nil {
+		return err
+	}
+	if outcome != codec.Compressed {
+		fmt.Fprintf(e.Stderr, "squeeze: stored %s (%d bytes; min size %d, min gain %.0f%%)\n", outcome, len(in), minSize, *minGain*100)
+	}
+	return nil
+}
+
+const decodeUsage = `
+Usage: squeeze decode [--max-size N] < stored > value
+
+Reads one stored value from standard input and writes the original bytes.
+Bytes that are not a frame are written as they are (values stored raw). A
+corrupt, truncated or oversized frame, or one with an unknown codec, exits
+with status 1 and a one-line reason; nothing is written then.
+
+Example:
+  redis-cli --no-raw GET mykey | ... ; squeeze decode < stored.bin > value.json
+`
+
+func runDecode(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "decode", decodeUsage)
+	maxSize := units.SizeFlag(codec.DefaultMaxDecodedSize)
+	fs.Var(&maxSize, "max-size", "refuse frames that declare a larger decoded size (e.g. 512MiB)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("decode reads standard input and takes no arguments (got %q)", fs.Arg(0))
+	}
+	dec, err := codec.NewDecoder(codec.WithMaxDecodedSize(int64(maxSize)))
+	if err != nil {
+		return usageError("%v", err)
+	}
+	in, err := io.ReadAll(e.Stdin)
+	if err != nil {
+		return fmt.Errorf("read standard input: %w", err)
+	}
+	out, err := dec.AppendDecode(nil, in)
+	if err != nil {
+		return err
+	}
+	_, err = e.Stdout.Write(out)
+	return err
+}
+
+const inspectUsage = `
+Usage: squeeze inspect [--json] < stored
+
+Prints the header fields of a stored value (codec, sizes, ratio, checksum),
+says when the value is stored raw, and verifies the payload: a corrupt frame
+is reported with the reason and exit status 1.
+`
+
+func runInspect(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "inspect", inspectUsage)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	in, err := io.ReadAll(e.Stdin)
+	if err != nil {
+		return fmt.Errorf("read standard input: %w", err)
+	}
+	type report struct {
+		Framed      bool    `json:"framed"`
+		StoredBytes int     `json:"stored_bytes"`
+		Version     uint8   `json:"version,omitempty"`
+		Codec       string  `json:"codec,omitempty"`
+		CodecID     *uint8  `json:"codec_id,omitempty"`
+		HeaderBytes int     `json:"header_bytes,omitempty"`
+		Original    uint64  `json:"original_bytes"`
+		Ratio       float64 `json:"ratio,omitempty"`
+		Checksum    string  `json:"crc32c,omitempty"`
+		DictID      *uint64 `json:"dictionary_id,omitempty"`
+		Valid       bool    `json:"valid"`
+		Error       string  `json:"error,omitempty"`
+	}
+	r := report{StoredBytes: len(in), Framed: codec.IsFramed(in)}
+	var verr error
+	if !r.Framed {
+		r.Original, r.Valid = uint64(len(in)), true
+	} else {
+		h, err := codec.ParseHeader(in)
+		if err == nil {
+			id := uint8(h.ID)
+			r.Version, r.Codec, r.CodecID, r.HeaderBytes, r.Original = h.Version, h.ID.String(), &id, h.Len, h.OriginalLen
+			if h.HasChecksum {
+				r.Checksum = fmt.Sprintf("%08x", h.Checksum)
+			}
+			if h.HasDict {
+				r.DictID = &h.DictID
+			}
+			if len(in) > 0 {
+				r.Ratio = float64(h.OriginalLen) / float64(len(in))
+			}
+			dec, _ := codec.NewDecoder()
+			_, err = dec.AppendDecode(nil, in)
+		}
+		if err != nil {
+			verr, r.Error = err, err.Error()
+		}
+		r.Valid = err == nil
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+		if verr != nil {
+			return fmt.Errorf("invalid frame: %w", verr)
+		}
+		return nil
+	}
+	w := e.Stdout
+	if !r.Framed {
+		fmt.Fprintf(w, "raw value (no squeeze frame): %d bytes, read as they are\n", len(in))
+		return nil
+	}
+	fmt.Fprintf(w, "squeeze frame, %d bytes stored\n", r.StoredBytes)
+	if r.CodecID != nil {
+		fmt.Fprintf(w, "  version   %d\n  codec     %s (0x%02x)\n  header    %d bytes\n  original  %d bytes\n  ratio     %.2fx\n",
+			r.Version, r.Codec, *r.CodecID, r.HeaderBytes, r.Original, r.Ratio)
+		if r.Checksum != "" {
+			fmt.Fprintf(w, "  crc32c    %s\n", r.Checksum)
+		} else {
+			fmt.Fprintf(w, "  crc32c    none\n")
+		}
+		if r.DictID != nil {
+			fmt.Fprintf(w, "  dict id   %d\n", *r.DictID)
+		}
+	}
+	if verr != nil {
+		return fmt.Errorf("invalid frame: %w", verr)
+	}
+	fmt.Fprintf(w, "  payload   ok (decoded and verified)\n")
+	return nil
+}

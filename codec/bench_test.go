@@ -1,0 +1,148 @@
+package codec
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// benchSizes are the value sizes of the first seed study (empty, small,
+// medium, big and large file).
+var benchSizes = []int{0, 1024, 16600, 47500, 221900, 4200000}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fMB", float64(n)/1e6)
+	case n >= 10000:
+		return fmt.Sprintf("%.1fkB", float64(n)/1e3)
+	case n >= 1024:
+		return fmt.Sprintf("%dKiB", n/1024)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// BenchmarkAppendEncode: go test ./codec -run '^$' -bench AppendEncode -benchmem
+func BenchmarkAppendEncode(b *testing.B) {
+	for _, a := range Algorithms() {
+		if a.Slow() {
+			continue
+		}
+		for _, n := range benchSizes {
+			in := sampleJSON(n)
+			b.Run(fmt.Sprintf("%s/size=%s", a, sizeName(n)), func(b *testing.B) {
+				enc := mustEncoder(b, a, WithMinGain(-1), WithMinSize(0))
+				dst := enc.AppendEncode(nil, in)
+				b.SetBytes(int64(n))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					dst = enc.AppendEncode(dst[:0], in)
+				}
+				b.ReportMetric(float64(len(in))/float64(max(len(dst), 1)), "ratio")
+			})
+		}
+	}
+}
+
+// BenchmarkAppendDecode: go test ./codec -run '^$' -bench AppendDecode -benchmem
+func BenchmarkAppendDecode(b *testing.B) {
+	dec := mustDecoder(b)
+	for _, a := range Algorithms() {
+		if a.Slow() {
+			continue
+		}
+		for _, n := range benchSizes {
+			in := sampleJSON(n)
+			b.Run(fmt.Sprintf("%s/size=%s", a, sizeName(n)), func(b *testing.B) {
+				enc := mustEncoder(b, a, WithMinGain(-1), WithMinSize(0))
+				frame := enc.AppendEncode(nil, in)
+				out := make([]byte, 0, n)
+				b.SetBytes(int64(n))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					var err error
+					if out, err = dec.AppendDecode(out[:0], frame); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkFrameOverhead compares the frame (header, checksum, policy) with
+// calling the compression library directly, side by side in one run:
+//
+//	go test ./codec -run '^$' -bench FrameOverhead -count 10 | tee new.txt; benchstat new.txt
+//
+// Compare "direct" with "frame" (checksum on) and "frame-nocrc" per codec.
+func BenchmarkFrameOverhead(b *testing.B) {
+	zenc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true))
+	zdec, _ := zstd.NewReader(nil)
+	var lz lz4.Compressor
+	direct := map[string]struct {
+		enc func(dst, src []byte) []byte
+		dec func(dst, src []byte, n int) []byte
+	}{
+		"zstd:1": {
+			func(dst, src []byte) []byte { return zenc.EncodeAll(src, dst[:0]) },
+			func(dst, src []byte, n int) []byte { out, _ := zdec.DecodeAll(src, dst[:0]); return out },
+		},
+		"lz4:fast": {
+			func(dst, src []byte) []byte { k, _ := lz.CompressBlock(src, dst[:cap(dst)]); return dst[:k] },
+			func(dst, src []byte, n int) []byte { k, _ := lz4.UncompressBlock(src, dst[:n]); return dst[:k] },
+		},
+		"s2:default": {
+			func(dst, src []byte) []byte { return s2.Encode(dst[:cap(dst)], src) },
+			func(dst, src []byte, n int) []byte { out, _ := s2.Decode(dst[:cap(dst)], src); return out },
+		},
+	}
+	dec := mustDecoder(b)
+	for _, name := range []string{"zstd:1", "lz4:fast", "s2:default"} {
+		fns := direct[name]
+		a := MustParseAlgorithm(name)
+		for _, n := range benchSizes[2:] {
+			in := sampleJSON(n)
+			buf := make([]byte, 0, 2*n+1024)
+			out := make([]byte, 0, n)
+			payload := fns.enc(make([]byte, 0, 2*n+1024), in)
+			b.Run(fmt.Sprintf("encode/%s/size=%s/direct", name, sizeName(n)), func(b *testing.B) {
+				b.SetBytes(int64(n))
+				for i := 0; i < b.N; i++ {
+					buf = fns.enc(buf[:0], in)
+				}
+			})
+			b.Run(fmt.Sprintf("decode/%s/size=%s/direct", name, sizeName(n)), func(b *testing.B) {
+				b.SetBytes(int64(n))
+				for i := 0; i < b.N; i++ {
+					out = fns.dec(out[:0], payload, n)
+				}
+			})
+			for _, crc := range []bool{true, false} {
+				suffix := "frame"
+				if !crc {
+					suffix = "frame-nocrc"
+				}
+				enc := mustEncoder(b, a, WithChecksum(crc), WithMinGain(-1))
+				frame := enc.AppendEncode(nil, in)
+				b.Run(fmt.Sprintf("encode/%s/size=%s/%s", name, sizeName(n), suffix), func(b *testing.B) {
+					b.SetBytes(int64(n))
+					for i := 0; i < b.N; i++ {
+						buf = enc.AppendEncode(buf[:0], in)
+					}
+				})
+				b.Run(fmt.Sprintf("decode/%s/size=%s/%s", name, sizeName(n), suffix), func(b *testing.B) {
+					b.SetBytes(int64(n))
+					for i := 0; i < b.N; i++ {
+						out, _ = dec.AppendDecode(out[:0], frame)
+					}
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,373 @@
+package codec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zlib"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+	"github.com/ulikunitz/xz"
+)
+
+// Outcome tells what AppendEncodeOutcome did with a value.
+type Outcome uint8
+
+const (
+	// Compressed: the value was written as a compressed frame.
+	Compressed Outcome = iota
+	// StoredRaw: the value was too short or compressed too little, and was
+	// written as it is.
+	StoredRaw
+	// Wrapped: the value was stored uncompressed but began with the magic,
+	// so it was wrapped in a none frame to read back unambiguously.
+	Wrapped
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Compressed:
+		return "compressed"
+	case StoredRaw:
+		return "raw"
+	case Wrapped:
+		return "wrapped"
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// EncoderOption configures an Encoder.
+type EncoderOption func(*Encoder) error
+
+// WithMinSize stores values shorter than n bytes raw (default
+// DefaultMinSize). 0 compresses every value.
+func WithMinSize(n int) EncoderOption {
+	return func(e *Encoder) error {
+		if n < 0 {
+			return fmt.Errorf("codec: min size %d is negative", n)
+		}
+		e.minSize = n
+		return nil
+	}
+}
+
+// WithMinGain stores a value raw when compression saves less than the
+// fraction f of its size (default DefaultMinGain, 0.10). f must be below 1. A
+// negative f keeps every frame, even one larger than its value: for tests
+// that want every value framed.
+func WithMinGain(f float64) EncoderOption {
+	return func(e *Encoder) error {
+		if f >= 1 || f != f {
+			return fmt.Errorf("codec: min gain %v must be below 1", f)
+		}
+		e.minGain = f
+		return nil
+	}
+}
+
+// WithChecksum turns the CRC-32C of the original bytes on or off (default
+// on). Without it, corruption that the codec itself does not detect goes
+// unnoticed.
+func WithChecksum(on bool) EncoderOption {
+	return func(e *Encoder) error { e.checksum = on; return nil }
+}
+
+// An Encoder writes frames with one algorithm under the write policy. It is
+// safe for concurrent use; it keeps codec state (one zstd encoder, pools of
+// lz4, brotli and flate writers) for reuse across calls.
+type Encoder struct {
+	alg      Algorithm
+	minSize  int
+	minGain  float64
+	checksum bool
+	comp     compressor
+}
+
+// compressor appends the payload of src to dst.
+type compressor interface {
+	appendCompress(dst, src []byte) ([]byte, error)
+}
+
+// NewEncoder returns an Encoder for a. It fails if a names an unknown codec
+// or level, or an option is invalid.
+func NewEncoder(a Algorithm, opts ...EncoderOption) (*Encoder, error) {
+	if _, err := ParseAlgorithm(a.String()); err != nil || !a.ID.Known() {
+		return nil, fmt.Errorf("codec: invalid algorithm %v", a)
+	}
+	if canon, _ := ParseAlgorithm(a.String()); canon != a {
+		return nil, fmt.Errorf("codec: invalid level %d for %s", a.Level, a.ID)
+	}
+	e := &Encoder{alg: a, minSize: DefaultMinSize, minGain: DefaultMinGain, checksum: true}
+	for _, o := range opts {
+		if err := o(e); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	e.comp, err = newCompressor(a)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Algorithm returns the algorithm e compresses with.
+func (e *Encoder) Algorithm() Algorithm { return e.alg }
+
+// AppendEncode appends to dst what squeeze stores for the value src: a
+// compressed frame, src itself, or src wrapped in a none frame (see
+// AppendEncodeOutcome). dst and src must not overlap.
+func (e *Encoder) AppendEncode(dst, src []byte) []byte {
+	dst, _ = e.AppendEncodeOutcome(dst, src)
+	return dst
+}
+
+// AppendEncodeOutcome is AppendEncode that also reports what it stored.
+func (e *Encoder) AppendEncodeOutcome(dst, src []byte) ([]byte, Outcome) {
+	start := len(dst)
+	if len(src) >= e.minSize && e.alg.ID != IDNone {
+		out, ok := e.appendFrame(dst, src)
+		if ok {
+			return out, Compressed
+		}
+		dst = out[:start]
+	}
+	if !IsFramed(src) {
+		return append(dst, src...), StoredRaw
+	}
+	return e.appendNoneFrame(dst, src), Wrapped
+}
+
+// appendFrame appends a compressed frame of src and reports whether it met
+// the minimum gain. On false the caller truncates the result to its start.
+func (e *Encoder) appendFrame(dst, src []byte) ([]byte, bool) {
+	start := len(dst)
+	dst = AppendHeader(dst, Header{ID: e.alg.ID, OriginalLen: uint64(len(src)), HasChecksum: e.checksum})
+	hlen := len(dst) - start
+	limit := len(src) - hlen // no frame is worth more than the raw value...
+	if e.minGain >= 0 {
+		limit = int(float64(len(src))*(1-e.minGain)) - hlen
+		if limit < 0 {
+			return dst, false
+		}
+	} else {
+		limit = -1 // ...unless the caller asked for frames always
+	}
+	out, err := e.comp.appendCompress(dst, src)
+	if err != nil || (limit >= 0 && len(out)-len(dst) > limit) {
+		return out, false
+	}
+	if e.checksum {
+		binary.LittleEndian.PutUint32(out[start+hlen-4:], Checksum(src))
+	}
+	return out, true
+}
+
+func (e *Encoder) appendNoneFrame(dst, src []byte) []byte {
+	h := Header{ID: IDNone, OriginalLen: uint64(len(src)), HasChecksum: e.checksum}
+	if e.checksum {
+		h.Checksum = Checksum(src)
+	}
+	dst = AppendHeader(dst, h)
+	return append(dst, src...)
+}
+
+// grow returns dst with room for n more bytes.
+func grow(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) >= n {
+		return dst
+	}
+	out := make([]byte, len(dst), len(dst)+n)
+	copy(out, dst)
+	return out
+}
+
+func newCompressor(a Algorithm) (compressor, error) {
+	switch a.ID {
+	case IDNone:
+		return noneCompressor{}, nil
+	case IDZstd:
+		enc, err := zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(a.Level)),
+			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
+			zstd.WithEncoderCRC(false), // the frame has its own checksum
+			zstd.WithLowerEncoderMem(true))
+		if err != nil {
+			return nil, err
+		}
+		return zstdCompressor{enc}, nil
+	case IDLZ4:
+		if a.Level == 0 {
+			return &lz4Compressor{pool: sync.Pool{New: func() any { return new(lz4.Compressor) }}}, nil
+		}
+		lvl := lz4.CompressionLevel(1 << (8 + a.Level))
+		return &lz4HCCompressor{pool: sync.Pool{New: func() any { return &lz4.CompressorHC{Level: lvl} }}}, nil
+	case IDS2, IDSnappy:
+		return s2Compressor{fn: s2Funcs[boolIndex(a.ID == IDSnappy)][a.Level-1]}, nil
+	case IDBrotli:
+		return newStreamCompressor(func(w *appendWriter) streamWriter {
+			return brotli.NewWriterLevel(w, a.Level)
+		}), nil
+	case IDGzip:
+		return newStreamCompressor(func(w *appendWriter) streamWriter {
+			z, _ := gzip.NewWriterLevel(w, a.Level)
+			return z
+		}), nil
+	case IDDeflate:
+		return newStreamCompressor(func(w *appendWriter) streamWriter {
+			z, _ := flate.NewWriter(w, a.Level)
+			return z
+		}), nil
+	case IDZlib:
+		return newStreamCompressor(func(w *appendWriter) streamWriter {
+			z, _ := zlib.NewWriterLevel(w, a.Level)
+			return z
+		}), nil
+	case IDXZ:
+		return xzCompressor{}, nil
+	}
+	return nil, fmt.Errorf("codec: no compressor for %v", a)
+}
+
+type noneCompressor struct{}
+
+func (noneCompressor) appendCompress(dst, src []byte) ([]byte, error) {
+	return append(dst, src...), nil
+}
+
+type zstdCompressor struct{ enc *zstd.Encoder }
+
+func (z zstdCompressor) appendCompress(dst, src []byte) ([]byte, error) {
+	return z.enc.EncodeAll(src, dst), nil
+}
+
+type lz4Compressor struct{ pool sync.Pool }
+
+func (z *lz4Compressor) appendCompress(dst, src []byte) ([]byte, error) {
+	bound := lz4.CompressBlockBound(len(src))
+	dst = grow(dst, bound)
+	c := z.pool.Get().(*lz4.Compressor)
+	n, err := c.CompressBlock(src, dst[len(dst):len(dst)+bound])
+	z.pool.Put(c)
+	if err != nil {
+		return dst, err
+	}
+	if n == 0 && len(src) > 0 {
+		return dst, fmt.Errorf("codec: lz4 found the value incompressible")
+	}
+	return dst[:len(dst)+n], nil
+}
+
+type lz4HCCompressor struct{ pool sync.Pool }
+
+func (z *lz4HCCompressor) appendCompress(dst, src []byte) ([]byte, error) {
+	bound := lz4.CompressBlockBound(len(src))
+	dst = grow(dst, bound)
+	c := z.pool.Get().(*lz4.CompressorHC)
+	n, err := c.CompressBlock(src, dst[len(dst):len(dst)+bound])
+	z.pool.Put(c)
+	if err != nil {
+		return dst, err
+	}
+	if n == 0 && len(src) > 0 {
+		return dst, fmt.Errorf("codec: lz4 found the value incompressible")
+	}
+	return dst[:len(dst)+n], nil
+}
+
+// s2Funcs[snappy][level-1] are the block encoders; snappy output is written
+// by s2 in its snappy-compatible form.
+var s2Funcs = [2][3]func(dst, src []byte) []byte{
+	{s2.Encode, s2.EncodeBetter, s2.EncodeBest},
+	{s2.EncodeSnappy, s2.EncodeSnappyBetter, s2.EncodeSnappyBest},
+}
+
+type s2Compressor struct{ fn func(dst, src []byte) []byte }
+
+func (z s2Compressor) appendCompress(dst, src []byte) ([]byte, error) {
+	bound := s2.MaxEncodedLen(len(src))
+	if bound < 0 {
+		return dst, fmt.Errorf("codec: value of %d bytes too large for s2", len(src))
+	}
+	dst = grow(dst, bound)
+	// The s2 functions use dst as scratch from its start: hand them the tail.
+	out := z.fn(dst[len(dst):len(dst)+bound], src)
+	return dst[:len(dst)+len(out)], nil
+}
+
+// appendWriter is an io.Writer that appends to a byte slice.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// streamWriter is a compressing writer that can be reset onto a new output.
+type streamWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
+// streamState is a pooled writer with the appendWriter it writes to.
+type streamState struct {
+	out appendWriter
+	w   streamWriter
+}
+
+// streamCompressor pools stream writers (brotli, gzip, deflate, zlib), whose
+// state is large and costly to build, and resets them per value.
+type streamCompressor struct{ pool sync.Pool }
+
+func newStreamCompressor(mk func(w *appendWriter) streamWriter) *streamCompressor {
+	sc := &streamCompressor{}
+	sc.pool.New = func() any {
+		s := &streamState{}
+		s.w = mk(&s.out)
+		return s
+	}
+	return sc
+}
+
+func (sc *streamCompressor) appendCompress(dst, src []byte) ([]byte, error) {
+	s := sc.pool.Get().(*streamState)
+	s.out.b = dst
+	s.w.Reset(&s.out)
+	_, err := s.w.Write(src)
+	if err == nil {
+		err = s.w.Close()
+	}
+	out := s.out.b
+	s.out.b = nil
+	sc.pool.Put(s)
+	return out, err
+}
+
+type xzCompressor struct{}
+
+func (xzCompressor) appendCompress(dst, src []byte) ([]byte, error) {
+	w := &appendWriter{b: dst}
+	z, err := xz.WriterConfig{CheckSum: xz.None}.NewWriter(w)
+	if err != nil {
+		return dst, err
+	}
+	if _, err := z.Write(src); err != nil {
+		return w.b, err
+	}
+	err = z.Close()
+	return w.b, err
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,32 @@
+package units
+
+import "testing"
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{
+		{"0", 0}, {"64", 64}, {"16.6kB", 16600}, {"47.5 kB", 47500}, {"4.2MB", 4200000},
+		{"64KiB", 65536}, {"512MiB", 512 << 20}, {"1g", 1 << 30}, {"10b", 10}, {"1GB", 1e9},
+	}
+	for _, tt := range tests {
+		got, err := ParseSize(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "abc", "-1", "1.5.2MB", "12XB"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 16600: "16.6 kB", 4200000: "4.2 MB", 3e9: "3.0 GB"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
