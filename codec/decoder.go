@@ -58,7 +58,6 @@ func NewDecoder(opts ...DecoderOption) (*Decoder, error) {
 		zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
 		zstd.WithDecoderMaxMemory(uint64(d.max)),
 		zstd.WithDecodeAllCapLimit(true), // never write past what the header declared
-		zstd.WithDecoderLowmem(true),
 		zstd.WithDecoderDicts(d.dictData...))
 	if err != nil {
 		return nil, err
