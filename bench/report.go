@@ -36,6 +36,7 @@ type Report struct {
 	Docs       []DocRow       `json:"docs,omitempty"`
 	Crossovers []Crossover    `json:"crossovers,omitempty"`
 	Seed       []SeedSlowdown `json:"seed_slowdowns,omitempty"`
+	Targets    []TargetCheck  `json:"targets,omitempty"`
 }
 
 // Chart is one written chart: PNG and SVG files in the report's charts/
@@ -584,6 +585,14 @@ code { background: #f6f6f6; padding: 1px 4px; }
 <p>Command: <code>{{.Command}}</code><br>Generated: {{.Generated.Format "2006-01-02 15:04:05 UTC"}}{{if .Corpus}}<br>Corpus: {{.Corpus}}{{end}}</p>
 {{range .Notes}}<p>{{.}}</p>{{end}}
 <p>Raw results: <a href="results.json">results.json</a>{{range .CSVFiles}}, <a href="{{.}}">{{.}}</a>{{end}}. Each chart is also in charts/ as PNG and SVG.</p>
+
+{{if .Targets}}
+<h2>Figures to reach (issue 5), checked on this run</h2>
+<table>
+<tr><th class="l">target</th><th>size</th><th class="l">measured</th><th>result</th></tr>
+{{range .Targets}}<tr><td class="l">{{.Target}}</td><td>{{size .SizeByte}}</td><td class="l">{{.Measured}}</td><td>{{if .Pass}}<span class="better">met</span>{{else}}<span class="worse">not met</span>{{end}}</td></tr>
+{{end}}</table>
+{{end}}
 
 {{if .SeedRows}}
 <h2>Slowdown from compression: the 2013 Ruby/zlib study beside this run</h2>

@@ -48,6 +48,7 @@ func sampleReport() Report {
 		}
 	}
 	r.Crossovers = Crossovers(r.Docs)
+	r.Targets = CheckTargets(RedisResult{Rows: r.Redis, Memory: r.Memory}, "zstd:1")
 	return r
 }
 
@@ -143,6 +144,7 @@ func TestWriteReport(t *testing.T) {
 		"docs":           {"codec", "link", "size_bytes", "upload_ms", "download_ms"},
 		"crossovers":     {"codec", "link", "direction", "size_bytes"},
 		"seed_slowdowns": {"workload", "size_bytes", "slowdown_pct"},
+		"targets":        {"target", "size_bytes", "measured", "pass"},
 	}
 	for section, fields := range schema {
 		rows, ok := got[section].([]any)

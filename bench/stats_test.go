@@ -69,3 +69,31 @@ func TestChangeAndSaved(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckTargets(t *testing.T) {
+	row := func(c, wl string, n int, slow float64) RedisRow {
+		return RedisRow{Path: PathLibrary, Codec: c, Workload: wl, SizeBytes: 16600, Iterations: n, SlowdownPct: slow}
+	}
+	res := RedisResult{
+		Rows: []RedisRow{
+			row("zstd:1", WorkloadRead, 10, 50), row("zlib:6", WorkloadRead, 10, 90), // at x10: fails
+			row("zstd:1", WorkloadRead, 100, 10), row("zlib:6", WorkloadRead, 100, 60), // at x100: passes (10 <= 20)
+			row("zstd:1", WorkloadWrite, 100, 30), row("zlib:6", WorkloadWrite, 100, 100), // 30 > 20: fails
+			row("zstd:1", WorkloadWrite, 1000, 5), // zlib:6 not at x1000: ignored
+		},
+		Memory: []MemoryRow{{Codec: "zstd:1", SizeBytes: 16600, SavedPct: 85}, {Codec: "zstd:1", SizeBytes: 0}},
+	}
+	got := CheckTargets(res, "zstd:1")
+	if len(got) != 3 {
+		t.Fatalf("%d checks, want 3: %+v", len(got), got)
+	}
+	want := []bool{true, true, false}
+	for i, c := range got {
+		if c.Pass != want[i] {
+			t.Errorf("check %d %+v: pass %v, want %v", i, c, c.Pass, want[i])
+		}
+	}
+	if got[2].Limit != 20 {
+		t.Errorf("write limit %v, want 100/5", got[2].Limit)
+	}
+}
