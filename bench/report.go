@@ -147,10 +147,10 @@ func writeCSV(path string, rows any) error {
 // seed's approach) and of the other codecs, on the library path.
 type SeedRow struct {
 	Workload  string
-	Size      string
-	SeedPct   float64
-	Measured  []MeasuredPct
-	HasMeasur bool
+	Size      string        // the seed's size, printed
+	SeedPct   float64       // the seed's slowdown
+	Measured  []MeasuredPct // zlib:6 first, then the other codecs by name
+	HasMeasur bool          // whether the run measured this workload and size
 }
 
 // MeasuredPct is one measured slowdown.
@@ -544,6 +544,8 @@ type reportPage struct {
 	SeedRows []SeedRow
 }
 
+// DataURI returns the chart's PNG as a data: URL, so that index.html needs
+// no other file to show it.
 func (c Chart) DataURI() template.URL {
 	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(c.png))
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -95,5 +96,27 @@ func TestCheckTargets(t *testing.T) {
 	}
 	if got[2].Limit != 20 {
 		t.Errorf("write limit %v, want 100/5", got[2].Limit)
+	}
+}
+
+func TestCheckDocTargets(t *testing.T) {
+	rows := []DocRow{
+		{Codec: "none", Link: "loopback", SizeBytes: 2e6, UploadMs: 10, DownloadMs: 10}, // loopback: ignored
+		{Codec: "a", Link: "loopback", SizeBytes: 2e6, UploadMs: 1, DownloadMs: 1},
+		{Codec: "none", Link: "1gbit", SizeBytes: 500e3, UploadMs: 10, DownloadMs: 10}, // below 1 MB: ignored
+		{Codec: "a", Link: "1gbit", SizeBytes: 500e3, UploadMs: 1, DownloadMs: 1},
+		{Codec: "none", Link: "1gbit", SizeBytes: 2e6, UploadMs: 10, DownloadMs: 10},
+		{Codec: "a", Link: "1gbit", SizeBytes: 2e6, UploadMs: 4, DownloadMs: 8},
+		{Codec: "b", Link: "1gbit", SizeBytes: 2e6, UploadMs: 6, DownloadMs: 6},
+	}
+	got := CheckDocTargets(rows)
+	if len(got) != 2 {
+		t.Fatalf("%d checks, want 2: %+v", len(got), got)
+	}
+	if !got[0].Pass || got[0].Value != 2.5 || !strings.Contains(got[0].Measured, "with a") {
+		t.Errorf("upload check %+v, want 2.5x with a", got[0])
+	}
+	if got[1].Pass || !strings.Contains(got[1].Measured, "with b") {
+		t.Errorf("download check %+v, want 1.67x with b, not met", got[1])
 	}
 }

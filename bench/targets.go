@@ -64,3 +64,63 @@ func CheckTargets(res RedisResult, codec string) []TargetCheck {
 	}
 	return out
 }
+
+// CheckDocTargets checks the docs study's figure to reach on each link other
+// than loopback: for documents of 1 MB and above, upload and download with
+// the best codec at least twice as fast as without compression.
+func CheckDocTargets(rows []DocRow) []TargetCheck {
+	type key struct {
+		link string
+		size int
+	}
+	var order []key
+	none := map[key]DocRow{}
+	best := map[key][2]DocRow{} // fastest upload, fastest download
+	for _, r := range rows {
+		if r.Link == "loopback" || r.SizeBytes < 1e6 {
+			continue
+		}
+		k := key{r.Link, r.SizeBytes}
+		if r.Codec == "none" {
+			none[k] = r
+			continue
+		}
+		b, ok := best[k]
+		if !ok {
+			order = append(order, k)
+			b = [2]DocRow{r, r}
+		}
+		if r.UploadMs < b[0].UploadMs {
+			b[0] = r
+		}
+		if r.DownloadMs < b[1].DownloadMs {
+			b[1] = r
+		}
+		best[k] = b
+	}
+	var out []TargetCheck
+	for _, k := range order {
+		n, ok := none[k]
+		if !ok {
+			continue
+		}
+		b := best[k]
+		for i, dir := range []string{"upload", "download"} {
+			base, v := n.UploadMs, b[i].UploadMs
+			if i == 1 {
+				base, v = n.DownloadMs, b[i].DownloadMs
+			}
+			if v <= 0 {
+				continue
+			}
+			speedup := base / v
+			out = append(out, TargetCheck{
+				Target:   fmt.Sprintf("%s on %s: best codec >= 2x faster than none", dir, k.link),
+				SizeByte: k.size,
+				Measured: fmt.Sprintf("%.2fx with %s (%.1f ms vs %.1f ms)", speedup, b[i].Codec, v, base),
+				Value:    speedup, Limit: 2, Pass: speedup >= 2,
+			})
+		}
+	}
+	return out
+}

@@ -313,19 +313,25 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 			m.MemoryUsageBytes, m.UsedMemoryDeltaBytes, m.DatasetDeltaBytes, m.SavedPct, m.UsedMemorySavedPct, m.DatasetSavedPct)
 	}
 	tw.Flush()
-	if checks := bench.CheckTargets(res, codec.DefaultAlgorithm.String()); len(checks) > 0 {
-		fmt.Fprintln(w, "\nFigures to reach (issue 5)")
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "Target\tSize\tMeasured\tResult\t")
-		for _, c := range checks {
-			verdict := "met"
-			if !c.Pass {
-				verdict = "NOT met"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", c.Target, bench.FormatSize(int64(c.SizeByte)), c.Measured, verdict)
-		}
-		tw.Flush()
+	printTargets(w, bench.CheckTargets(res, codec.DefaultAlgorithm.String()))
+}
+
+// printTargets prints issue 5's figures to reach with their verdicts.
+func printTargets(w io.Writer, checks []bench.TargetCheck) {
+	if len(checks) == 0 {
+		return
 	}
+	fmt.Fprintln(w, "\nFigures to reach (issue 5)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Target\tSize\tMeasured\tResult\t")
+	for _, c := range checks {
+		verdict := "met"
+		if !c.Pass {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", c.Target, bench.FormatSize(int64(c.SizeByte)), c.Measured, verdict)
+	}
+	tw.Flush()
 }
 
 func absf(f float64) float64 {
