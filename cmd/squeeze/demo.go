@@ -43,7 +43,7 @@ func runDemo(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(e.Stderr)
 	url := fs.String("redis", "", "Redis URL; default: start a throwaway redis-server")
-	report := fs.String("report", "squeeze-report", "directory for the HTML report")
+	report := fs.String("report", "report", "directory for the HTML report")
 	fs.Usage = func() { fmt.Fprint(e.Stderr, demoUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
