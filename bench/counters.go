@@ -36,6 +36,12 @@ const (
 	CountersLayoutPacked = "packed-bitfield"
 )
 
+// Increment drivers of RunCounters.
+const (
+	CountersDriverRESP    = "resp"
+	CountersDriverGoRedis = "go-redis"
+)
+
 // CountersLayouts lists every layout in the order RunCounters measures them.
 var CountersLayouts = []string{CountersLayoutList, CountersLayoutHex, CountersLayoutKeys, CountersLayoutPacked}
 
@@ -106,6 +112,12 @@ type CountersConfig struct {
 	// time [20s]; whichever comes first ends it.
 	Ops      int
 	Duration time.Duration
+	// Driver sends the increments: CountersDriverRESP [default], a lean
+	// client writing pre-encoded commands on raw connections, so that on a
+	// small machine the figures measure the server's cost per layout rather
+	// than the Go client's, as the seed's redis-benchmark did; or
+	// CountersDriverGoRedis, go-redis with the counters package's own API.
+	Driver string
 	// Seed makes the loaded values and the increment targets reproducible.
 	Seed uint64
 	// Progress, if set, is called as work completes: stage names the layout
@@ -123,6 +135,7 @@ type CountersRow struct {
 	BytesPerCounter float64 `json:"bytes_per_counter"`
 	Clients         int     `json:"clients"`
 	Pipeline        int     `json:"pipeline"` // 1 = no pipelining
+	Driver          string  `json:"driver"`
 	Ops             int64   `json:"ops"`
 	Seconds         float64 `json:"seconds"`
 	OpsPerS         float64 `json:"ops_per_s"`
@@ -155,6 +168,9 @@ func (c *CountersConfig) defaults() {
 	if c.Duration <= 0 {
 		c.Duration = 20 * time.Second
 	}
+	if c.Driver == "" {
+		c.Driver = CountersDriverRESP
+	}
 	if c.Dir == "" {
 		c.Dir = os.TempDir()
 	}
@@ -171,6 +187,9 @@ func RunCounters(ctx context.Context, cfg CountersConfig) ([]CountersRow, error)
 		if !validLayout(l) {
 			return nil, fmt.Errorf("bench counters: unknown layout %q (want %s)", l, strings.Join(CountersLayouts, ", "))
 		}
+	}
+	if cfg.Driver != CountersDriverRESP && cfg.Driver != CountersDriverGoRedis {
+		return nil, fmt.Errorf("bench counters: unknown driver %q (want %s or %s)", cfg.Driver, CountersDriverRESP, CountersDriverGoRedis)
 	}
 	if cfg.Days > 16384 {
 		return nil, fmt.Errorf("bench counters: %d days is more than this study's 16384", cfg.Days)
@@ -261,14 +280,20 @@ func runCountersLayout(ctx context.Context, cfg CountersConfig, layout string) (
 	}
 	var rows []CountersRow
 	for _, depth := range depths {
-		ops, secs, err := countersIncr(ctx, rdb, cfg, layout, depth)
+		incr := countersIncr
+		if cfg.Driver == CountersDriverRESP {
+			incr = func(ctx context.Context, rdb *redis.Client, cfg CountersConfig, layout string, depth int) (int64, float64, error) {
+				return countersIncrRESP(ctx, opt, rdb, cfg, layout, depth)
+			}
+		}
+		ops, secs, err := incr(ctx, rdb, cfg, layout, depth)
 		if err != nil {
 			return rows, fmt.Errorf("increments (pipeline %d): %w", depth, err)
 		}
 		rows = append(rows, CountersRow{
 			Layout: layout, Entities: cfg.Entities, Days: cfg.Days,
 			UsedMemoryDelta: delta, BytesPerCounter: float64(delta) / counters,
-			Clients: cfg.Clients, Pipeline: depth, Ops: ops, Seconds: secs, OpsPerS: float64(ops) / secs,
+			Clients: cfg.Clients, Pipeline: depth, Driver: cfg.Driver, Ops: ops, Seconds: secs, OpsPerS: float64(ops) / secs,
 		})
 	}
 	return rows, nil
