@@ -12,15 +12,15 @@ import (
 type replyShape uint8
 
 const (
-	shapeNone   replyShape = iota // nothing to decode
-	shapeValues                   // the reply is a value, or an array of values
-	shapePairs                    // field/value pairs (flat array or map): decode the values
-	shapeScan                     // [cursor, [field, value, ...]]
-	shapeKeyVal                   // [key, value] (BLPOP, BRPOP)
-	shapeKeyVals                  // [key, [value, ...]] (LMPOP, BLMPOP)
-	shapeEntries                  // [[id, [field, value, ...]], ...] (XRANGE, XCLAIM)
-	shapeStreams                  // [[key, entries], ...] or {key: entries} (XREAD)
-	shapeAutoClaim                // [next, entries, deleted] (XAUTOCLAIM)
+	shapeNone      replyShape = iota // nothing to decode
+	shapeValues                      // the reply is a value, or an array of values
+	shapePairs                       // field/value pairs (flat array or map): decode the values
+	shapeScan                        // [cursor, [field, value, ...]]
+	shapeKeyVal                      // [key, value] (BLPOP, BRPOP)
+	shapeKeyVals                     // [key, [value, ...]] (LMPOP, BLMPOP)
+	shapeEntries                     // [[id, [field, value, ...]], ...] (XRANGE, XCLAIM)
+	shapeStreams                     // [[key, entries], ...] or {key: entries} (XREAD)
+	shapeAutoClaim                   // [next, entries, deleted] (XAUTOCLAIM)
 )
 
 var shapes = map[string]replyShape{
