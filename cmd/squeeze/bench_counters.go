@@ -40,8 +40,10 @@ the server's cost per layout; --driver go-redis goes through go-redis and the
 counters package instead.
 
 Without --redis a throwaway redis-server is started per layout (it must be
-installed). With --redis the database must be empty; it is flushed after
-each layout. The issue's scale (100000 x 365, one key per counter included)
+installed); all are loaded first, then the increments run in --rounds
+rounds interleaved across layouts, so that the machine's background load
+falls on all alike. With --redis the database must be empty; the layouts run
+one after the other and it is flushed after each. The issue's scale (100000 x 365, one key per counter included)
 needs about 4 GiB of RAM on the server.
 
 Examples:
@@ -59,6 +61,7 @@ func runBenchCounters(ctx context.Context, e env, args []string) error {
 	pipeline := fs.Int("pipeline", 16, "pipeline depth of the pipelined runs (1: only unpipelined)")
 	ops := fs.Int("ops", 200000, "increments per measurement (bound)")
 	dur := fs.Duration("duration", 20*time.Second, "time per measurement (bound)")
+	rounds := fs.Int("rounds", 4, "split each measurement into this many rounds, interleaved across layouts")
 	layouts := fs.String("layouts", strings.Join(bench.CountersLayouts, ","), "comma-separated layouts to measure")
 	driver := fs.String("driver", bench.CountersDriverRESP, "increment client: resp (lean raw connections: measures the server) or go-redis (the counters package's API: measures client and server)")
 	asJSON := fs.Bool("json", false, "print JSON rows for machines")
@@ -68,12 +71,12 @@ func runBenchCounters(ctx context.Context, e env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("bench counters takes no arguments (got %q)", fs.Arg(0))
 	}
-	if *entities <= 0 || *days <= 0 || *clients <= 0 || *pipeline <= 0 || *ops <= 0 || *dur <= 0 {
-		return usageError("--entities, --days, --clients, --pipeline, --ops and --duration must be positive")
+	if *entities <= 0 || *days <= 0 || *clients <= 0 || *pipeline <= 0 || *ops <= 0 || *dur <= 0 || *rounds <= 0 {
+		return usageError("--entities, --days, --clients, --pipeline, --ops, --duration and --rounds must be positive")
 	}
 	cfg := bench.CountersConfig{
 		RedisURL: *url, Entities: *entities, Days: *days, Clients: *clients,
-		Pipeline: *pipeline, Ops: *ops, Duration: *dur, Layouts: strings.Split(*layouts, ","), Driver: *driver,
+		Pipeline: *pipeline, Ops: *ops, Duration: *dur, Layouts: strings.Split(*layouts, ","), Driver: *driver, Rounds: *rounds,
 	}
 	if f, ok := e.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		cfg.Progress = newStageBar(f)
