@@ -6,7 +6,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -344,7 +343,7 @@ func prepareCounters(ctx context.Context, cfg CountersConfig, layout string) (_ 
 			return nil, err
 		}
 		t.closers = append(t.closers, func() { os.RemoveAll(dir) })
-		srv, err := testutil.Start(dir, "--enable-debug-command", "yes") // DEBUG HTSTATS: see settledMemory
+		srv, err := testutil.Start(dir, "--enable-debug-command", "yes") // DEBUG HTSTATS: see settledRehashMemory
 		if err != nil {
 			return nil, err
 		}
@@ -369,14 +368,14 @@ func prepareCounters(ctx context.Context, cfg CountersConfig, layout string) (_ 
 	if cfg.RedisURL != "" {
 		t.closers = append(t.closers, func() { t.rdb.FlushDB(context.WithoutCancel(ctx)) })
 	}
-	before, err := usedMemory(ctx, t.rdb)
+	before, _, err := usedMemory(ctx, t.rdb)
 	if err != nil {
 		return nil, err
 	}
 	if err := countersLoad(ctx, t.rdb, cfg, layout); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	after, err := settledMemory(ctx, t.rdb)
+	after, err := settledRehashMemory(ctx, t.rdb)
 	if err != nil {
 		return nil, err
 	}
@@ -384,23 +383,10 @@ func prepareCounters(ctx context.Context, cfg CountersConfig, layout string) (_ 
 	return t, nil
 }
 
-func usedMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
-	info, err := rdb.Info(ctx, "memory").Result()
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		}
-	}
-	return 0, errors.New("INFO memory has no used_memory")
-}
-
-// settledMemory waits (at most 30 s) for the keyspace's incremental rehash
-// to finish, so that the delta counts one hash table, then reads
+// settledRehashMemory waits (at most 30 s) for the keyspace's incremental
+// rehash to finish, so that the delta counts one hash table, then reads
 // used_memory.
-func settledMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
+func settledRehashMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		s, err := rdb.Do(ctx, "DEBUG", "HTSTATS", "0").Text()
@@ -409,7 +395,8 @@ func settledMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return usedMemory(ctx, rdb)
+	used, _, err := usedMemory(ctx, rdb)
+	return used, err
 }
 
 func entityKey(e int) string { return "e:" + strconv.Itoa(e) }
