@@ -574,3 +574,22 @@ func TestHook_ClusterAndUniversal(t *testing.T) {
 		})
 	}
 }
+
+// TestHook_RawReplyZeroAllocs: replies that are not frames (values written
+// raw, short values) cost the hook no allocation.
+func TestHook_RawReplyZeroAllocs(t *testing.T) {
+	h, err := NewHook(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := redis.NewStringCmd(context.Background(), "get", "k")
+	cmd.SetVal(big("raw"))
+	p := prepared{name: "get"}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := h.decodeReply(cmd, p); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations decoding a raw reply, want 0", n)
+	}
+}
