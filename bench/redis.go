@@ -76,6 +76,7 @@ func (o *RedisOptions) defaults() error {
 			return fmt.Errorf("bench: unknown path %q (direct, library, proxy)", p)
 		}
 	}
+	o.Codecs = withoutNone(o.Codecs) // none is always measured, as the baseline
 	if len(o.Codecs) == 0 {
 		o.Codecs = []codec.Algorithm{codec.DefaultAlgorithm, {ID: codec.IDZlib, Level: 6}}
 	}
@@ -464,6 +465,17 @@ func CorpusValue(data []byte, size int) []byte {
 	out := make([]byte, 0, size)
 	for len(data) > 0 && len(out) < size {
 		out = append(out, data[:min(len(data), size-len(out))]...)
+	}
+	return out
+}
+
+// withoutNone returns algs without codec none.
+func withoutNone(algs []codec.Algorithm) []codec.Algorithm {
+	var out []codec.Algorithm
+	for _, a := range algs {
+		if a.ID != codec.IDNone {
+			out = append(out, a)
+		}
 	}
 	return out
 }
