@@ -35,6 +35,12 @@ const (
 	CountersLayoutPacked = "packed-bitfield"
 )
 
+// Increment drivers of RunCounters.
+const (
+	CountersDriverRESP    = "resp"
+	CountersDriverGoRedis = "go-redis"
+)
+
 // CountersLayouts lists every layout in the order RunCounters measures them.
 var CountersLayouts = []string{CountersLayoutList, CountersLayoutHex, CountersLayoutKeys, CountersLayoutPacked}
 
@@ -105,6 +111,17 @@ type CountersConfig struct {
 	// time [20s]; whichever comes first ends it.
 	Ops      int
 	Duration time.Duration
+	// Driver sends the increments: CountersDriverRESP [default], a lean
+	// client writing pre-encoded commands on raw connections, so that on a
+	// small machine the figures measure the server's cost per layout rather
+	// than the Go client's, as the seed's redis-benchmark did; or
+	// CountersDriverGoRedis, go-redis with the counters package's own API.
+	Driver string
+	// Rounds splits each measurement into this many parts [4], run in
+	// turn across layouts (interleaved when each layout has its own
+	// server), so that a change in the machine's background load does not
+	// favour one layout.
+	Rounds int
 	// Seed makes the loaded values and the increment targets reproducible.
 	Seed uint64
 	// Progress, if set, is called as work completes: stage names the layout
@@ -122,6 +139,7 @@ type CountersRow struct {
 	BytesPerCounter float64 `json:"bytes_per_counter"`
 	Clients         int     `json:"clients"`
 	Pipeline        int     `json:"pipeline"` // 1 = no pipelining
+	Driver          string  `json:"driver"`
 	Ops             int64   `json:"ops"`
 	Seconds         float64 `json:"seconds"`
 	OpsPerS         float64 `json:"ops_per_s"`
@@ -154,6 +172,12 @@ func (c *CountersConfig) defaults() {
 	if c.Duration <= 0 {
 		c.Duration = 20 * time.Second
 	}
+	if c.Rounds <= 0 {
+		c.Rounds = 4
+	}
+	if c.Driver == "" {
+		c.Driver = CountersDriverRESP
+	}
 	if c.Dir == "" {
 		c.Dir = os.TempDir()
 	}
@@ -161,9 +185,10 @@ func (c *CountersConfig) defaults() {
 
 // RunCounters loads Entities x Days counters in each layout into a fresh
 // database, records the used_memory delta, then measures increments of
-// random (entity, day) counters with Clients parallel connections, first
-// one command at a time, then Pipeline-deep pipelines. Rows come in layout
-// order, unpipelined before pipelined. Any command error stops the run.
+// random (entity, day) counters with Clients parallel connections, one
+// command at a time and in Pipeline-deep pipelines, in Rounds interleaved
+// rounds. Rows come in layout order, unpipelined before pipelined. Any
+// command error stops the run.
 func RunCounters(ctx context.Context, cfg CountersConfig) ([]CountersRow, error) {
 	cfg.defaults()
 	for _, l := range cfg.Layouts {
@@ -171,16 +196,88 @@ func RunCounters(ctx context.Context, cfg CountersConfig) ([]CountersRow, error)
 			return nil, fmt.Errorf("bench counters: unknown layout %q (want %s)", l, strings.Join(CountersLayouts, ", "))
 		}
 	}
+	if cfg.Driver != CountersDriverRESP && cfg.Driver != CountersDriverGoRedis {
+		return nil, fmt.Errorf("bench counters: unknown driver %q (want %s or %s)", cfg.Driver, CountersDriverRESP, CountersDriverGoRedis)
+	}
 	if cfg.Days > 16384 {
 		return nil, fmt.Errorf("bench counters: %d days is more than this study's 16384", cfg.Days)
 	}
+	depths := []int{1}
+	if cfg.Pipeline > 1 {
+		depths = append(depths, cfg.Pipeline)
+	}
+	type acc struct {
+		ops  int64
+		secs float64
+	}
 	var rows []CountersRow
-	for _, layout := range cfg.Layouts {
-		r, err := runCountersLayout(ctx, cfg, layout)
-		if err != nil {
-			return rows, fmt.Errorf("bench counters %s: %w", layout, err)
+	// measure runs the rounds of the given targets, interleaved, and
+	// appends their rows.
+	measure := func(targets []*countersTarget) error {
+		sums := make([][]acc, len(targets))
+		for i := range sums {
+			sums[i] = make([]acc, len(depths))
 		}
-		rows = append(rows, r...)
+		rc := cfg
+		rc.Ops = max(1, cfg.Ops/cfg.Rounds)
+		rc.Duration = cfg.Duration / time.Duration(cfg.Rounds)
+		for round := 0; round < cfg.Rounds; round++ {
+			for i, t := range targets {
+				for j, depth := range depths {
+					ops, secs, err := t.incr(ctx, rc, depth)
+					if err != nil {
+						return fmt.Errorf("bench counters %s: increments (pipeline %d): %w", t.layout, depth, err)
+					}
+					sums[i][j].ops += ops
+					sums[i][j].secs += secs
+				}
+			}
+		}
+		for i, t := range targets {
+			for j, depth := range depths {
+				a := sums[i][j]
+				rows = append(rows, CountersRow{
+					Layout: t.layout, Entities: cfg.Entities, Days: cfg.Days,
+					UsedMemoryDelta: t.delta, BytesPerCounter: float64(t.delta) / (float64(cfg.Entities) * float64(cfg.Days)),
+					Clients: cfg.Clients, Pipeline: depth, Driver: cfg.Driver, Ops: a.ops, Seconds: a.secs, OpsPerS: float64(a.ops) / a.secs,
+				})
+			}
+		}
+		return nil
+	}
+	if cfg.RedisURL == "" {
+		// A fresh server per layout, all loaded first, then measured in
+		// interleaved rounds so that background load on the machine falls
+		// on every layout alike.
+		var targets []*countersTarget
+		defer func() {
+			for _, t := range targets {
+				t.close()
+			}
+		}()
+		for _, layout := range cfg.Layouts {
+			t, err := prepareCounters(ctx, cfg, layout)
+			if err != nil {
+				return nil, fmt.Errorf("bench counters %s: %w", layout, err)
+			}
+			targets = append(targets, t)
+		}
+		if err := measure(targets); err != nil {
+			return rows, err
+		}
+	} else {
+		// One server: each layout in turn in the empty database.
+		for _, layout := range cfg.Layouts {
+			t, err := prepareCounters(ctx, cfg, layout)
+			if err != nil {
+				return rows, fmt.Errorf("bench counters %s: %w", layout, err)
+			}
+			err = measure([]*countersTarget{t})
+			t.close()
+			if err != nil {
+				return rows, err
+			}
+		}
 	}
 	for i := range rows {
 		for _, h := range rows {
@@ -206,30 +303,62 @@ func validLayout(l string) bool {
 	return false
 }
 
-func runCountersLayout(ctx context.Context, cfg CountersConfig, layout string) ([]CountersRow, error) {
+// countersTarget is one layout loaded into a database, ready for
+// increments.
+type countersTarget struct {
+	layout  string
+	opt     *redis.Options
+	rdb     *redis.Client
+	delta   int64 // used_memory delta over the load
+	closers []func()
+}
+
+func (t *countersTarget) close() {
+	for i := len(t.closers) - 1; i >= 0; i-- {
+		t.closers[i]()
+	}
+	t.closers = nil
+}
+
+func (t *countersTarget) incr(ctx context.Context, cfg CountersConfig, depth int) (int64, float64, error) {
+	if cfg.Driver == CountersDriverRESP {
+		return countersIncrRESP(ctx, t.opt, t.rdb, cfg, t.layout, depth)
+	}
+	return countersIncr(ctx, t.rdb, cfg, t.layout, depth)
+}
+
+// prepareCounters connects to cfg.RedisURL, or starts a fresh server,
+// checks the database is empty, loads the layout and measures its memory.
+func prepareCounters(ctx context.Context, cfg CountersConfig, layout string) (_ *countersTarget, err error) {
+	t := &countersTarget{layout: layout}
+	defer func() {
+		if err != nil {
+			t.close()
+		}
+	}()
 	url := cfg.RedisURL
 	if url == "" {
 		dir, err := os.MkdirTemp(cfg.Dir, "squeeze-bench-counters-")
 		if err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(dir)
+		t.closers = append(t.closers, func() { os.RemoveAll(dir) })
 		srv, err := testutil.Start(dir, "--enable-debug-command", "yes") // DEBUG HTSTATS: see settledRehashMemory
 		if err != nil {
 			return nil, err
 		}
-		defer srv.Stop()
+		t.closers = append(t.closers, srv.Stop)
 		url = srv.URL()
 	}
-	opt, err := redis.ParseURL(url)
+	t.opt, err = redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redis URL: %w", err)
 	}
-	opt.PoolSize = cfg.Clients + 8
-	opt.PipelinePoolSize = cfg.Clients + 8
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	n, err := rdb.DBSize(ctx).Result()
+	t.opt.PoolSize = cfg.Clients + 8
+	t.opt.PipelinePoolSize = cfg.Clients + 8
+	t.rdb = redis.NewClient(t.opt)
+	t.closers = append(t.closers, func() { t.rdb.Close() })
+	n, err := t.rdb.DBSize(ctx).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -237,40 +366,21 @@ func runCountersLayout(ctx context.Context, cfg CountersConfig, layout string) (
 		return nil, fmt.Errorf("database of %s holds %d keys; the study loads and flushes its own, so it needs an empty database (pick one, e.g. redis://host:6379/15)", url, n)
 	}
 	if cfg.RedisURL != "" {
-		defer rdb.FlushDB(context.WithoutCancel(ctx))
+		t.closers = append(t.closers, func() { t.rdb.FlushDB(context.WithoutCancel(ctx)) })
 	}
-
-	before, _, err := usedMemory(ctx, rdb)
+	before, _, err := usedMemory(ctx, t.rdb)
 	if err != nil {
 		return nil, err
 	}
-	if err := countersLoad(ctx, rdb, cfg, layout); err != nil {
+	if err := countersLoad(ctx, t.rdb, cfg, layout); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	after, err := settledRehashMemory(ctx, rdb)
+	after, err := settledRehashMemory(ctx, t.rdb)
 	if err != nil {
 		return nil, err
 	}
-	delta := after - before
-	counters := float64(cfg.Entities) * float64(cfg.Days)
-
-	depths := []int{1}
-	if cfg.Pipeline > 1 {
-		depths = append(depths, cfg.Pipeline)
-	}
-	var rows []CountersRow
-	for _, depth := range depths {
-		ops, secs, err := countersIncr(ctx, rdb, cfg, layout, depth)
-		if err != nil {
-			return rows, fmt.Errorf("increments (pipeline %d): %w", depth, err)
-		}
-		rows = append(rows, CountersRow{
-			Layout: layout, Entities: cfg.Entities, Days: cfg.Days,
-			UsedMemoryDelta: delta, BytesPerCounter: float64(delta) / counters,
-			Clients: cfg.Clients, Pipeline: depth, Ops: ops, Seconds: secs, OpsPerS: float64(ops) / secs,
-		})
-	}
-	return rows, nil
+	t.delta = after - before
+	return t, nil
 }
 
 // settledRehashMemory waits (at most 30 s) for the keyspace's incremental

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -79,12 +80,18 @@ func TestCountersLayouts(t *testing.T) {
 			if got := countersTotal(t, ctx, rdb, cfg, layout); got != want {
 				t.Fatalf("loaded total = %d, want %d", got, want)
 			}
+			opt, _ := redis.ParseURL(r.URL())
+			resp := func(ctx context.Context, rdb *redis.Client, cfg CountersConfig, layout string, depth int) (int64, float64, error) {
+				return countersIncrRESP(ctx, opt, rdb, cfg, layout, depth)
+			}
 			for _, depth := range []int{1, 4} {
-				ops, secs, err := countersIncr(ctx, rdb, cfg, layout, depth)
-				if err != nil || ops != int64(cfg.Ops) || secs <= 0 {
-					t.Fatalf("depth %d: %d ops in %.3fs, %v", depth, ops, secs, err)
+				for name, incr := range map[string]func(context.Context, *redis.Client, CountersConfig, string, int) (int64, float64, error){"go-redis": countersIncr, "resp": resp} {
+					ops, secs, err := incr(ctx, rdb, cfg, layout, depth)
+					if err != nil || ops != int64(cfg.Ops) || secs <= 0 {
+						t.Fatalf("%s depth %d: %d ops in %.3fs, %v", name, depth, ops, secs, err)
+					}
+					want += ops
 				}
-				want += ops
 			}
 			if got := countersTotal(t, ctx, rdb, cfg, layout); got != want {
 				t.Fatalf("total after increments = %d, want %d", got, want)
@@ -138,5 +145,31 @@ func TestRunCounters(t *testing.T) {
 	}
 	if _, err := RunCounters(ctx, CountersConfig{Layouts: []string{"nope"}}); err == nil {
 		t.Fatal("unknown layout accepted")
+	}
+}
+
+// TestCountersRESP_Errors checks the lean driver reports error replies and
+// BITFIELD's nil (a failed overflow) instead of counting them as done.
+func TestCountersRESP_Errors(t *testing.T) {
+	ctx := context.Background()
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	opt, _ := redis.ParseURL(r.URL())
+	cfg := CountersConfig{Entities: 3, Days: 4, Clients: 2, Ops: 10}
+	cfg.defaults()
+	// Nothing loaded: the hex script fails on a missing hash.
+	if _, _, err := countersIncrRESP(ctx, opt, rdb, cfg, CountersLayoutHex, 2); err == nil || !strings.Contains(err.Error(), "redis: ") {
+		t.Fatalf("hex on missing keys: %v", err)
+	}
+	// Packed series at the top of u16: the first increment overflows.
+	s, _ := counters.New(rdb, counters.Config{Prefix: "e:", Slots: 4})
+	for e := 0; e < 3; e++ {
+		if err := s.Load(ctx, strconv.Itoa(e), []int64{65535, 65535, 65535, 65535}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _, err := countersIncrRESP(ctx, opt, rdb, cfg, CountersLayoutPacked, 1); !errors.Is(err, counters.ErrOverflow) || n != 0 {
+		t.Fatalf("packed overflow: %d done, %v", n, err)
 	}
 }

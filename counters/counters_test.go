@@ -500,3 +500,24 @@ func TestStore_ClusterAndUniversal(t *testing.T) {
 	var _ Client = (*redis.ClusterClient)(nil)
 	var _ Client = (*redis.Ring)(nil)
 }
+
+func TestAppendEncodeDecode_ZeroAllocs(t *testing.T) {
+	vals := make([]int64, 365)
+	for i := range vals {
+		vals[i] = int64(i * 7)
+	}
+	img := make([]byte, 0, 1024)
+	out := make([]int64, 0, 365)
+	for _, typ := range []Type{U16, {Bits: 12}, I64} {
+		n := testing.AllocsPerRun(100, func() {
+			img, _ = AppendEncode(img[:0], typ, vals)
+			out = AppendDecode(out[:0], typ, img, 0, len(vals))
+		})
+		if n != 0 {
+			t.Errorf("%s: %v allocations per encode+decode, want 0", typ, n)
+		}
+		if !slices.Equal(out, vals) {
+			t.Errorf("%s: round trip differs", typ)
+		}
+	}
+}
