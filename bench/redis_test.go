@@ -102,7 +102,6 @@ func TestRunRedis_BadOptions(t *testing.T) {
 	}{
 		{"no client", RedisOptions{}, "Client is nil"},
 		{"bad path", RedisOptions{Client: rdb, Paths: []string{"carrier-pigeon"}}, "unknown path"},
-		{"proxy without client", RedisOptions{Client: rdb, Paths: []string{PathProxy}}, "ProxyClient"},
 		{"bad workload", RedisOptions{Client: rdb, Workloads: []string{"delete"}}, "unknown workload"},
 		{"zero iterations", RedisOptions{Client: rdb, Iterations: []int{0}}, "must be positive"},
 	}
@@ -225,5 +224,32 @@ func TestShapedLink(t *testing.T) {
 	}
 	if _, err := os.Stat("/run/netns/" + ns); err == nil {
 		t.Errorf("namespace %s still exists", ns)
+	}
+}
+
+func TestProxyFor(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := newClient(t, srv.Addr)
+	ctx := context.Background()
+	zstd1, _ := codec.ParseAlgorithm("zstd:1")
+	p, stop, err := proxyFor(ctx, rdb, zstd1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	doc := JSONDocument(3, 16600)
+	if err := p.Set(ctx, "k", doc, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := rdb.Get(ctx, "k").Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !codec.IsFramed(stored) || len(stored) >= len(doc) {
+		t.Fatalf("the proxy stored %d bytes, framed %v; want a compressed frame", len(stored), codec.IsFramed(stored))
+	}
+	back, err := p.Get(ctx, "k").Bytes()
+	if err != nil || string(back) != string(doc) {
+		t.Fatalf("read through the proxy: %d bytes, err %v; want the document", len(back), err)
 	}
 }

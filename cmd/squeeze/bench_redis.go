@@ -23,7 +23,7 @@ func init() {
 }
 
 const benchRedisUsage = `Usage:
-  squeeze bench redis [--redis URL] [--path direct,library] [--codecs LIST]
+  squeeze bench redis [--redis URL] [--path direct,library,proxy] [--codecs LIST]
       [--sizes 0,16.6kB,47.5kB,221.9kB,4.2MB] [--iterations 1,10,100,1000]
       [--repeat 10] [--corpus PATH] [--quick] [--report DIR] [--json]
 
@@ -38,7 +38,8 @@ Paths:
   direct   go-redis alone, no squeeze (the plain baseline)
   library  squeeze's codec in-process around go-redis: encode before SET,
            decode after GET (what the squeeze Go library does)
-  proxy    through the squeeze proxy (not built yet on this branch)
+  proxy    through the squeeze proxy, started in-process on a loopback port in
+           front of the same Redis, one per codec (go-redis talks to it)
 
 Without --redis it starts a throwaway redis-server on a free loopback port and
 stops it at the end. With --redis it only writes keys starting with
@@ -58,7 +59,7 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("bench redis", flag.ContinueOnError)
 	fs.SetOutput(e.Stderr)
 	url := fs.String("redis", "", "Redis URL (redis://host:port/db); default: start a throwaway redis-server")
-	paths := fs.String("path", "direct,library", "paths to measure: direct, library, proxy")
+	paths := fs.String("path", "direct,library,proxy", "paths to measure: direct, library, proxy")
 	codecs := fs.String("codecs", "zstd:1,zlib:6", "codecs on the library path besides none (zlib:6 is the seed's approach)")
 	sizes := fs.String("sizes", "0,16.6kB,47.5kB,221.9kB,4.2MB", "value sizes")
 	iters := fs.String("iterations", "1,10,100,1000", "iteration counts per timed run")
@@ -184,10 +185,8 @@ func parsePaths(s string) ([]string, error) {
 		switch p {
 		case "":
 			continue
-		case bench.PathDirect, bench.PathLibrary:
+		case bench.PathDirect, bench.PathLibrary, bench.PathProxy:
 			out = append(out, p)
-		case bench.PathProxy:
-			return nil, usageError("bench redis: --path proxy: the squeeze proxy is not built yet on this branch; measure direct,library for now")
 		default:
 			return nil, usageError("bench redis: --path: unknown path %q (direct, library, proxy)", p)
 		}
