@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -219,24 +221,33 @@ func parseInts(s string) ([]int, error) {
 // connectRedis connects to url, or starts a throwaway redis-server when url
 // is empty. stop closes the client and stops the server.
 func connectRedis(ctx context.Context, e env, url string) (*redis.Client, func(), error) {
-	var srv *testutil.Redis
-	var dir string
+	release := func() {}
 	if url == "" {
-		var err error
-		dir, err = os.MkdirTemp("", "squeeze-bench-")
+		dir, err := os.MkdirTemp("", "squeeze-bench-")
 		if err != nil {
 			return nil, nil, err
 		}
-		srv, err = testutil.Start(dir)
+		srv, err := testutil.Start(dir)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, nil, fmt.Errorf("start throwaway redis-server: %w", err)
+		}
+		// While we own a server, a closed output pipe (squeeze ... | head)
+		// must not kill squeeze before it stops the server: with SIGPIPE
+		// notified, such writes fail with EPIPE instead.
+		pipe := make(chan os.Signal, 1)
+		signal.Notify(pipe, syscall.SIGPIPE)
+		release = func() {
+			srv.Stop()
+			os.RemoveAll(dir)
+			signal.Stop(pipe)
 		}
 		url = srv.URL()
 		fmt.Fprintf(e.Stderr, "started a throwaway redis-server on %s\n", srv.Addr)
 	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
+		release()
 		return nil, nil, usageError("--redis: %v", err)
 	}
 	opt.ReadTimeout = 30 * time.Second
@@ -244,10 +255,7 @@ func connectRedis(ctx context.Context, e env, url string) (*redis.Client, func()
 	rdb := redis.NewClient(opt)
 	stop := func() {
 		rdb.Close()
-		if srv != nil {
-			srv.Stop()
-			os.RemoveAll(dir)
-		}
+		release()
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
