@@ -197,7 +197,15 @@ type (
 		Tags      []string          `json:"tags"`
 		Bio       string            `json:"bio,omitempty"`
 		Settings  map[string]string `json:"settings"`
-		Stats     struct {
+		AvatarURL string            `json:"avatar_url"`
+		Plan      string            `json:"plan"`
+		Notify    struct {
+			Email bool `json:"email"`
+			SMS   bool `json:"sms"`
+			Push  bool `json:"push"`
+		} `json:"notifications"`
+		Links map[string]string `json:"_links"`
+		Stats struct {
 			Followers int `json:"followers"`
 			Following int `json:"following"`
 			Posts     int `json:"posts"`
@@ -225,7 +233,12 @@ type (
 			Last4  string `json:"last4,omitempty"`
 			Paid   bool   `json:"paid"`
 		} `json:"payment"`
-		Notes *string `json:"notes"`
+		Notes   *string `json:"notes"`
+		History []struct {
+			Status string `json:"status"`
+			At     string `json:"at"`
+		} `json:"status_history"`
+		Links map[string]string `json:"_links"`
 	}
 	product struct {
 		ID          uint64   `json:"id"`
@@ -245,6 +258,13 @@ type (
 			Value string `json:"value"`
 		} `json:"attributes"`
 		UpdatedAt string `json:"updated_at"`
+		Shipping  struct {
+			Free        bool   `json:"free"`
+			EstimateMin int    `json:"estimate_days_min"`
+			EstimateMax int    `json:"estimate_days_max"`
+			Warehouse   string `json:"warehouse"`
+		} `json:"shipping"`
+		Links map[string]string `json:"_links"`
 	}
 )
 
@@ -274,6 +294,13 @@ func (g *Generator) user() user {
 		},
 	}
 	u.Email = strings.ToLower(first+"."+last) + "@" + g.skewed(emailDomains)
+	u.AvatarURL = fmt.Sprintf("https://cdn.example-shop.com/avatars/%d/%s.png", u.ID%1000, u.Username)
+	u.Plan = g.skewed([]string{"free", "free", "free", "pro", "team", "enterprise"})
+	u.Notify.Email, u.Notify.SMS, u.Notify.Push = g.r.IntN(5) > 0, g.r.IntN(5) == 0, g.r.IntN(2) == 0
+	u.Links = map[string]string{
+		"self":   fmt.Sprintf("/api/v2/users/%d", u.ID),
+		"orders": fmt.Sprintf("/api/v2/users/%d/orders", u.ID),
+	}
 	if g.r.IntN(5) > 0 {
 		s := g.now().Format(time.RFC3339)
 		u.LastLogin = &s
@@ -311,6 +338,14 @@ func (g *Generator) product() product {
 		UpdatedAt: g.now().Format(time.RFC3339),
 	}
 	p.InStock = p.Inventory > 0
+	p.Shipping.Free = p.Price > 35
+	p.Shipping.EstimateMin = 1 + g.r.IntN(3)
+	p.Shipping.EstimateMax = p.Shipping.EstimateMin + 2 + g.r.IntN(3)
+	p.Shipping.Warehouse = g.skewed([]string{"us-east-1", "us-east-1", "us-west-2", "eu-central-1"})
+	p.Links = map[string]string{
+		"self":    fmt.Sprintf("/api/v2/products/%d", p.ID),
+		"reviews": fmt.Sprintf("/api/v2/products/%d/reviews", p.ID),
+	}
 	p.Description = g.Sentence() + " " + g.Sentence()
 	for i := 1 + g.r.IntN(3); i > 0; i-- {
 		p.Images = append(p.Images, fmt.Sprintf("https://cdn.example-shop.com/img/%s/%d_%d.jpg", strings.ToLower(p.SKU), p.ID, i))
@@ -354,6 +389,22 @@ func (g *Generator) order() order {
 		o.Payment.Last4 = fmt.Sprintf("%04d", g.r.IntN(10000))
 	}
 	o.Payment.Paid = o.Status != "pending"
+	at := created
+	for _, st := range []string{"pending", "paid", "shipped", "delivered"} {
+		o.History = append(o.History, struct {
+			Status string `json:"status"`
+			At     string `json:"at"`
+		}{st, at.Format(time.RFC3339)})
+		if st == o.Status {
+			break
+		}
+		at = at.Add(time.Duration(30+g.r.IntN(3000)) * time.Minute)
+	}
+	o.Links = map[string]string{
+		"self":     fmt.Sprintf("/api/v2/orders/%d", o.ID),
+		"customer": fmt.Sprintf("/api/v2/users/%d", o.CustomerID),
+		"invoice":  fmt.Sprintf("/api/v2/orders/%d/invoice.pdf", o.ID),
+	}
 	if g.r.IntN(6) == 0 {
 		n := g.Sentence()
 		o.Notes = &n

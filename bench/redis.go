@@ -185,31 +185,46 @@ func RunRedis(ctx context.Context, o RedisOptions) (RedisResult, error) {
 		val := values[size]
 		for _, wl := range o.Workloads {
 			for _, n := range o.Iterations {
-				for _, v := range variants {
+				// The variants' runs are interleaved, repeat by repeat, so
+				// that a burst of noise on this shared machine hits them all
+				// alike instead of one variant's whole cell.
+				var active []int
+				for vi, v := range variants {
 					id := v.path + " " + v.codec + " " + wl + " " + FormatSize(int64(size))
-					done++
 					if stopped[id] {
-						o.Progress.step(done, total)
 						continue
 					}
 					if est, ok := perOp[id]; ok && est*time.Duration(n*o.Repeats) > o.CellBudget {
 						stopped[id] = true
 						res.Skipped = append(res.Skipped, id+" x"+strconv.Itoa(n))
-						o.Progress.step(done, total)
 						continue
 					}
-					times, err := runCell(ctx, v, wl, key, val, n, o.Repeats)
-					if err != nil {
-						return res, fmt.Errorf("%s x%d: %w", id, n, err)
+					active = append(active, vi)
+				}
+				times := make([][]float64, len(variants))
+				for r := 0; r < o.Repeats; r++ {
+					for i := range active {
+						v := variants[active[(i+r)%len(active)]]
+						t, err := runCell(ctx, v, wl, key, val, n, 1)
+						if err != nil {
+							return res, fmt.Errorf("%s %s %s %s x%d: %w", v.path, v.codec, wl, FormatSize(int64(size)), n, err)
+						}
+						vi := active[(i+r)%len(active)]
+						times[vi] = append(times[vi], t...)
 					}
-					med := Median(times)
+				}
+				for _, vi := range active {
+					v := variants[vi]
+					id := v.path + " " + v.codec + " " + wl + " " + FormatSize(int64(size))
+					med := Median(times[vi])
 					perOp[id] = time.Duration(med / float64(n) * 1e9)
 					res.Rows = append(res.Rows, RedisRow{
 						Path: v.path, Codec: v.codec, Workload: wl, SizeBytes: size, Iterations: n,
-						Repeats: len(times), TotalMs: med * 1e3, NsPerOp: med / float64(n) * 1e9,
+						Repeats: len(times[vi]), TotalMs: med * 1e3, NsPerOp: med / float64(n) * 1e9,
 					})
-					o.Progress.step(done, total)
 				}
+				done += len(variants)
+				o.Progress.step(done, total)
 			}
 		}
 	}

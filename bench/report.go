@@ -36,6 +36,7 @@ type Report struct {
 	Docs       []DocRow       `json:"docs,omitempty"`
 	Crossovers []Crossover    `json:"crossovers,omitempty"`
 	Seed       []SeedSlowdown `json:"seed_slowdowns,omitempty"`
+	Targets    []TargetCheck  `json:"targets,omitempty"`
 }
 
 // Chart is one written chart: PNG and SVG files in the report's charts/
@@ -146,10 +147,10 @@ func writeCSV(path string, rows any) error {
 // seed's approach) and of the other codecs, on the library path.
 type SeedRow struct {
 	Workload  string
-	Size      string
-	SeedPct   float64
-	Measured  []MeasuredPct
-	HasMeasur bool
+	Size      string        // the seed's size, printed
+	SeedPct   float64       // the seed's slowdown
+	Measured  []MeasuredPct // zlib:6 first, then the other codecs by name
+	HasMeasur bool          // whether the run measured this workload and size
 }
 
 // MeasuredPct is one measured slowdown.
@@ -543,6 +544,8 @@ type reportPage struct {
 	SeedRows []SeedRow
 }
 
+// DataURI returns the chart's PNG as a data: URL, so that index.html needs
+// no other file to show it.
 func (c Chart) DataURI() template.URL {
 	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(c.png))
 }
@@ -584,6 +587,14 @@ code { background: #f6f6f6; padding: 1px 4px; }
 <p>Command: <code>{{.Command}}</code><br>Generated: {{.Generated.Format "2006-01-02 15:04:05 UTC"}}{{if .Corpus}}<br>Corpus: {{.Corpus}}{{end}}</p>
 {{range .Notes}}<p>{{.}}</p>{{end}}
 <p>Raw results: <a href="results.json">results.json</a>{{range .CSVFiles}}, <a href="{{.}}">{{.}}</a>{{end}}. Each chart is also in charts/ as PNG and SVG.</p>
+
+{{if .Targets}}
+<h2>Figures to reach (issue 5), checked on this run</h2>
+<table>
+<tr><th class="l">target</th><th>size</th><th class="l">measured</th><th>result</th></tr>
+{{range .Targets}}<tr><td class="l">{{.Target}}</td><td>{{size .SizeByte}}</td><td class="l">{{.Measured}}</td><td>{{if .Pass}}<span class="better">met</span>{{else}}<span class="worse">not met</span>{{end}}</td></tr>
+{{end}}</table>
+{{end}}
 
 {{if .SeedRows}}
 <h2>Slowdown from compression: the 2013 Ruby/zlib study beside this run</h2>

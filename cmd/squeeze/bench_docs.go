@@ -187,7 +187,7 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 		r := bench.Report{
 			Title:   "squeeze bench docs",
 			Command: "squeeze bench " + strings.Join(append([]string{"docs"}, args...), " "),
-			Docs:    rows, Crossovers: cross, Notes: notes,
+			Docs:    rows, Crossovers: cross, Notes: notes, Targets: bench.CheckDocTargets(rows),
 		}
 		if err := bench.WriteReport(*report, r); err != nil {
 			return err
@@ -249,6 +249,7 @@ func printDocTables(w io.Writer, rows []bench.DocRow, cross []bench.Crossover) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", cross[i].Link, cross[i].Codec, crossText(cross[i].SizeBytes), crossText(cross[i+1].SizeBytes))
 	}
 	tw.Flush()
+	printTargets(w, bench.CheckDocTargets(rows))
 }
 
 func crossText(n int) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
@@ -153,7 +154,7 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 		r := bench.Report{
 			Title:   "squeeze bench redis",
 			Command: "squeeze bench " + strings.Join(append([]string{"redis"}, args...), " "),
-			Redis:   res.Rows, Memory: res.Memory,
+			Redis:   res.Rows, Memory: res.Memory, Targets: bench.CheckTargets(res, codec.DefaultAlgorithm.String()),
 			Notes: []string{fmt.Sprintf("Values: %s. Repeats per cell: %d (median reported). Cells predicted above %v were skipped: %d.",
 				valueSource(*corpus), *repeat, *budget, len(res.Skipped))},
 		}
@@ -310,6 +311,25 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 	for _, m := range res.Memory {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f%%\t%.1f%%\t\n", bench.FormatSize(int64(m.SizeBytes)), m.Codec, m.StoredBytes,
 			m.MemoryUsageBytes, m.UsedMemoryDeltaBytes, m.DatasetDeltaBytes, m.SavedPct, m.UsedMemorySavedPct, m.DatasetSavedPct)
+	}
+	tw.Flush()
+	printTargets(w, bench.CheckTargets(res, codec.DefaultAlgorithm.String()))
+}
+
+// printTargets prints issue 5's figures to reach with their verdicts.
+func printTargets(w io.Writer, checks []bench.TargetCheck) {
+	if len(checks) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFigures to reach (issue 5)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Target\tSize\tMeasured\tResult\t")
+	for _, c := range checks {
+		verdict := "met"
+		if !c.Pass {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", c.Target, bench.FormatSize(int64(c.SizeByte)), c.Measured, verdict)
 	}
 	tw.Flush()
 }

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/units"
+	"github.com/squeeze-kv/squeeze/proxy"
+)
+
+func init() {
+	register(command{Name: "proxy", Summary: "run a compressing Redis proxy: point any client at it instead of Redis", Run: runProxy})
+}
+
+const proxyUsage = `
+Usage: squeeze proxy [--listen ADDR] [--upstream URL] [flags]
+
+Runs a transparent RESP proxy in front of Redis. Clients in any language
+(redis-cli, Ruby, Node, Python, Go ...) connect to --listen as if it were
+Redis; values they write are compressed before they reach Redis and
+decompressed in every reply, so Redis holds several times more data while
+the clients see exactly what they stored.
+
+Upstream URLs:
+  redis://[user:password@]host[:port][/db]
+  rediss://[user:password@]host[:port][/db]     (TLS)
+  unix://[user:password@]/path/to/redis.sock[?db=N]
+
+Every flag can also come from an environment variable, SQUEEZE_ plus the
+flag name in upper case with _ for - (SQUEEZE_UPSTREAM, SQUEEZE_MIN_SIZE), or
+from a config file (--config, or SQUEEZE_CONFIG) of "name = value" lines with
+the flag names; # starts a comment. Flags beat environment, environment
+beats the file.
+
+On SIGTERM or Ctrl-C the proxy stops accepting, writes the replies of the
+commands it has already read, and exits; a second signal exits at once.
+
+Examples:
+  squeeze proxy --listen 127.0.0.1:6380 --upstream redis://127.0.0.1:6379
+  squeeze proxy --upstream unix:///run/redis.sock --codec zstd:3 --metrics 127.0.0.1:9121
+  SQUEEZE_UPSTREAM=redis://:secret@10.0.0.5/2 squeeze proxy --listen :6380
+  redis-cli -p 6380 SET greeting "$(cat big.json)"    # stored compressed
+`
+
+// proxyFlags are the settings of squeeze proxy.
+type proxyFlags struct {
+	listen, upstream, codecName, metrics, scripts, logLevel, logFormat string
+	minSize, maxValue                                                  units.SizeFlag
+	minGain                                                            float64
+	shared                                                             int
+}
+
+func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
+	fs := newFlagSet(e, "proxy", proxyUsage)
+	p := &proxyFlags{minSize: units.SizeFlag(codec.DefaultMinSize), maxValue: units.SizeFlag(codec.DefaultMaxDecodedSize)}
+	fs.StringVar(&p.listen, "listen", "127.0.0.1:6380", "address to accept clients on (host:port, or a unix socket path)")
+	fs.StringVar(&p.upstream, "upstream", "redis://127.0.0.1:6379", "the Redis server: redis://, rediss:// or unix:// URL")
+	fs.StringVar(&p.codecName, "codec", codec.DefaultAlgorithm.String(), "codec and level for new values (zstd:1, lz4, s2, brotli:5 ..., none)")
+	fs.Var(&p.minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
+	fs.Float64Var(&p.minGain, "min-gain", codec.DefaultMinGain, "store raw when compression saves less than this fraction")
+	fs.Var(&p.maxValue, "max-value", "refuse to decode values larger than this (e.g. 512MiB)")
+	fs.StringVar(&p.metrics, "metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9121)")
+	fs.StringVar(&p.scripts, "scripts", "pass", "EVAL/EVALSHA/FCALL: pass (scripts see stored, compressed bytes) or reject")
+	fs.IntVar(&p.shared, "shared-conns", 2, "pipelined upstream connections shared by all clients")
+	fs.StringVar(&p.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&p.logFormat, "log-format", "text", "text or json")
+	config := fs.String("config", "", "read settings from this file (name = value lines)")
+	return fs, p, config
+}
+
+// applySettings sets flags from the config file, then the environment; the
+// command line is parsed afterwards and wins.
+func applySettings(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	path := getenv("SQUEEZE_CONFIG")
+	for i, a := range args { // find --config before parsing
+		a = strings.TrimLeft(a, "-")
+		if v, ok := strings.CutPrefix(a, "config="); ok {
+			path = v
+		} else if a == "config" && i+1 < len(args) {
+			path = args[i+1]
+		}
+	}
+	if path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("config file: %w", err)
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for n := 1; sc.Scan(); n++ {
+			line := strings.TrimSpace(sc.Text())
+			if i := strings.IndexByte(line, '#'); i >= 0 {
+				line = strings.TrimSpace(line[:i])
+			}
+			if line == "" {
+				continue
+			}
+			name, value, ok := strings.Cut(line, "=")
+			name, value = strings.TrimSpace(name), strings.Trim(strings.TrimSpace(value), `"`)
+			if !ok || fs.Lookup(name) == nil || name == "config" {
+				return usageError("%s:%d: want \"name = value\" with a flag name, got %q", path, n, line)
+			}
+			if err := fs.Set(name, value); err != nil {
+				return usageError("%s:%d: %s: %v", path, n, name, err)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("config file: %w", err)
+		}
+	}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "SQUEEZE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" && err == nil && f.Name != "config" {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = usageError("%s: %v", env, serr)
+			}
+		}
+	})
+	return err
+}
+
+// buildServer turns settings into a proxy.Server.
+func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer) (*proxy.Server, error) {
+	alg, err := codec.ParseAlgorithm(p.codecName)
+	if err != nil {
+		return nil, usageError("--codec: %v", err)
+	}
+	if p.minGain < 0 || p.minGain >= 1 {
+		return nil, usageError("--min-gain must be in [0, 1), got %v", p.minGain)
+	}
+	if _, err := proxy.ParseUpstream(p.upstream); err != nil {
+		return nil, usageError("--upstream: %v", err)
+	}
+	var enc *codec.Encoder
+	if alg.ID != codec.IDNone {
+		enc, err = codec.NewEncoder(alg, codec.WithMinSize(int(p.minSize)), codec.WithMinGain(p.minGain))
+		if err != nil {
+			return nil, usageError("codec: %v", err)
+		}
+	}
+	dec, err := codec.NewDecoder(codec.WithMaxDecodedSize(int64(p.maxValue)))
+	if err != nil {
+		return nil, usageError("--max-value: %v", err)
+	}
+	s := &proxy.Server{Upstream: p.upstream, Encoder: enc, Decoder: dec, SharedConns: p.shared, Logger: logger}
+	switch p.scripts {
+	case "pass":
+	case "reject":
+		s.RejectScripts = true
+	default:
+		return nil, usageError("--scripts must be pass or reject, got %q", p.scripts)
+	}
+	if reg != nil {
+		s.Metrics = proxy.NewMetrics(reg, alg)
+	}
+	return s, nil
+}
+
+func newLogger(w interface{ Write([]byte) (int, error) }, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError("--log-level: %v", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError("--log-format must be text or json, got %q", format)
+}
+
+func runProxy(ctx context.Context, e env, args []string) error {
+	fs, p, _ := newProxyFlags(e)
+	if err := applySettings(fs, args, os.Getenv); err != nil {
+		return err
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("proxy takes no arguments, got %q", fs.Args())
+	}
+	logger, err := newLogger(e.Stderr, p.logLevel, p.logFormat)
+	if err != nil {
+		return err
+	}
+	var reg *prometheus.Registry
+	if p.metrics != "" {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	var regr prometheus.Registerer
+	if reg != nil {
+		regr = reg
+	}
+	srv, err := p.buildServer(logger, regr)
+	if err != nil {
+		return err
+	}
+	network := "tcp"
+	if strings.Contains(p.listen, "/") {
+		network = "unix"
+	}
+	ln, err := net.Listen(network, p.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if reg != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mln, err := net.Listen("tcp", p.metrics)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics listen: %w", err)
+		}
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go hs.Serve(mln)
+		defer hs.Close()
+		logger.Info("metrics", "addr", mln.Addr().String())
+	}
+	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "upstream", redactURL(p.upstream), "codec", p.codecName, "min_size", int64(p.minSize))
+	go func() { // a second signal aborts the drain
+		<-ctx.Done()
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		<-ch
+		logger.Warn("second signal: closing now")
+		srv.Close()
+	}()
+	err = srv.Serve(ctx, ln)
+	if errors.Is(err, proxy.ErrServerClosed) {
+		logger.Info("squeeze proxy stopped")
+		return nil
+	}
+	return err
+}
+
+// redactURL hides a password in an upstream URL for logs.
+func redactURL(s string) string {
+	at := strings.LastIndexByte(s, '@')
+	sch := strings.Index(s, "://")
+	if at < 0 || sch < 0 || at < sch {
+		return s
+	}
+	user := s[sch+3 : at]
+	if i := strings.IndexByte(user, ':'); i >= 0 {
+		user = user[:i] + ":***"
+	} else {
+		user = "***"
+	}
+	return s[:sch+3] + user + s[at:]
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+func TestProxySettings_Precedence(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "squeeze.conf")
+	os.WriteFile(cfg, []byte("# squeeze proxy settings\nupstream = redis://file:1\ncodec = lz4\nmin-size = 1KiB\nscripts = reject # no EVAL\n"), 0o644)
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		upstream string
+		codec    string
+		minSize  int64
+		scripts  string
+	}{
+		{"file", map[string]string{"SQUEEZE_CONFIG": cfg}, nil, "redis://file:1", "lz4", 1024, "reject"},
+		{"env beats file", map[string]string{"SQUEEZE_CONFIG": cfg, "SQUEEZE_UPSTREAM": "redis://env:2", "SQUEEZE_MIN_SIZE": "10"}, nil, "redis://env:2", "lz4", 10, "reject"},
+		{"flags beat env", map[string]string{"SQUEEZE_UPSTREAM": "redis://env:2"}, []string{"--config", cfg, "--upstream", "redis://flag:3", "--scripts=pass"}, "redis://flag:3", "lz4", 1024, "pass"},
+		{"defaults", nil, nil, "redis://127.0.0.1:6379", "zstd:1", 64, "pass"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
+			if err := applySettings(fs, tt.args, func(k string) string { return tt.env[k] }); err != nil {
+				t.Fatal(err)
+			}
+			if err := parseFlags(fs, tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if p.upstream != tt.upstream || p.codecName != tt.codec || int64(p.minSize) != tt.minSize || p.scripts != tt.scripts {
+				t.Errorf("got upstream %s codec %s min-size %d scripts %s", p.upstream, p.codecName, p.minSize, p.scripts)
+			}
+		})
+	}
+}
+
+func TestProxySettings_Errors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.conf")
+	os.WriteFile(bad, []byte("no-such-flag = 1\n"), 0o644)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--codec", "zstd:99"}, "--codec"},
+		{[]string{"--upstream", "http://x"}, "scheme must be redis"},
+		{[]string{"--scripts", "maybe"}, "--scripts must be pass or reject"},
+		{[]string{"--min-gain", "2"}, "--min-gain"},
+		{[]string{"--config", bad}, "bad.conf:1"},
+		{[]string{"extra"}, "no arguments"},
+	}
+	for _, tt := range tests {
+		var stderr bytes.Buffer
+		code := run(context.Background(), env{Stdout: io.Discard, Stderr: &stderr}, append([]string{"proxy"}, tt.args...))
+		if code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr.String(), tt.want)
+		}
+	}
+}
+
+// TestProxyCommand runs "squeeze proxy" with redis-cli as the client and
+// checks that values are stored compressed, that /metrics reports them, and
+// that cancelling (SIGTERM) drains and exits 0.
+func TestProxyCommand(t *testing.T) {
+	r := testutil.StartRedis(t)
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Skip("redis-cli not installed")
+	}
+	port := testutil.FreePort(t)
+	mport := testutil.FreePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, env{Stdout: io.Discard, Stderr: &stderr}, []string{"proxy",
+			"--listen", "127.0.0.1:" + strconv.Itoa(port), "--upstream", r.URL(),
+			"--metrics", "127.0.0.1:" + strconv.Itoa(mport), "--log-format", "json"})
+	}()
+	redisCLI := func(port int, args ...string) string {
+		t.Helper()
+		var out []byte
+		var err error
+		for i := 0; i < 100; i++ { // the proxy may still be starting
+			out, err = exec.Command(cli, append([]string{"-p", strconv.Itoa(port)}, args...)...).CombinedOutput()
+			if err == nil && !strings.Contains(string(out), "Connection refused") {
+				return strings.TrimSpace(string(out))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("redis-cli %q: %v %s", args, err, out)
+		return ""
+	}
+	doc := strings.Repeat(`{"user":"squeeze","tags":["a","b"],"n":12345},`, 400)
+	if got := redisCLI(port, "SET", "doc", doc); got != "OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	if got := redisCLI(port, "GET", "doc"); got != doc {
+		t.Fatalf("GET through proxy: %d bytes, want %d", len(got), len(doc))
+	}
+	if got := redisCLI(port, "STRLEN", "doc"); got != strconv.Itoa(len(doc)) {
+		t.Fatalf("STRLEN: %q", got)
+	}
+	_, rport, _ := net.SplitHostPort(r.Addr)
+	rp, _ := strconv.Atoi(rport)
+	stored, _ := strconv.Atoi(redisCLI(rp, "STRLEN", "doc"))
+	if stored == 0 || stored > len(doc)/4 {
+		t.Fatalf("Redis stores %d bytes for a %d-byte document; want under a quarter", stored, len(doc))
+	}
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`squeeze_proxy_values_total{outcome="compressed"} 1`, `squeeze_proxy_commands_total{cmd="GET"} 1`, `squeeze_proxy_connections_total`, `squeeze_proxy_command_seconds_bucket`, `squeeze_proxy_value_bytes_original_total{codec="zstd:1"} ` + strconv.Itoa(len(doc))} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("proxy did not stop after cancel")
+	}
+	if !strings.Contains(stderr.String(), `"msg":"squeeze proxy stopped"`) {
+		t.Errorf("log lacks the stop message: %s", stderr.String())
+	}
+}

@@ -1,0 +1,500 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// client is one client connection: a reader goroutine (serve) and a writer
+// goroutine (writeLoop) joined by the out channel of calls in order.
+type client struct {
+	s   *Server
+	nc  net.Conn
+	id  uint64
+	out chan *call
+	// push carries RESP3 push messages and relayed pub/sub or MONITOR
+	// traffic from the pinned connection to the writer.
+	push chan []byte
+
+	pinMu    sync.Mutex // guards pinned for forceClose
+	pinned   *upConn
+	proto    int
+	inMulti  bool
+	tx       []shape     // shapes of the commands queued in MULTI
+	txSets   []candidate // values SET in the open transaction
+	relay    bool        // RESP2 pub/sub or MONITOR: replies are relayed as they come
+	replyOff bool        // CLIENT REPLY OFF
+	skip     int         // CLIENT REPLY SKIP: commands whose reply Redis skips
+
+	rbuf  []byte
+	args  [][]byte
+	req   []byte
+	batch []*call
+	one   [1]*call
+	rw    rewriter // the reader's
+	wrw   rewriter // the writer's
+
+	// seq numbers calls; the writer publishes the last one it wrote, so
+	// the reader can wait for earlier commands to have run.
+	seq        uint64
+	multiSeq   uint64
+	writtenMu  sync.Mutex
+	writtenC   *sync.Cond
+	writtenSeq uint64
+
+	drainOnce sync.Once
+	draining  chan struct{}
+}
+
+func (s *Server) newClient(nc net.Conn) *client {
+	if tcp, ok := nc.(*net.TCPConn); ok {
+		tcp.SetNoDelay(true)
+	}
+	c := &client{
+		s:        s,
+		nc:       nc,
+		id:       s.nextID.Add(1),
+		out:      make(chan *call, s.maxInFlight()),
+		push:     make(chan []byte, 1024),
+		proto:    2,
+		rbuf:     make([]byte, 0, 16<<10),
+		args:     make([][]byte, 0, 16),
+		draining: make(chan struct{}),
+	}
+	c.rw.s, c.wrw.s = s, s
+	c.writtenC = sync.NewCond(&c.writtenMu)
+	return c
+}
+
+// drain makes the reader stop after the commands it has already read; the
+// writer then writes their replies and the connection closes.
+func (c *client) drain() {
+	c.drainOnce.Do(func() {
+		close(c.draining)
+		c.nc.SetReadDeadline(time.Now())
+	})
+}
+
+func (c *client) serve(ctx context.Context) {
+	defer c.s.forget(c)
+	wdone := make(chan struct{})
+	go func() { c.writeLoop(); close(wdone) }()
+	gone := c.readLoop(ctx)
+	if gone {
+		// Nobody will read the replies: fail whatever the pinned
+		// connection still owes (a blocked BLPOP) so the writer can end.
+		c.closePinned()
+	}
+	close(c.out)
+	<-wdone
+	c.closePinned()
+	c.nc.Close()
+}
+
+// closePinned closes the private upstream connection, failing its calls.
+func (c *client) closePinned() {
+	c.pinMu.Lock()
+	p := c.pinned
+	c.pinMu.Unlock()
+	if p != nil {
+		p.close()
+	}
+}
+
+// forceClose ends the connection now, for Shutdown past its deadline.
+func (c *client) forceClose() {
+	c.nc.Close()
+	c.closePinned()
+}
+
+// readLoop reads, parses and forwards commands until the client leaves. It
+// returns true when the client is gone (rather than drained or quitting).
+func (c *client) readLoop(ctx context.Context) (gone bool) {
+	maxBulk := c.s.MaxBulk
+	for {
+		if len(c.rbuf) == cap(c.rbuf) {
+			nb := make([]byte, len(c.rbuf), 2*cap(c.rbuf))
+			copy(nb, c.rbuf)
+			c.rbuf = nb
+		}
+		n, err := c.nc.Read(c.rbuf[len(c.rbuf):cap(c.rbuf)])
+		c.rbuf = c.rbuf[:len(c.rbuf)+n]
+		off := 0
+		for off < len(c.rbuf) {
+			args, m, perr := resp.ReadCommand(c.args, c.rbuf[off:], maxBulk)
+			c.args = args[:0]
+			if errors.Is(perr, resp.ErrIncomplete) {
+				break
+			}
+			if perr != nil {
+				// Redis answers malformed input with an error and closes.
+				cl := c.localCall("", resp.AppendError(nil, "ERR "+perr.Error()))
+				cl.close = true
+				c.enqueue(cl)
+				c.flush()
+				return false
+			}
+			off += m
+			if len(args) == 0 {
+				continue
+			}
+			if !c.handle(ctx, args) {
+				c.flush()
+				return false
+			}
+		}
+		c.flush()
+		// Keep the unparsed tail; shrink a buffer grown by a huge command.
+		rest := copy(c.rbuf, c.rbuf[off:])
+		c.rbuf = c.rbuf[:rest]
+		if cap(c.rbuf) > 1<<20 && rest < 16<<10 {
+			c.rbuf = append(make([]byte, 0, 16<<10), c.rbuf...)
+		}
+		select {
+		case <-c.draining:
+			return false
+		default:
+		}
+		if err != nil {
+			return true
+		}
+	}
+}
+
+// localCall returns a finished call whose reply the proxy made.
+func (c *client) localCall(cmd string, reply []byte) *call {
+	cl := newCall()
+	cl.cmd = cmd
+	cl.local = true
+	cl.reply = append(cl.reply[:0], reply...)
+	cl.start = time.Now()
+	cl.finish()
+	return cl
+}
+
+// enqueue hands a call to the writer in order. If the writer is full, the
+// batch goes upstream first so that the calls the writer waits for can end.
+func (c *client) enqueue(cl *call) {
+	select {
+	case c.out <- cl:
+	default:
+		c.flush()
+		c.out <- cl
+	}
+}
+
+// conn returns the upstream connection for this client's next commands.
+func (c *client) conn() (*upConn, error) {
+	if c.pinned != nil {
+		return c.pinned, nil
+	}
+	return c.s.pool.get(context.Background(), int(c.id))
+}
+
+// flush sends the batch of rewritten requests upstream.
+func (c *client) flush() {
+	if len(c.req) == 0 {
+		return
+	}
+	up, err := c.conn()
+	if err != nil {
+		for _, cl := range c.batch {
+			cl.err = err
+			cl.finish()
+		}
+	} else {
+		up.send(c.req, c.batch)
+	}
+	for i := range c.batch {
+		c.batch[i] = nil
+	}
+	c.batch = c.batch[:0]
+	c.req = c.req[:0]
+	if cap(c.req) > 1<<20 {
+		c.req = nil
+	}
+}
+
+// roundtrip sends one request on the client's connection after everything
+// sent before, and waits for the reply. The caller releases the call.
+func (c *client) roundtrip(req []byte) *call {
+	c.flush()
+	cl := newCall()
+	up, err := c.conn()
+	if err != nil {
+		cl.err = err
+		return cl
+	}
+	c.one[0] = cl
+	up.send(req, c.one[:])
+	c.one[0] = nil
+	<-cl.done
+	return cl
+}
+
+// pin moves the client to a private upstream connection. Commands sent on
+// the shared connection complete first, so order is kept.
+func (c *client) pin() error {
+	if c.pinned != nil {
+		return nil
+	}
+	barrier := c.roundtrip(resp.AppendCommand(nil, []byte("PING")))
+	barrier.release()
+	up, err := c.s.dialUp(context.Background(), c.onPush)
+	if err != nil {
+		return err
+	}
+	c.pinMu.Lock()
+	c.pinned = up
+	c.pinMu.Unlock()
+	return nil
+}
+
+// onPush runs on the pinned connection's reader for push messages and
+// relayed replies.
+func (c *client) onPush(msg []byte) {
+	c.push <- append([]byte(nil), msg...)
+}
+
+// handle processes one command. It returns false when the connection must
+// end (QUIT).
+func (c *client) handle(ctx context.Context, args [][]byte) bool {
+	info := lookup(args[0])
+	start := time.Now()
+	if info.flags&flagQuit != 0 {
+		cl := c.localCall(info.name, []byte("+OK\r\n"))
+		cl.close = true
+		c.enqueue(cl)
+		return false
+	}
+	if info.flags&flagScript != 0 && c.s.RejectScripts {
+		c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+" is disabled by --scripts=reject: scripts would see compressed values")))
+		return true
+	}
+	if c.pinned == nil && needsPin(info, args) {
+		if err := c.pin(); err != nil {
+			c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: cannot open a private upstream connection for "+info.name+": "+err.Error())))
+			return true
+		}
+	}
+	if info.flags&flagInspect != 0 && !arityOK(info.arity, len(args)) {
+		info = unknownCmd // Redis will reply with its arity error
+	}
+	if info.flags&flagInspect != 0 && !c.inMulti && !c.relay && c.replyOff == false && c.skip == 0 {
+		cl := c.inspect(info, args)
+		cl.start = start
+		c.enqueue(cl)
+		return true
+	}
+	// Does this command get a reply we must wait for?
+	expect := true
+	switch {
+	case c.relay:
+		expect = false
+	case c.replyOff:
+		expect = false
+	case c.skip > 0:
+		c.skip--
+		expect = false
+	}
+	if info.flags&flagClient != 0 && len(args) > 2 && is(args[1], "REPLY") {
+		switch {
+		case is(args[2], "OFF"):
+			c.replyOff, expect = true, false
+		case is(args[2], "SKIP"):
+			if !c.replyOff {
+				c.skip, expect = 1, false
+			}
+		case is(args[2], "ON"):
+			c.replyOff, expect = false, true
+		}
+	}
+	if c.proto == 3 && info.flags&(flagSubscribe|flagUnsubscribe) != 0 {
+		expect = false // RESP3 confirms with push messages
+	}
+	kind := replyShape(info, args)
+	if info.flags&flagInspect != 0 {
+		// Inside MULTI or with replies off, run the check script: it
+		// executes the command on uncompressed values and refuses, with a
+		// marker, on compressed ones.
+		kind = shapeInspect
+		if c.proto == 3 {
+			kind = shapeInspect3
+		}
+	}
+	if c.inMulti && info.flags&flagNotQueued == 0 {
+		switch info.vals {
+		case argsAt2, argsAt3:
+			if info.name == "SET" || info.name == "GETSET" || info.name == "SETNX" || info.name == "SETEX" || info.name == "PSETEX" {
+				first, _ := valueArgs(info.vals, args)
+				if first > 0 {
+					c.noteTxSet(args[1], args[first])
+				}
+			}
+		case argsEvery2:
+			for i := 1; i+1 < len(args); i += 2 {
+				c.noteTxSet(args[i], args[i+1])
+			}
+		}
+	}
+	if c.inMulti && info.flags&flagNotQueued == 0 {
+		c.tx = append(c.tx, kind)
+		kind = shapeNone // the reply now is +QUEUED
+	}
+	var cl *call
+	if expect {
+		cl = newCall()
+		cl.cmd, cl.kind, cl.start = info.name, kind, start
+		c.seq++
+		cl.seq = c.seq
+		if info.flags&flagMulti != 0 {
+			c.multiSeq = c.seq
+		}
+		if kind != shapeNone {
+			cl.saveArgs(args)
+		}
+	}
+	switch {
+	case info.flags&flagMulti != 0:
+		c.inMulti, c.tx, c.txSets = true, c.tx[:0], nil
+	case info.flags&flagExec != 0:
+		if cl != nil && c.inMulti {
+			cl.tx = append(cl.tx[:0], c.tx...)
+		}
+		c.inMulti = false
+	case info.flags&flagDiscard != 0:
+		c.inMulti = false
+	case info.flags&flagHello != 0:
+		if len(args) > 1 {
+			switch string(args[1]) {
+			case "2":
+				c.proto = 2
+			case "3":
+				c.proto = 3
+			}
+		}
+	case info.flags&flagReset != 0:
+		c.proto, c.inMulti, c.replyOff, c.skip = 2, false, false, 0
+	case info.flags&(flagSubscribe|flagMonitor) != 0 && (c.proto == 2 || info.flags&flagMonitor != 0):
+		if cl != nil {
+			cl.kind = shapeRelay
+		}
+		c.relay = true
+	}
+	if info.flags&flagInspect != 0 {
+		// Commands before MULTI must have run before probing the keys.
+		c.flush()
+		c.waitWritten(c.multiSeq)
+		c.req = c.appendQueuedInspect(c.req, info, args)
+	} else {
+		c.req = c.rw.appendRequest(c.req, info, args)
+	}
+	if cl != nil {
+		c.batch = append(c.batch, cl)
+		c.enqueue(cl)
+	}
+	_ = ctx
+	return true
+}
+
+// writeLoop writes replies in order and flushes when nothing more is ready.
+func (c *client) writeLoop() {
+	var w []byte
+	broken := false
+	write := func() {
+		if len(w) > 0 && !broken {
+			if _, err := c.nc.Write(w); err != nil {
+				broken = true
+				c.nc.Close() // unblocks the reader
+			}
+		}
+		w = w[:0]
+		if cap(w) > 1<<20 {
+			w = nil
+		}
+	}
+	pushMsg := func(m []byte) {
+		v, _, err := resp.ReadValue(m)
+		mark := len(w)
+		if err == nil {
+			w, err = c.wrw.walk(w, v, shapeAny, nil, nil)
+		}
+		if err != nil {
+			w = append(w[:mark], m...)
+		}
+	}
+	for {
+		var cl *call
+		var ok bool
+		select {
+		case cl, ok = <-c.out:
+		default:
+			write()
+			select {
+			case cl, ok = <-c.out:
+			case m := <-c.push:
+				pushMsg(m)
+				continue
+			}
+		}
+		if !ok {
+			write()
+			return
+		}
+		select {
+		case <-cl.done:
+		default:
+			write()
+		wait:
+			for {
+				select {
+				case <-cl.done:
+					break wait
+				case m := <-c.push:
+					pushMsg(m)
+					write()
+				}
+			}
+		}
+		if cl.err != nil {
+			c.s.metrics.upstreamError("reply")
+			w = resp.AppendError(w, "ERR squeeze: upstream: "+cl.err.Error())
+		} else {
+			w = c.wrw.appendReply(w, cl)
+		}
+		if cl.cmd != "" {
+			c.s.metrics.command(cl.cmd, time.Since(cl.start))
+		}
+		closeAfter := cl.close
+		if cl.seq != 0 {
+			c.writtenMu.Lock()
+			c.writtenSeq = cl.seq
+			c.writtenC.Broadcast()
+			c.writtenMu.Unlock()
+		}
+		cl.release()
+		if closeAfter {
+			write()
+			c.nc.Close()
+			broken = true
+		}
+		if len(w) >= 64<<10 {
+			write()
+		}
+	}
+}
+
+// waitWritten waits until the writer has written the reply of call seq.
+// The caller must have flushed: the call must be on its way.
+func (c *client) waitWritten(seq uint64) {
+	c.writtenMu.Lock()
+	for c.writtenSeq < seq {
+		c.writtenC.Wait()
+	}
+	c.writtenMu.Unlock()
+}

@@ -1,0 +1,325 @@
+package proxy
+
+import (
+	"bytes"
+	"strings"
+)
+
+// shape says where values sit in a command's reply, so the proxy decodes
+// exactly those bulk strings and never keys, fields, ids or members.
+type shape uint8
+
+const (
+	shapeNone      shape = iota // pass through untouched
+	shapeValue                  // a value, or an array of values (LPOP/RPOP with a count)
+	shapeValues                 // an array of values: MGET, HMGET, HVALS, LRANGE
+	shapePairs                  // field, value pairs: flat, map, or array of pairs
+	shapeKeyValue               // [key, value]: BLPOP, BRPOP
+	shapeKeyValues              // [key, [values]]: LMPOP, BLMPOP
+	shapeScanPairs              // [cursor, [field, value, ...]]: HSCAN
+	shapeEntries                // stream entries [[id, [field, value, ...]], ...]
+	shapeStreams                // [[stream, entries], ...] or {stream: entries}: XREAD
+	shapeAutoClaim              // [cursor, entries, deleted ids]: XAUTOCLAIM
+	shapeAny                    // every framed bulk string anywhere (scripts, SORT)
+	shapeExec                   // EXEC: element i has the shape of queued command i
+	shapeInspect                // queued inspect script: may be the "framed" marker
+	shapeRelay                  // enters pub/sub or MONITOR relay (RESP2)
+)
+
+// argRule says which arguments of a command are values to compress.
+type argRule uint8
+
+const (
+	argsNone      argRule = iota
+	argsAt2               // SET k v, SETNX, GETSET
+	argsAt3               // SETEX k s v, PSETEX, HSETNX k f v, LSET k i v, LREM k n v
+	argsEvery2            // MSET k v k v ...: 2, 4, 6 ...
+	argsEvery2At3         // HSET k f v f v ...: 3, 5, 7 ...
+	argsFrom2             // LPUSH k v v ...
+	argsLinsert           // LINSERT k BEFORE|AFTER pivot element: 3, 4
+	argsLpos              // LPOS k element ...: 2
+	argsXadd              // XADD k [options] id f v f v ...
+)
+
+type cmdFlag uint16
+
+const (
+	flagPin         cmdFlag = 1 << iota // needs a private upstream connection
+	flagSubscribe                       // enters pub/sub (relay in RESP2, pushes in RESP3)
+	flagMonitor                         // enters MONITOR relay
+	flagMulti                           // MULTI
+	flagExec                            // EXEC
+	flagDiscard                         // DISCARD
+	flagNotQueued                       // runs at once even inside MULTI (WATCH, MULTI)
+	flagInspect                         // looks inside stored bytes: see inspect.go
+	flagScript                          // EVAL, FCALL and friends
+	flagQuit                            // QUIT
+	flagHello                           // HELLO
+	flagReset                           // RESET
+	flagClient                          // CLIENT (REPLY needs care)
+	flagUnsubscribe                     // (P|S)UNSUBSCRIBE
+)
+
+// inspectKeys says which arguments are the keys an inspect command reads.
+type inspectKeys uint8
+
+const (
+	keysFirst inspectKeys = iota // the key at 1
+	keysTwo                      // keys at 1 and 2 (LCS)
+	keysFrom3                    // keys from 3 on (BITOP op dest src ...)
+	keysHash                     // hash key at 1, field at 2
+)
+
+// cmdInfo is what the proxy knows about one command.
+type cmdInfo struct {
+	name  string // upper case, for metrics and errors
+	vals  argRule
+	reply shape
+	flags cmdFlag
+	keys  inspectKeys
+	// headOnly: the inspect command needs only the frame header of a
+	// compressed value (STRLEN, HSTRLEN); readOnly: it does not write.
+	headOnly, readOnly bool
+	// arity as in COMMAND INFO: exact when positive, a minimum when
+	// negative. Inspect commands with a wrong count pass through, so the
+	// client gets Redis's own arity error.
+	arity int
+}
+
+var commandTable = map[string]*cmdInfo{}
+
+func def(name string, vals argRule, reply shape, flags cmdFlag) *cmdInfo {
+	c := &cmdInfo{name: name, vals: vals, reply: reply, flags: flags}
+	commandTable[strings.ToLower(name)] = c
+	return c
+}
+
+func inspect(name string, arity int, keys inspectKeys, readOnly, headOnly bool) {
+	c := def(name, argsNone, shapeNone, flagInspect)
+	c.keys, c.readOnly, c.headOnly, c.arity = keys, readOnly, headOnly, arity
+}
+
+// arityOK reports whether n arguments (command name included) fit arity.
+func arityOK(arity, n int) bool {
+	if arity >= 0 {
+		return n == arity
+	}
+	return n >= -arity
+}
+
+// unknownCmd passes through untouched.
+var unknownCmd = &cmdInfo{name: "OTHER"}
+
+func init() {
+	// Strings.
+	def("SET", argsAt2, shapeValue, 0) // SET ... GET replies with the old value
+	def("SETNX", argsAt2, shapeNone, 0)
+	def("GETSET", argsAt2, shapeValue, 0)
+	def("SETEX", argsAt3, shapeNone, 0)
+	def("PSETEX", argsAt3, shapeNone, 0)
+	def("MSET", argsEvery2, shapeNone, 0)
+	def("MSETNX", argsEvery2, shapeNone, 0)
+	def("GET", argsNone, shapeValue, 0)
+	def("GETEX", argsNone, shapeValue, 0)
+	def("GETDEL", argsNone, shapeValue, 0)
+	def("MGET", argsNone, shapeValues, 0)
+	// Hashes.
+	def("HSET", argsEvery2At3, shapeNone, 0)
+	def("HMSET", argsEvery2At3, shapeNone, 0)
+	def("HSETNX", argsAt3, shapeNone, 0)
+	def("HGET", argsNone, shapeValue, 0)
+	def("HMGET", argsNone, shapeValues, 0)
+	def("HGETALL", argsNone, shapePairs, 0)
+	def("HVALS", argsNone, shapeValues, 0)
+	def("HRANDFIELD", argsNone, shapeNone, 0) // shapePairs WITHVALUES, see replyShape
+	def("HSCAN", argsNone, shapeScanPairs, 0)
+	// Lists.
+	def("LPUSH", argsFrom2, shapeNone, 0)
+	def("RPUSH", argsFrom2, shapeNone, 0)
+	def("LPUSHX", argsFrom2, shapeNone, 0)
+	def("RPUSHX", argsFrom2, shapeNone, 0)
+	def("LINSERT", argsLinsert, shapeNone, 0)
+	def("LSET", argsAt3, shapeNone, 0)
+	def("LREM", argsAt3, shapeNone, 0)
+	def("LPOS", argsLpos, shapeNone, 0)
+	def("LRANGE", argsNone, shapeValues, 0)
+	def("LINDEX", argsNone, shapeValue, 0)
+	def("LPOP", argsNone, shapeValue, 0)
+	def("RPOP", argsNone, shapeValue, 0)
+	def("LMOVE", argsNone, shapeValue, 0)
+	def("RPOPLPUSH", argsNone, shapeValue, 0)
+	def("LMPOP", argsNone, shapeKeyValues, 0)
+	def("BLPOP", argsNone, shapeKeyValue, flagPin)
+	def("BRPOP", argsNone, shapeKeyValue, flagPin)
+	def("BLMOVE", argsNone, shapeValue, flagPin)
+	def("BRPOPLPUSH", argsNone, shapeValue, flagPin)
+	def("BLMPOP", argsNone, shapeKeyValues, flagPin)
+	// Streams.
+	def("XADD", argsXadd, shapeNone, 0)
+	def("XRANGE", argsNone, shapeEntries, 0)
+	def("XREVRANGE", argsNone, shapeEntries, 0)
+	def("XREAD", argsNone, shapeStreams, 0)      // pinned with BLOCK
+	def("XREADGROUP", argsNone, shapeStreams, 0) // pinned with BLOCK
+	def("XCLAIM", argsNone, shapeEntries, 0)
+	def("XAUTOCLAIM", argsNone, shapeAutoClaim, 0)
+	def("XINFO", argsNone, shapeAny, 0)
+	// Sorted-set blocking pops and other blocking or connection-state commands.
+	for _, n := range []string{"BZPOPMIN", "BZPOPMAX", "BZMPOP", "WAIT", "WAITAOF", "SELECT", "AUTH", "READONLY", "READWRITE", "ASKING", "UNWATCH"} {
+		def(n, argsNone, shapeNone, flagPin)
+	}
+	def("WATCH", argsNone, shapeNone, flagPin|flagNotQueued)
+	def("MULTI", argsNone, shapeNone, flagPin|flagMulti|flagNotQueued)
+	def("EXEC", argsNone, shapeExec, flagExec|flagNotQueued)
+	def("DISCARD", argsNone, shapeNone, flagDiscard|flagNotQueued)
+	def("HELLO", argsNone, shapeNone, flagPin|flagHello)
+	def("RESET", argsNone, shapeNone, flagPin|flagReset|flagNotQueued)
+	def("CLIENT", argsNone, shapeNone, flagPin|flagClient)
+	def("QUIT", argsNone, shapeNone, flagQuit|flagNotQueued)
+	for _, n := range []string{"SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE"} {
+		def(n, argsNone, shapeNone, flagPin|flagSubscribe)
+	}
+	for _, n := range []string{"UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE"} {
+		def(n, argsNone, shapeNone, flagPin|flagUnsubscribe)
+	}
+	def("MONITOR", argsNone, shapeNone, flagPin|flagMonitor)
+	for _, n := range []string{"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"} {
+		def(n, argsNone, shapeAny, flagScript)
+	}
+	def("SORT", argsNone, shapeAny, 0)
+	def("SORT_RO", argsNone, shapeAny, 0)
+	// Commands that look inside stored bytes.
+	inspect("STRLEN", 2, keysFirst, true, true)
+	inspect("GETRANGE", 4, keysFirst, true, false)
+	inspect("SUBSTR", 4, keysFirst, true, false)
+	inspect("GETBIT", 3, keysFirst, true, false)
+	inspect("BITCOUNT", -2, keysFirst, true, false)
+	inspect("BITPOS", -3, keysFirst, true, false)
+	inspect("BITFIELD_RO", -2, keysFirst, true, false)
+	inspect("LCS", -3, keysTwo, true, false)
+	inspect("APPEND", 3, keysFirst, false, false)
+	inspect("SETRANGE", 4, keysFirst, false, false)
+	inspect("SETBIT", 4, keysFirst, false, false)
+	inspect("BITFIELD", -2, keysFirst, false, false)
+	inspect("BITOP", -4, keysFrom3, false, false)
+	inspect("INCRBYFLOAT", 3, keysFirst, false, false)
+	inspect("HSTRLEN", 3, keysHash, true, true)
+	inspect("HINCRBYFLOAT", 4, keysHash, false, false)
+	// INCR, DECR, INCRBY, DECRBY and HINCRBY pass through: a stored integer
+	// has at most 20 bytes and never compresses, so a compressed value is
+	// never an integer and Redis's "not an integer" error is the exact reply.
+}
+
+// lookup finds a command by name without allocating.
+func lookup(name []byte) *cmdInfo {
+	var buf [24]byte
+	if len(name) > len(buf) {
+		return unknownCmd
+	}
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	if c, ok := commandTable[string(buf[:len(name)])]; ok {
+		return c
+	}
+	return unknownCmd
+}
+
+// is reports whether a equals the upper-case ASCII word w, ignoring case.
+func is(a []byte, w string) bool {
+	if len(a) != len(w) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		c := a[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != w[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// hasArg reports whether one of args equals word, ignoring case.
+func hasArg(args [][]byte, word string) bool {
+	for _, a := range args {
+		if is(a, word) {
+			return true
+		}
+	}
+	return false
+}
+
+// replyShape adjusts a command's reply shape to its arguments.
+func replyShape(info *cmdInfo, args [][]byte) shape {
+	switch info.name {
+	case "HRANDFIELD":
+		if len(args) > 3 && is(args[3], "WITHVALUES") {
+			return shapePairs
+		}
+	}
+	return info.reply
+}
+
+// needsPin reports whether the command must run on a private connection.
+func needsPin(info *cmdInfo, args [][]byte) bool {
+	if info.flags&flagPin != 0 {
+		return true
+	}
+	if (info.name == "XREAD" || info.name == "XREADGROUP") && hasArg(args[1:], "BLOCK") {
+		return true
+	}
+	return false
+}
+
+// isValueArg reports, for a rule, whether argument i is a value to compress.
+// xaddStart is the index of the first field of XADD.
+func valueArgs(rule argRule, args [][]byte) (first, step int) {
+	switch rule {
+	case argsAt2:
+		if len(args) > 2 {
+			return 2, len(args) // only index 2
+		}
+	case argsAt3:
+		if len(args) > 3 {
+			return 3, len(args)
+		}
+	case argsEvery2:
+		return 2, 2
+	case argsEvery2At3:
+		return 3, 2
+	case argsFrom2:
+		return 2, 1
+	case argsLinsert:
+		return 3, 1 // pivot and element
+	case argsLpos:
+		if len(args) > 2 {
+			return 2, len(args)
+		}
+	case argsXadd:
+		i := 2
+		for i < len(args) {
+			a := args[i]
+			switch {
+			case is(a, "NOMKSTREAM"):
+				i++
+			case is(a, "MAXLEN"), is(a, "MINID"):
+				i++
+				if i < len(args) && (bytes.Equal(args[i], []byte("=")) || bytes.Equal(args[i], []byte("~"))) {
+					i++
+				}
+				i++
+			case is(a, "LIMIT"):
+				i += 2
+			default:
+				// args[i] is the id; fields start at i+1, values at i+2.
+				return i + 2, 2
+			}
+		}
+	}
+	return 0, 0
+}

@@ -1,0 +1,355 @@
+package proxy
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+var (
+	diffN    = flag.Int("diff.n", 1500, "commands per differential run (TestDifferential)")
+	diffSeed = flag.Uint64("diff.seed", 0, "seed of the differential run (0: derived from the time, printed on failure)")
+)
+
+// gen makes random commands over all value families with values of 0 B to 1 MB.
+type gen struct {
+	r      *rand.Rand
+	xid    map[string]int // next stream id per key, so XADD is deterministic
+	groups map[string]bool
+	big    int // 1 MB values left in this run
+}
+
+var words = []string{"squeeze", "redis", "value", "json", "proxy", "{\"a\":1}", "lorem", "ipsum"}
+
+func (g *gen) value() string {
+	var n int
+	switch p := g.r.IntN(100); {
+	case p < 45:
+		n = g.r.IntN(100)
+	case p < 80:
+		n = 100 + g.r.IntN(10_000)
+	case p < 97:
+		n = 10_000 + g.r.IntN(90_000)
+	default:
+		if g.big > 0 {
+			g.big--
+			n = 100_000 + g.r.IntN(900_001)
+		} else {
+			n = g.r.IntN(50_000)
+		}
+	}
+	b := make([]byte, 0, n)
+	switch g.r.IntN(4) {
+	case 0: // random bytes, sometimes starting like a frame
+		if g.r.IntN(5) == 0 {
+			b = append(b, "\xC1SQ"...)
+		}
+		for len(b) < n {
+			b = append(b, byte(g.r.UintN(256)))
+		}
+	case 1: // a number
+		return strconv.Itoa(g.r.IntN(1000) - 500)
+	default: // text that compresses
+		for len(b) < n {
+			b = append(b, words[g.r.IntN(len(words))]...)
+			b = append(b, ' ')
+		}
+	}
+	return string(b[:n])
+}
+
+func (g *gen) key(family string) string { return family + ":" + strconv.Itoa(g.r.IntN(6)) }
+func (g *gen) num(lo, hi int) string    { return strconv.Itoa(lo + g.r.IntN(hi-lo+1)) }
+
+// command returns a random command and whether its reply is an unordered
+// collection (hash iteration order is undefined and differs between servers).
+func (g *gen) command() (args []string, unordered bool) {
+	s, h, l, x := g.key("s"), g.key("h"), g.key("l"), g.key("x")
+	if g.r.IntN(30) == 0 { // cross-family access: WRONGTYPE both ways
+		s, h, l = h, l, s
+	}
+	switch g.r.IntN(62) {
+	case 0:
+		return []string{"SET", s, g.value()}, false
+	case 1:
+		opts := [][]string{{"EX", "100000"}, {"PX", "100000000"}, {"NX"}, {"XX"}, {"KEEPTTL"}, {"GET"}, {"XX", "GET"}, {"EXAT", "4102444800"}}
+		return append([]string{"SET", s, g.value()}, opts[g.r.IntN(len(opts))]...), false
+	case 2, 3:
+		return []string{"GET", s}, false
+	case 4:
+		return []string{"SETEX", s, "100000", g.value()}, false
+	case 5:
+		return []string{"PSETEX", s, "100000000", g.value()}, false
+	case 6:
+		return []string{"SETNX", s, g.value()}, false
+	case 7:
+		return []string{"GETSET", s, g.value()}, false
+	case 8:
+		return []string{"GETEX", s, []string{"PERSIST", "EXAT", "EX"}[g.r.IntN(3)], "4102444800"}[:3+g.r.IntN(2)], false
+	case 9:
+		return []string{"GETDEL", s}, false
+	case 10:
+		return []string{"MSET", g.key("s"), g.value(), g.key("s"), g.value()}, false
+	case 11:
+		return []string{"MSETNX", g.key("s"), g.value(), "s:new" + g.num(0, 20), g.value()}, false
+	case 12:
+		return []string{"MGET", g.key("s"), g.key("s"), "nokey", g.key("h")}, false
+	case 13:
+		return []string{"STRLEN", s}, false
+	case 14:
+		return []string{"GETRANGE", s, g.num(-100, 100), g.num(-100, 2000)}, false
+	case 15:
+		v := g.value()
+		return []string{"SETRANGE", s, g.num(0, 200), v[:min(10, len(v))]}, false
+	case 16:
+		return []string{"APPEND", s, g.value()}, false
+	case 17:
+		return []string{"INCRBY", s, g.num(-10, 10)}, false
+	case 18:
+		return []string{"INCRBYFLOAT", s, "1.5"}, false
+	case 19:
+		return []string{"GETBIT", s, g.num(0, 300)}, false
+	case 20:
+		return []string{"SETBIT", s, g.num(0, 300), g.num(0, 1)}, false
+	case 21:
+		return []string{"BITCOUNT", s}, false
+	case 22:
+		return []string{"BITPOS", s, g.num(0, 1)}, false
+	case 23:
+		return []string{"LCS", g.key("s"), g.key("s"), []string{"LEN", "IDX", "MINMATCHLEN"}[g.r.IntN(3)], "4"}[:3+g.r.IntN(2)], false
+	case 24:
+		return []string{"HSET", h, "f" + g.num(0, 5), g.value(), "f" + g.num(0, 5), g.value()}, false
+	case 25:
+		return []string{"HSETNX", h, "f" + g.num(0, 5), g.value()}, false
+	case 26:
+		return []string{"HGET", h, "f" + g.num(0, 5)}, false
+	case 27:
+		return []string{"HMGET", h, "f" + g.num(0, 5), "f" + g.num(0, 5)}, false
+	case 28:
+		return []string{"HGETALL", h}, true
+	case 29:
+		return []string{"HVALS", h}, true
+	case 30:
+		return []string{"HSTRLEN", h, "f" + g.num(0, 5)}, false
+	case 31:
+		return []string{"HINCRBYFLOAT", h, "f" + g.num(0, 5), "2.5"}, false
+	case 32:
+		return []string{"HSCAN", h, "0", "COUNT", "1000"}, true
+	case 33, 34:
+		return []string{[]string{"LPUSH", "RPUSH", "LPUSHX", "RPUSHX"}[g.r.IntN(4)], l, g.value(), g.value()}, false
+	case 35:
+		return []string{"LINSERT", l, []string{"BEFORE", "AFTER"}[g.r.IntN(2)], g.pick(), g.value()}, false
+	case 36:
+		return []string{"LSET", l, g.num(-3, 3), g.value()}, false
+	case 37, 38:
+		return []string{"LRANGE", l, g.num(-5, 2), g.num(-2, 10)}, false
+	case 39:
+		return []string{"LINDEX", l, g.num(-3, 3)}, false
+	case 40:
+		return []string{[]string{"LPOP", "RPOP"}[g.r.IntN(2)], l, g.num(1, 3)}[:2+g.r.IntN(2)], false
+	case 41:
+		return []string{"LMOVE", l, g.key("l"), "LEFT", "RIGHT"}, false
+	case 42:
+		return []string{"LMPOP", "2", l, g.key("l"), "LEFT", "COUNT", g.num(1, 3)}, false
+	case 43:
+		return []string{"RPOPLPUSH", l, g.key("l")}, false
+	case 44:
+		return []string{"LPOS", l, g.pick()}, false
+	case 45:
+		return []string{"LREM", l, g.num(-1, 1), g.pick()}, false
+	case 46:
+		return []string{"BLPOP", l, g.key("l"), "0.01"}, false
+	case 47, 48:
+		id := g.xid[x] + 1
+		g.xid[x] = id
+		return []string{"XADD", x, "MAXLEN", "~", "1000", "1-" + strconv.Itoa(id), "f1", g.value(), "f2", g.value()}, false
+	case 49:
+		return []string{"XRANGE", x, "-", "+", "COUNT", g.num(1, 5)}, false
+	case 50:
+		return []string{"XREVRANGE", x, "+", "-"}, false
+	case 51:
+		return []string{"XREAD", "COUNT", "3", "STREAMS", x, g.key("x"), "0-0", "1-2"}, false
+	case 52:
+		if !g.groups[x] {
+			g.groups[x] = true
+			return []string{"XGROUP", "CREATE", x, "g", "0", "MKSTREAM"}, false
+		}
+		return []string{"XREADGROUP", "GROUP", "g", "c1", "COUNT", "2", "STREAMS", x, ">"}, false
+	case 53:
+		return []string{"XCLAIM", x, "g", "c2", "0", "1-1", "1-2", "1-3"}, false
+	case 54:
+		return []string{"XAUTOCLAIM", x, "g", "c3", "0", "0-0", "COUNT", "2"}, false
+	case 55:
+		return []string{"EXPIREAT", g.key("s"), []string{"4102444800", "1000"}[g.r.IntN(2)]}, false
+	case 56:
+		return []string{"EXPIRETIME", g.key("s")}, false
+	case 57:
+		return []string{"DEL", g.key("s"), g.key("l")}, false
+	case 58:
+		return []string{"TYPE", g.key("h")}, false
+	case 59:
+		return []string{"LLEN", l}, false
+	case 60:
+		return []string{"HRANDFIELD", h, "-0", "WITHVALUES"}, false // count 0: deterministic empty
+	default:
+		return []string{"EXISTS", s, h, l, x}, false
+	}
+}
+
+// pick returns a short value that LINSERT, LPOS and LREM may find.
+func (g *gen) pick() string {
+	return []string{"1", "-3", "", "squeeze "}[g.r.IntN(4)]
+}
+
+// canon returns a reply in a canonical form: as is, or with the elements of
+// unordered collections sorted (pairs kept together for maps, HGETALL and
+// HSCAN).
+func canon(reply string, unordered bool, cmd string) string {
+	if !unordered {
+		return reply
+	}
+	v, _, err := resp.ReadValue([]byte(reply))
+	if err != nil || !v.Type.IsAggregate() {
+		return reply
+	}
+	if cmd == "HSCAN" { // [cursor, pairs]
+		it := v.Elements()
+		cur, _ := it.Next()
+		pairs, _ := it.Next()
+		return string(cur.Raw) + canon(string(pairs.Raw), true, "HGETALL")
+	}
+	var items []string
+	it := v.Elements()
+	pair := cmd == "HGETALL" || v.Type == resp.Map
+	for {
+		e, ok := it.Next()
+		if !ok {
+			break
+		}
+		s := string(e.Raw)
+		if pair {
+			f, _ := it.Next()
+			s += string(f.Raw)
+		}
+		items = append(items, s)
+	}
+	sort.Strings(items)
+	return string(v.Header()) + strings.Join(items, "")
+}
+
+// TestDifferential sends the same seeded random commands (all value
+// families, values of 0 B to 1 MB, compressible and random, transactions,
+// pipelines, expiry, RESP2 and RESP3) to one Redis directly and to another
+// through the proxy with min-size 0, and requires identical replies. Run it
+// longer with -diff.n=100000.
+func TestDifferential(t *testing.T) {
+	seed := *diffSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -diff.seed=%d)", seed, seed)
+	direct := testutil.StartRedis(t)
+	e := startEnv(t)
+	g := &gen{r: rand.New(rand.NewPCG(seed, 1)), xid: map[string]int{}, groups: map[string]bool{}, big: 4 + *diffN/2000}
+	n := *diffN
+	var a, b *rawConn
+	var hist []string
+	defer func() {
+		if t.Failed() {
+			for _, h := range hist[max(0, len(hist)-12):] {
+				t.Log(h)
+			}
+		}
+	}()
+	for done := 0; done < n; {
+		if a == nil || g.r.IntN(300) == 0 { // new connections now and then, RESP2 or RESP3
+			a, b = dialRaw(t, direct.Addr), dialRaw(t, e.addr)
+			hist = append(hist, "new connection")
+			if g.r.IntN(2) == 0 {
+				ra, rb := a.do("HELLO", "3"), b.do("HELLO", "3")
+				if strings.Contains(ra, "ERR") || strings.Contains(rb, "ERR") {
+					t.Fatalf("HELLO 3: %q / %q", ra, rb)
+				}
+			}
+		}
+		var cmds [][]string
+		var unord []bool
+		mode := g.r.IntN(10)
+		k := 1
+		switch {
+		case mode < 2:
+			k = 2 + g.r.IntN(30) // pipeline
+		case mode < 3:
+			k = 1 + g.r.IntN(6) // transaction
+		}
+		for i := 0; i < k; i++ {
+			c, u := g.command()
+			cmds = append(cmds, c)
+			unord = append(unord, u)
+		}
+		if mode == 2 {
+			if g.r.IntN(3) == 0 {
+				w := []string{"WATCH", g.key("s")}
+				if ra, rb := a.do(w...), b.do(w...); ra != rb {
+					t.Fatalf("WATCH: %q / %q", ra, rb)
+				}
+			}
+			end := "EXEC"
+			if g.r.IntN(8) == 0 {
+				end = "DISCARD"
+			}
+			cmds = append(append([][]string{{"MULTI"}}, cmds...), []string{end})
+			unord = append(append([]bool{false}, unord...), false)
+		}
+		a.send(cmds...)
+		b.send(cmds...)
+		for i, c := range cmds {
+			ra, rb := a.read(), b.read()
+			u := unord[i]
+			hist = append(hist, fmt.Sprintf("%d %s -> %.80q | %.80q", done+i, short(c), ra, rb))
+			if c[0] == "EXEC" {
+				ra, rb = canonExec(ra, cmds[1:len(cmds)-1], unord[1:len(unord)-1]), canonExec(rb, cmds[1:len(cmds)-1], unord[1:len(unord)-1])
+				u = false
+			}
+			if canon(ra, u, c[0]) != canon(rb, u, c[0]) {
+				t.Fatalf("command %d %s: replies differ (seed %d)\ndirect: %.300q\nproxy:  %.300q", done+i, short(c), seed, ra, rb)
+			}
+		}
+		done += len(cmds)
+	}
+}
+
+func canonExec(reply string, cmds [][]string, unord []bool) string {
+	v, _, err := resp.ReadValue([]byte(reply))
+	if err != nil || !v.Type.IsAggregate() || v.N != len(cmds) {
+		return reply
+	}
+	out := string(v.Header())
+	it := v.Elements()
+	for i := 0; ; i++ {
+		e, ok := it.Next()
+		if !ok {
+			return out
+		}
+		out += canon(string(e.Raw), unord[i], cmds[i][0])
+	}
+}
+
+func short(args []string) string {
+	var b strings.Builder
+	for _, a := range args {
+		if len(a) > 24 {
+			a = fmt.Sprintf("%.24q...(%d bytes)", a, len(a))
+		}
+		b.WriteString(a + " ")
+	}
+	return b.String()
+}

@@ -1,0 +1,256 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// readAll reads until the peer closes or nothing comes for a while.
+func readAll(t *testing.T, nc net.Conn) string {
+	var out []byte
+	buf := make([]byte, 4096)
+	for {
+		nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, err := nc.Read(buf)
+		out = append(out, buf[:n]...)
+		if err != nil {
+			return string(out)
+		}
+	}
+}
+
+// TestProxy_ProtocolErrors sends malformed input to Redis and to the proxy:
+// both must answer the same bytes and then close.
+func TestProxy_ProtocolErrors(t *testing.T) {
+	e := startEnv(t)
+	inputs := []string{
+		"*2\r\n$3\r\nGET\r\n:1\r\n",
+		"*x\r\n",
+		"*1\r\n$-5\r\n",
+		"*1\r\n$999999999999\r\n",
+		"GET \"unbalanced\r\n",
+		"SET k 'a'b\r\n",
+		"PING\r\n*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n+oops\r\n",
+		"*" + strings.Repeat("9", 70000),
+		strings.Repeat("x", 70000),
+	}
+	for _, in := range inputs {
+		var got [2]string
+		for i, addr := range []string{e.redis.Addr, e.addr} {
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc.Write([]byte(in))
+			got[i] = readAll(t, nc)
+			nc.Close()
+		}
+		if got[0] != got[1] {
+			t.Errorf("input %.40q:\nredis: %q\nproxy: %q", in, got[0], got[1])
+		}
+		if !strings.Contains(got[1], "Protocol error") {
+			t.Errorf("input %.40q: no protocol error in %q", in, got[1])
+		}
+	}
+}
+
+// startRedisAt starts redis-server on a fixed port (to restart it there).
+func startRedisAt(t *testing.T, dir string, port int) *exec.Cmd {
+	t.Helper()
+	bin := testutil.ServerPath()
+	if bin == "" {
+		t.Skip("redis-server not installed")
+	}
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		if nc, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			nc.Close()
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			return cmd
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	t.Fatal("redis-server did not start")
+	return nil
+}
+
+// TestProxy_UpstreamRestart kills Redis under in-flight commands: clients get
+// an error, keep their connection, and the proxy reconnects once Redis is
+// back.
+func TestProxy_UpstreamRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	dir := t.TempDir()
+	port := testutil.FreePort(t)
+	srv := startRedisAt(t, dir, port)
+	e := startProxy(t, "redis://127.0.0.1:"+strconv.Itoa(port), nil)
+	shared := dialRaw(t, e.addr)
+	blocked := dialRaw(t, e.addr)
+	if got := shared.do("SET", "k", compressible(5000, 0)); got != "+OK\r\n" {
+		t.Fatalf("SET: %q", got)
+	}
+	blocked.send([]string{"BLPOP", "nolist", "0"}) // in flight on a pinned connection
+	time.Sleep(100 * time.Millisecond)
+	srv.Process.Kill()
+	srv.Wait()
+	if got := blocked.read(); !strings.HasPrefix(got, "-ERR squeeze: upstream") {
+		t.Fatalf("in-flight BLPOP got %q, want an upstream error", got)
+	}
+	if got := shared.do("GET", "k"); !strings.HasPrefix(got, "-ERR squeeze: upstream") {
+		t.Fatalf("GET with Redis down got %q, want an upstream error", got)
+	}
+	startRedisAt(t, dir, port)
+	var got string
+	for i := 0; i < 50; i++ { // the first command after a restart may still see the old connection fail
+		if got = shared.do("SET", "k2", "v"); got == "+OK\r\n" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got != "+OK\r\n" || shared.do("GET", "k2") != bulk("v") {
+		t.Fatalf("after restart: %q", got)
+	}
+}
+
+// TestProxy_SlowClient pipelines many large GETs without reading replies:
+// the proxy stops reading from the client instead of buffering replies.
+func TestProxy_SlowClient(t *testing.T) {
+	e := startEnv(t, func(s *Server) { s.MaxInFlight = 16 })
+	c := dialRaw(t, e.addr)
+	big := compressible(200_000, 3)
+	if got := c.do("SET", "big", big); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	req := resp.AppendCommand(nil, []byte("GET"), []byte("big"))
+	const n = 20000 // 4 GB of replies if the proxy buffered them all
+	sent := 0
+	c.nc.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	for ; sent < n; sent++ {
+		if _, err := c.nc.Write(req); err != nil {
+			break // the proxy stopped reading: backpressure
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapInuse) - int64(before.HeapInuse); grown > 64<<20 {
+		t.Fatalf("heap grew by %d MB with a slow client", grown>>20)
+	}
+	if sent == n {
+		t.Logf("all %d requests written (kernel buffers absorbed them)", n)
+	}
+	// Reading resumes, and the replies are right.
+	c.nc.SetWriteDeadline(time.Time{})
+	for i := 0; i < 3; i++ {
+		if got := c.read(); got != bulk(big) {
+			t.Fatalf("reply %d: %d bytes", i, len(got))
+		}
+	}
+}
+
+// TestProxy_CorruptValue stores a frame with a bad checksum directly in
+// Redis: the proxy answers with an error naming the key and keeps the
+// connection open.
+func TestProxy_CorruptValue(t *testing.T) {
+	e := startEnv(t)
+	enc, _ := codec.NewEncoder(codec.DefaultAlgorithm, codec.WithMinSize(0))
+	frame := enc.AppendEncode(nil, []byte(compressible(10_000, 5)))
+	bad := append([]byte(nil), frame...)
+	h, err := codec.ParseHeader(bad)
+	if err != nil || !h.HasChecksum {
+		t.Fatalf("frame header: %+v %v", h, err)
+	}
+	bad[h.Len-1] ^= 0xFF // last checksum byte
+	d := dialRaw(t, e.redis.Addr)
+	d.send([]string{"SET", "broken", string(bad)}, []string{"SET", "fine", string(frame)}, []string{"HSET", "h", "f", string(bad)})
+	for i := 0; i < 3; i++ {
+		d.read()
+	}
+	p := dialRaw(t, e.addr)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"GET", "broken"}, `-ERR squeeze: GET: stored value of key "broken" cannot be decoded: codec: corrupt frame: checksum mismatch`},
+		{[]string{"MGET", "fine", "broken"}, `-ERR squeeze: MGET: stored value of key "broken" cannot be decoded`},
+		{[]string{"HGET", "h", "f"}, `-ERR squeeze: HGET: stored value of key "h" cannot be decoded`},
+		{[]string{"APPEND", "broken", "x"}, `-ERR squeeze: APPEND: stored value of key "broken" cannot be decoded`},
+		{[]string{"GET", "fine"}, bulk(compressible(10_000, 5))},
+		{[]string{"PING"}, "+PONG\r\n"},
+	}
+	for _, tt := range tests {
+		if got := p.do(tt.args...); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("%q: got %.200q, want prefix %q", tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestProxy_MaxValue refuses to decode values above the decoder's limit.
+func TestProxy_MaxValue(t *testing.T) {
+	// (A limit under the zstd minimum window, 1 KiB, makes the codec refuse
+	// every zstd frame; reported to the codec's owner.)
+	dec, err := codec.NewDecoder(codec.WithMaxDecodedSize(100_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startEnv(t, func(s *Server) { s.Decoder = dec })
+	p := dialRaw(t, e.addr)
+	p.do("SET", "small", compressible(90_000, 1))
+	p.do("SET", "large", compressible(500_000, 1))
+	if got := p.do("GET", "small"); got != bulk(compressible(90_000, 1)) {
+		t.Fatalf("small: %.200q", got)
+	}
+	if got := p.do("GET", "large"); !strings.Contains(got, `key "large"`) || !strings.Contains(got, "above limit") {
+		t.Fatalf("large: %q", got)
+	}
+	if got := p.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("connection after refusal: %q", got)
+	}
+}
+
+// TestProxy_RejectScripts: --scripts=reject answers an error and keeps the
+// connection open; by default scripts pass through.
+func TestProxy_RejectScripts(t *testing.T) {
+	e := startEnv(t, func(s *Server) { s.RejectScripts = true })
+	p := dialRaw(t, e.addr)
+	if got := p.do("EVAL", "return 1", "0"); !strings.HasPrefix(got, "-ERR squeeze: EVAL is disabled by --scripts=reject") {
+		t.Fatalf("EVAL: %q", got)
+	}
+	if got := p.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("after EVAL: %q", got)
+	}
+	e2 := startEnv(t)
+	p2 := dialRaw(t, e2.addr)
+	p2.do("SET", "k", compressible(1000, 2))
+	if got := p2.do("EVAL", "return redis.call('GET', KEYS[1])", "1", "k"); got != bulk(compressible(1000, 2)) {
+		t.Fatalf("EVAL GET through proxy: %.80q", got)
+	}
+	if got := p2.do("EVAL", "return redis.call('STRLEN', KEYS[1])", "1", "k"); got == ":1000\r\n" {
+		t.Fatalf("scripts see stored bytes, STRLEN should be the frame's length: %q", got)
+	}
+}
+
+var _ = context.Background
+var _ = os.Getenv
+var _ = filepath.Join

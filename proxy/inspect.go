@@ -1,0 +1,309 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// Commands that look inside stored bytes (STRLEN, GETRANGE, APPEND, SETBIT,
+// INCRBYFLOAT, LCS, HSTRLEN ...) run inside one small Lua script, which makes
+// them atomic with respect to other clients:
+//
+// The script gets the keys the command reads and, for compressed values, a
+// list of candidates: a frame and its decoded bytes. For every key that
+// holds a frame it needs a candidate with exactly that frame; if one is
+// missing it changes nothing and returns a marker with the frames it found
+// (only their first 64 bytes for a head-only probe). Otherwise it stores the
+// decoded bytes, runs the command, and then puts the frames back for
+// read-only commands. Write commands (APPEND, SETRANGE, SETBIT, BITFIELD,
+// BITOP, INCRBYFLOAT, HINCRBYFLOAT) leave the value uncompressed, wrapped in a
+// none frame only if it begins with the magic; the next SET compresses it.
+//
+// Outside MULTI the proxy first sends the script without candidates: with
+// plain values, the common case, that is one round trip. On a marker it
+// decodes the frames and sends them as candidates (STRLEN and HSTRLEN answer
+// from the frame header instead), retrying if another client changed a key
+// in between. Inside MULTI the proxy finds the candidates before queueing:
+// the frames the keys hold now (read on a shared connection, which writes
+// nothing and so does not disturb WATCH) and the values SET earlier in the
+// same transaction. Only if yet another value appears by EXEC does that one
+// reply become an error.
+const inspectScript = `local restore, field, written, head, m = ARGV[1] == '1', ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5])
+local function get(k) if field ~= '' then return redis.pcall('HGET', k, field) end return redis.pcall('GET', k) end
+local function put(k, v) if field ~= '' then redis.call('HSET', k, field, v) else redis.call('SET', k, v, 'KEEPTTL') end end
+local function framed(k)
+  if field == '' then
+    if redis.pcall('GETRANGE', k, 0, 2) ~= '\193SQ' then return nil end
+    return redis.call('GET', k)
+  end
+  local v = redis.pcall('HGET', k, field)
+  if type(v) == 'string' and string.sub(v, 1, 3) == '\193SQ' then return v end
+  return nil
+end
+local function wrap(k)
+  if k == '' or redis.pcall('GETRANGE', k, 0, 2) ~= '\193SQ' then return end
+  local v = redis.call('GET', k)
+  local n, len = #v, ''
+  while n >= 128 do len = len .. string.char(n % 128 + 128); n = math.floor(n / 128) end
+  redis.call('SET', k, '\193SQ\1\0\0' .. len .. string.char(n) .. v, 'KEEPTTL')
+end
+local orig, dec, out = {}, {}, nil
+for i, k in ipairs(KEYS) do
+  local cur = framed(k)
+  if cur and not orig[k] then
+    for j = 0, m - 1 do
+      if ARGV[6 + 3*j] == k and ARGV[7 + 3*j] == cur then dec[k] = ARGV[8 + 3*j] break end
+    end
+    if dec[k] == nil then
+      out = out or {'\193SQ'}
+      out[#out+1] = k
+      if head then out[#out+1] = string.sub(cur, 1, 64) else out[#out+1] = cur end
+    end
+    orig[k] = cur
+  end
+end
+if out then return out end
+if #ARGV < 6 + 3*m then return 'OK' end
+for k, v in pairs(dec) do put(k, v) end
+local r = redis.pcall(unpack(ARGV, 6 + 3*m))
+if restore then
+  for k, v in pairs(orig) do put(k, v) end
+elseif field ~= '' then
+  for k, v in pairs(orig) do
+    local now = get(k)
+    if type(now) == 'string' and string.sub(now, 1, 3) == '\193SQ' then put(k, v) end
+  end
+else
+  for k, _ in pairs(orig) do wrap(k) end
+  if orig[written] == nil then wrap(written) end
+end
+return r`
+
+var magic = []byte("\xC1SQ")
+
+// isMarker reports whether v is the script's marker array.
+func isMarker(v resp.Value) bool {
+	if v.Type != resp.Array || v.N < 2 {
+		return false
+	}
+	it := v.Elements()
+	e, _ := it.Next()
+	return e.Type == resp.BulkString && bytes.Equal(e.Str, magic)
+}
+
+// inspectKeyArgs returns the indexes of the keys an inspect command reads.
+func inspectKeyArgs(info *cmdInfo, args [][]byte) (first, end int) {
+	switch info.keys {
+	case keysTwo:
+		return 1, min(3, len(args))
+	case keysFrom3:
+		return min(3, len(args)), len(args)
+	default:
+		return 1, min(2, len(args))
+	}
+}
+
+// writtenKey returns the string key a write command stores into, or nil.
+func writtenKey(info *cmdInfo, args [][]byte) []byte {
+	if info.readOnly || info.keys == keysHash {
+		return nil
+	}
+	if info.keys == keysFrom3 {
+		if len(args) > 2 {
+			return args[2]
+		}
+		return nil
+	}
+	if len(args) > 1 {
+		return args[1]
+	}
+	return nil
+}
+
+// candidate is a frame and its decoded bytes, for key.
+type candidate struct{ key, frame, dec []byte }
+
+// appendInspect appends EVAL inspectScript for the command. With withCmd
+// false the script only probes: it reports frames and changes nothing.
+func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, withCmd, head bool) []byte {
+	first, end := inspectKeyArgs(info, args)
+	nkeys := end - first
+	n := 3 + nkeys + 5 + 3*len(cands)
+	if withCmd {
+		n += len(args)
+	}
+	dst = resp.AppendArray(dst, n)
+	dst = resp.AppendBulkString(dst, "EVAL")
+	dst = resp.AppendBulkString(dst, inspectScript)
+	dst = resp.AppendBulkString(dst, strconv.Itoa(nkeys))
+	for _, k := range args[first:end] {
+		dst = resp.AppendBulk(dst, k)
+	}
+	dst = appendFlag(dst, info.readOnly)
+	if info.keys == keysHash && len(args) > 2 {
+		dst = resp.AppendBulk(dst, args[2])
+	} else {
+		dst = resp.AppendBulkString(dst, "")
+	}
+	dst = resp.AppendBulk(dst, writtenKey(info, args))
+	dst = appendFlag(dst, head)
+	dst = resp.AppendBulkString(dst, strconv.Itoa(len(cands)))
+	for _, c := range cands {
+		dst = resp.AppendBulk(dst, c.key)
+		dst = resp.AppendBulk(dst, c.frame)
+		dst = resp.AppendBulk(dst, c.dec)
+	}
+	if withCmd {
+		for _, a := range args {
+			dst = resp.AppendBulk(dst, a)
+		}
+	}
+	return dst
+}
+
+func appendFlag(dst []byte, on bool) []byte {
+	if on {
+		return resp.AppendBulkString(dst, "1")
+	}
+	return resp.AppendBulkString(dst, "0")
+}
+
+// maxInspectRetries bounds the retries when other clients keep changing
+// the keys between two round trips.
+const maxInspectRetries = 16
+
+// markerFrames returns the key, frame pairs of a marker.
+func markerFrames(v resp.Value) (keys, frames [][]byte) {
+	it := v.Elements()
+	it.Next()
+	for {
+		k, ok := it.Next()
+		if !ok {
+			return keys, frames
+		}
+		f, _ := it.Next()
+		keys = append(keys, k.Str)
+		frames = append(frames, f.Str)
+	}
+}
+
+// decodeCandidates decodes frames into candidates; a failure is returned as
+// a DecodeError naming the key.
+func (c *client) decodeCandidates(dst []candidate, keys, frames [][]byte) ([]candidate, error) {
+	for i, f := range frames {
+		d, err := c.s.decoder().AppendDecode(nil, f)
+		if err != nil {
+			c.s.metrics.decodeError()
+			return dst, &DecodeError{Key: keys[i], Err: err}
+		}
+		dst = append(dst, candidate{key: append([]byte(nil), keys[i]...), frame: append([]byte(nil), f...), dec: d})
+	}
+	return dst, nil
+}
+
+// inspect runs a command that looks inside stored bytes, synchronously on
+// the client's connection, and returns a finished call with its reply.
+func (c *client) inspect(info *cmdInfo, args [][]byte) *call {
+	errCall := func(msg string) *call {
+		return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+": "+msg))
+	}
+	var cands []candidate
+	for attempt := 0; attempt < maxInspectRetries; attempt++ {
+		r := c.roundtrip(appendInspect(nil, info, args, cands, true, info.headOnly))
+		if r.err != nil {
+			err := r.err
+			r.release()
+			return errCall("upstream: " + err.Error())
+		}
+		v, _, err := resp.ReadValue(r.reply)
+		if err != nil || !isMarker(v) {
+			r.reply = fixResp3(r.reply, c.proto)
+			r.cmd, r.local = info.name, true
+			r.finish()
+			return r
+		}
+		keys, frames := markerFrames(v)
+		if info.headOnly {
+			h, err := codec.ParseHeader(frames[0])
+			key := string(keys[0])
+			r.release()
+			if err != nil {
+				c.s.metrics.decodeError()
+				return c.localCall(info.name, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: info.name, Key: []byte(key), Err: err}).Error()))
+			}
+			return c.localCall(info.name, resp.AppendInt(nil, int64(h.OriginalLen)))
+		}
+		cands, err = c.decodeCandidates(cands[:0], keys, frames)
+		r.release()
+		if err != nil {
+			de := err.(*DecodeError)
+			de.Cmd = info.name
+			return c.localCall(info.name, resp.AppendError(nil, "ERR "+de.Error()))
+		}
+	}
+	return errCall("the keys kept changing under concurrent writes; try again")
+}
+
+// appendQueuedInspect appends the script that runs an inspect command queued
+// in MULTI, with candidates for the frames its keys may hold at EXEC.
+func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) []byte {
+	first, end := inspectKeyArgs(info, args)
+	var cands []candidate
+	// Values SET earlier in this transaction.
+	for _, w := range c.txSets {
+		for _, k := range args[first:end] {
+			if bytes.Equal(w.key, k) && info.keys != keysHash {
+				cands = append(cands, w)
+			}
+		}
+	}
+	// Frames the keys hold now, read on a shared connection.
+	if up, err := c.s.pool.get(context.Background(), int(c.id)); err == nil {
+		r := roundtripOn(up, appendInspect(nil, info, args, nil, false, false))
+		if r.err == nil {
+			if v, _, err := resp.ReadValue(r.reply); err == nil && isMarker(v) {
+				keys, frames := markerFrames(v)
+				cands, _ = c.decodeCandidates(cands, keys, frames)
+			}
+		}
+		r.release()
+	}
+	return appendInspect(dst, info, args, cands, true, false)
+}
+
+// noteTxSet records a value a queued command will store under key, so that
+// a later inspect command in the same transaction can see through it.
+func (c *client) noteTxSet(key, value []byte) {
+	enc := c.s.Encoder
+	if enc == nil {
+		return
+	}
+	frame := enc.AppendEncode(nil, value)
+	if !codec.IsFramed(frame) {
+		return
+	}
+	c.txSets = append(c.txSets, candidate{key: append([]byte(nil), key...), frame: frame, dec: append([]byte(nil), value...)})
+}
+
+// roundtripOn sends one request on up and waits for its reply.
+func roundtripOn(up *upConn, req []byte) *call {
+	cl := newCall()
+	up.send(req, []*call{cl})
+	<-cl.done
+	return cl
+}
+
+// fixResp3 restores the RESP3 type of a reply that went through a Lua
+// script, which speaks RESP2: LCS ... IDX replies with a map in RESP3.
+func fixResp3(reply []byte, proto int) []byte {
+	const lcsIdx = "*4\r\n$7\r\nmatches\r\n"
+	if proto != 3 || !bytes.HasPrefix(reply, []byte(lcsIdx)) {
+		return reply
+	}
+	copy(reply, "%2\r\n")
+	return reply
+}

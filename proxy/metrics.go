@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/squeeze-kv/squeeze/codec"
+)
+
+// Metrics are the proxy's Prometheus collectors. A nil *Metrics records
+// nothing. Register them with NewMetrics.
+type Metrics struct {
+	conns        prometheus.Gauge
+	connsTotal   prometheus.Counter
+	commands     *prometheus.CounterVec
+	bytesIn      *prometheus.CounterVec // original bytes of values written, by codec
+	bytesStored  *prometheus.CounterVec // stored bytes of values written, by codec
+	values       *prometheus.CounterVec // by outcome: compressed, raw, wrapped, decoded
+	decodeErrors prometheus.Counter
+	upErrors     *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	codec        string
+	// Pre-resolved children keep the hot path free of label lookups.
+	outcome    [3]prometheus.Counter
+	origBytes  prometheus.Counter
+	storeBytes prometheus.Counter
+}
+
+// NewMetrics creates the proxy's collectors and registers them with reg
+// (prometheus.DefaultRegisterer when nil). alg labels byte counters.
+func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
+	if reg == nil {
+		reg = prometheus.DefaultRegisterer
+	}
+	m := &Metrics{
+		conns:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "squeeze_proxy_connections", Help: "Client connections open now."}),
+		connsTotal:   prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_connections_total", Help: "Client connections accepted."}),
+		commands:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_commands_total", Help: "Commands received, by command (OTHER for those the proxy passes through without knowing them)."}, []string{"cmd"}),
+		bytesIn:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_value_bytes_original_total", Help: "Bytes of values clients wrote, before compression."}, []string{"codec"}),
+		bytesStored:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_value_bytes_stored_total", Help: "Bytes of those values as sent to Redis, after compression."}, []string{"codec"}),
+		values:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_values_total", Help: "Values written, by outcome: compressed, raw (too small or incompressible), wrapped (raw but began with the frame magic); and decoded on reads."}, []string{"outcome"}),
+		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_decode_errors_total", Help: "Stored values that failed to decode (corrupt, checksum, too large); the client got an error."}),
+		upErrors:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_upstream_errors_total", Help: "Upstream failures, by kind: dial, tls, conn."}, []string{"kind"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "squeeze_proxy_command_seconds", Help: "Time from reading a command to having its reply ready, by command.",
+			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16)}, []string{"cmd"}),
+		codec: alg.String(),
+	}
+	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.upErrors, m.latency)
+	m.outcome[codec.Compressed] = m.values.WithLabelValues("compressed")
+	m.outcome[codec.StoredRaw] = m.values.WithLabelValues("raw")
+	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
+	m.origBytes = m.bytesIn.WithLabelValues(m.codec)
+	m.storeBytes = m.bytesStored.WithLabelValues(m.codec)
+	return m
+}
+
+func (m *Metrics) encoded(o codec.Outcome, orig, stored int) {
+	if m == nil {
+		return
+	}
+	if int(o) < len(m.outcome) {
+		m.outcome[o].Inc()
+	}
+	m.origBytes.Add(float64(orig))
+	m.storeBytes.Add(float64(stored))
+}
+
+func (m *Metrics) decoded(id codec.ID, stored, orig int) {
+	if m == nil {
+		return
+	}
+	m.values.WithLabelValues("decoded").Inc()
+}
+
+func (m *Metrics) decodeError() {
+	if m != nil {
+		m.decodeErrors.Inc()
+	}
+}
+
+func (m *Metrics) upstreamError(kind string) {
+	if m != nil {
+		m.upErrors.WithLabelValues(kind).Inc()
+	}
+}
+
+func (m *Metrics) connOpened() {
+	if m != nil {
+		m.conns.Inc()
+		m.connsTotal.Inc()
+	}
+}
+
+func (m *Metrics) connClosed() {
+	if m != nil {
+		m.conns.Dec()
+	}
+}
+
+func (m *Metrics) command(name string, d time.Duration) {
+	if m != nil {
+		m.commands.WithLabelValues(name).Inc()
+		m.latency.WithLabelValues(name).Observe(d.Seconds())
+	}
+}

@@ -1,0 +1,109 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/codec"
+)
+
+func TestProxy_Strings(t *testing.T) {
+	e := startEnv(t)
+	p := dialRaw(t, e.addr)
+	d := dialRaw(t, e.redis.Addr)
+	big := compressible(50000, 1)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"SET", "k", big}, "+OK\r\n"},
+		{[]string{"GET", "k"}, bulk(big)},
+		{[]string{"SET", "k", big + "x", "GET"}, bulk(big)},
+		{[]string{"SET", "k", big, "XX", "GET", "EX", "100"}, bulk(big + "x")},
+		{[]string{"SET", "k", big, "NX"}, "$-1\r\n"},
+		{[]string{"SET", "k", big, "KEEPTTL"}, "+OK\r\n"},
+		{[]string{"SETEX", "k2", "100", big}, "+OK\r\n"},
+		{[]string{"PSETEX", "k3", "100000", big}, "+OK\r\n"},
+		{[]string{"SETNX", "k4", big}, ":1\r\n"},
+		{[]string{"SETNX", "k4", "x"}, ":0\r\n"},
+		{[]string{"GETSET", "k4", "small"}, bulk(big)},
+		{[]string{"GETEX", "k2", "PERSIST"}, bulk(big)},
+		{[]string{"GETDEL", "k3"}, bulk(big)},
+		{[]string{"GET", "k3"}, "$-1\r\n"},
+		{[]string{"MSET", "a", big, "b", "", "c", "v"}, "+OK\r\n"},
+		{[]string{"MSETNX", "a", "x", "z", big}, ":0\r\n"},
+		{[]string{"MGET", "a", "b", "c", "nokey", "k4"}, "*5\r\n" + bulk(big) + bulk("") + bulk("v") + "$-1\r\n" + bulk("small")},
+		{[]string{"SET", "magic", "\xC1SQ raw value that starts like a frame"}, "+OK\r\n"},
+		{[]string{"GET", "magic"}, bulk("\xC1SQ raw value that starts like a frame")},
+	}
+	for _, tt := range tests {
+		if got := p.do(tt.args...); got != tt.want {
+			t.Fatalf("%.40q: got %.80q, want %.80q", tt.args, got, tt.want)
+		}
+	}
+	// Redis holds frames, smaller than the values.
+	for _, k := range []string{"k", "a", "k2", "z"} {
+		got := d.do("GET", k)
+		if k == "z" {
+			if got != "$-1\r\n" {
+				t.Fatalf("MSETNX wrote z: %.40q", got)
+			}
+			continue
+		}
+		v := got[strings.Index(got, "\r\n")+2 : len(got)-2]
+		if !codec.IsFramed([]byte(v)) || len(v) > len(big)/4 {
+			t.Errorf("key %s stored as %d bytes, framed %v; want a frame under %d", k, len(v), codec.IsFramed([]byte(v)), len(big)/4)
+		}
+	}
+}
+
+func TestProxy_GoRedis(t *testing.T) {
+	e := startEnv(t)
+	ctx := context.Background()
+	for _, proto := range []int{2, 3} {
+		rdb := redis.NewClient(&redis.Options{Addr: e.addr, Protocol: proto})
+		defer rdb.Close()
+		big := compressible(20000, proto)
+		if err := rdb.Set(ctx, "g", big, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := rdb.Get(ctx, "g").Result(); err != nil || got != big {
+			t.Fatalf("proto %d: GET = %d bytes, %v", proto, len(got), err)
+		}
+		if err := rdb.HSet(ctx, "h", "f1", big, "f2", "v2").Err(); err != nil {
+			t.Fatal(err)
+		}
+		m, err := rdb.HGetAll(ctx, "h").Result()
+		if err != nil || m["f1"] != big || m["f2"] != "v2" {
+			t.Fatalf("proto %d: HGETALL = %d fields, %v", proto, len(m), err)
+		}
+		pipe := rdb.Pipeline()
+		for i := 0; i < 100; i++ {
+			pipe.Set(ctx, "p"+string(rune('a'+i%26)), big[:1000+i], 0)
+			pipe.Get(ctx, "p"+string(rune('a'+i%26)))
+		}
+		cmds, err := pipe.Exec(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(cmds); i += 2 {
+			if got := cmds[i].(*redis.StringCmd).Val(); got != big[:1000+i/2] {
+				t.Fatalf("proto %d: pipelined GET %d = %d bytes", proto, i/2, len(got))
+			}
+		}
+		// Transactions decode the replies of queued commands.
+		var get *redis.StringCmd
+		var hget *redis.StringCmd
+		_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "t", big, 0)
+			get = p.Get(ctx, "t")
+			hget = p.HGet(ctx, "h", "f1")
+			return nil
+		})
+		if err != nil || get.Val() != big || hget.Val() != big {
+			t.Fatalf("proto %d: MULTI/EXEC: %v, GET %d bytes, HGET %d bytes", proto, err, len(get.Val()), len(hget.Val()))
+		}
+	}
+}

@@ -1,0 +1,319 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// rewriter holds the per-connection scratch space of the rewrite functions,
+// so that steady-state rewriting allocates nothing.
+type rewriter struct {
+	s       *Server
+	scratch []byte
+}
+
+// appendRequest appends the command args to dst as a multibulk request, with
+// the values that rule designates compressed by the server's encoder.
+func (r *rewriter) appendRequest(dst []byte, info *cmdInfo, args [][]byte) []byte {
+	enc := r.s.Encoder
+	first, step := 0, 0
+	if enc != nil && info.vals != argsNone {
+		first, step = valueArgs(info.vals, args)
+	}
+	dst = resp.AppendArray(dst, len(args))
+	for i, a := range args {
+		if step == 0 || i < first || (i-first)%step != 0 {
+			dst = resp.AppendBulk(dst, a)
+			continue
+		}
+		var out codec.Outcome
+		r.scratch, out = enc.AppendEncodeOutcome(r.scratch[:0], a)
+		r.s.metrics.encoded(out, len(a), len(r.scratch))
+		dst = resp.AppendBulk(dst, r.scratch)
+	}
+	if cap(r.scratch) > maxPooledReply {
+		r.scratch = nil
+	}
+	return dst
+}
+
+// DecodeError is the failure to decode a stored value; the client gets it as
+// an -ERR reply naming the key, and the connection stays open.
+type DecodeError struct {
+	Cmd string // command whose reply carried the value
+	Key []byte // the key, when the proxy knows it
+	Err error
+}
+
+func (e *DecodeError) Error() string {
+	if e.Key != nil {
+		return fmt.Sprintf("squeeze: %s: stored value of key %q cannot be decoded: %v", e.Cmd, e.Key, e.Err)
+	}
+	return fmt.Sprintf("squeeze: %s: stored value cannot be decoded: %v", e.Cmd, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// appendReply appends the reply of c as the client must see it: values
+// decoded where c's shape says they are. On a decode failure it appends an
+// error naming the key instead.
+func (r *rewriter) appendReply(dst []byte, c *call) []byte {
+	if c.kind == shapeNone || c.kind == shapeRelay || c.local {
+		return append(dst, c.reply...)
+	}
+	v, _, err := resp.ReadValue(c.reply)
+	if err != nil { // the upstream reader framed it; cannot happen
+		return append(dst, c.reply...)
+	}
+	mark := len(dst)
+	if v.Type == resp.Attribute { // the attribute, then the value it describes
+		dst = append(dst, v.Raw...)
+		if v, _, err = resp.ReadValue(c.reply[len(v.Raw):]); err != nil {
+			return append(dst, c.reply[len(dst)-mark:]...)
+		}
+	}
+	dst, err = r.walk(dst, v, c.kind, c, c.tx)
+	if err != nil {
+		r.s.metrics.decodeError()
+		var de *DecodeError
+		if !errors.As(err, &de) {
+			de = &DecodeError{Cmd: c.cmd, Err: err}
+		}
+		if de.Cmd == "" {
+			de.Cmd = c.cmd
+		}
+		return resp.AppendError(dst[:mark], "ERR "+de.Error())
+	}
+	return dst
+}
+
+// keyOf names the key of element i of a reply to c, for error messages.
+func keyOf(c *call, i int) []byte {
+	if c == nil {
+		return nil
+	}
+	if c.cmd == "MGET" {
+		return c.arg(i + 1)
+	}
+	return c.arg(1)
+}
+
+// value appends v, decoded when it is a compressed bulk string.
+func (r *rewriter) value(dst []byte, v resp.Value, c *call, i int) ([]byte, error) {
+	if v.Type != resp.BulkString || v.N < 0 || !codec.IsFramed(v.Str) {
+		if v.Type.IsAggregate() {
+			// LPOP with a count and the like: an array of values.
+			return r.each(dst, v, shapeValue, c)
+		}
+		return append(dst, v.Raw...), nil
+	}
+	return r.decode(dst, v.Str, c, i)
+}
+
+// decode appends the frame's original bytes as a bulk string.
+func (r *rewriter) decode(dst, frame []byte, c *call, i int) ([]byte, error) {
+	h, err := codec.ParseHeader(frame)
+	if err != nil {
+		return dst, &DecodeError{Key: keyOf(c, i), Err: err}
+	}
+	if max := r.s.decoder().MaxDecodedSize(); max > 0 && h.OriginalLen > uint64(max) {
+		return dst, &DecodeError{Key: keyOf(c, i), Err: fmt.Errorf("%w: %d bytes, --max-value is %d", codec.ErrTooLarge, h.OriginalLen, max)}
+	}
+	dst = resp.AppendHeader(dst, resp.BulkString, int(h.OriginalLen))
+	n := len(dst)
+	dst, err = r.s.decoder().AppendDecode(dst, frame)
+	if err != nil {
+		return dst, &DecodeError{Key: keyOf(c, i), Err: err}
+	}
+	if uint64(len(dst)-n) != h.OriginalLen {
+		return dst, &DecodeError{Key: keyOf(c, i), Err: fmt.Errorf("%w: decoded %d bytes, header says %d", codec.ErrCorrupt, len(dst)-n, h.OriginalLen)}
+	}
+	r.s.metrics.decoded(h.ID, len(frame), int(h.OriginalLen))
+	return append(dst, '\r', '\n'), nil
+}
+
+// each appends aggregate v with every element rewritten with shape sh.
+func (r *rewriter) each(dst []byte, v resp.Value, sh shape, c *call) ([]byte, error) {
+	dst = append(dst, v.Header()...)
+	it := v.Elements()
+	var err error
+	for i := 0; ; i++ {
+		e, ok := it.Next()
+		if !ok {
+			return dst, nil
+		}
+		if dst, err = r.walk(dst, e, sh, c, nil); err != nil {
+			return dst, err
+		}
+	}
+}
+
+// walk appends v rewritten according to shape sh.
+func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape) ([]byte, error) {
+	if v.Type == resp.Attribute { // metadata about the next value: keep as is
+		return append(dst, v.Raw...), nil
+	}
+	agg := v.Type.IsAggregate() && v.N > 0
+	var err error
+	switch sh {
+	case shapeNone, shapeRelay:
+		return append(dst, v.Raw...), nil
+	case shapeValue:
+		return r.value(dst, v, c, 0)
+	case shapeValues:
+		if !agg {
+			return append(dst, v.Raw...), nil
+		}
+		dst = append(dst, v.Header()...)
+		it := v.Elements()
+		for i := 0; ; i++ {
+			e, ok := it.Next()
+			if !ok {
+				return dst, nil
+			}
+			if dst, err = r.value(dst, e, c, i); err != nil {
+				return dst, err
+			}
+		}
+	case shapePairs:
+		if !agg {
+			return append(dst, v.Raw...), nil
+		}
+		dst = append(dst, v.Header()...)
+		it := v.Elements()
+		for i := 0; ; i++ {
+			e, ok := it.Next()
+			if !ok {
+				return dst, nil
+			}
+			switch {
+			case e.Type.IsAggregate(): // RESP3 HRANDFIELD: [[field, value], ...]
+				dst, err = r.positional(dst, e, c, shapeNone, shapeValue)
+			case i%2 == 1:
+				dst, err = r.value(dst, e, c, 0)
+			default:
+				dst = append(dst, e.Raw...)
+			}
+			if err != nil {
+				return dst, err
+			}
+		}
+	case shapeKeyValue:
+		return r.positional(dst, v, c, shapeNone, shapeValue)
+	case shapeKeyValues:
+		return r.positional(dst, v, c, shapeNone, shapeValues)
+	case shapeScanPairs:
+		return r.positional(dst, v, c, shapeNone, shapePairs)
+	case shapeEntries:
+		if !agg {
+			return append(dst, v.Raw...), nil
+		}
+		// Each entry is [id, [field, value, ...]] (or nil, or an id for JUSTID).
+		dst = append(dst, v.Header()...)
+		it := v.Elements()
+		for {
+			e, ok := it.Next()
+			if !ok {
+				return dst, nil
+			}
+			if dst, err = r.positional(dst, e, c, shapeNone, shapePairs); err != nil {
+				return dst, err
+			}
+		}
+	case shapeStreams:
+		if !agg {
+			return append(dst, v.Raw...), nil
+		}
+		if v.Type == resp.Map { // RESP3: {stream: entries}
+			dst = append(dst, v.Header()...)
+			it := v.Elements()
+			for i := 0; ; i++ {
+				e, ok := it.Next()
+				if !ok {
+					return dst, nil
+				}
+				if i%2 == 0 {
+					dst = append(dst, e.Raw...)
+				} else if dst, err = r.walk(dst, e, shapeEntries, c, nil); err != nil {
+					return dst, err
+				}
+			}
+		}
+		return r.each(dst, v, shapeStreamPair, c)
+	case shapeStreamPair:
+		return r.positional(dst, v, c, shapeNone, shapeEntries)
+	case shapeAutoClaim:
+		return r.positional(dst, v, c, shapeNone, shapeEntries)
+	case shapeAny:
+		if agg {
+			return r.each(dst, v, shapeAny, c)
+		}
+		if v.Type == resp.BulkString && v.N >= 0 && codec.IsFramed(v.Str) {
+			return r.decode(dst, v.Str, c, 0)
+		}
+		return append(dst, v.Raw...), nil
+	case shapeInspect, shapeInspect3:
+		if isMarker(v) {
+			return resp.AppendError(dst, "ERR squeeze: a command queued in MULTI must look inside a compressed value, which only works outside MULTI/EXEC; the other queued commands ran"), nil
+		}
+		if sh == shapeInspect3 {
+			mark := len(dst)
+			dst = append(dst, v.Raw...)
+			fixResp3(dst[mark:], 3)
+			return dst, nil
+		}
+		return append(dst, v.Raw...), nil
+	case shapeExec:
+		if !agg || len(tx) != v.N {
+			return append(dst, v.Raw...), nil
+		}
+		dst = append(dst, v.Header()...)
+		it := v.Elements()
+		for i := 0; ; i++ {
+			e, ok := it.Next()
+			if !ok {
+				return dst, nil
+			}
+			if dst, err = r.walk(dst, e, tx[i], nil, nil); err != nil {
+				return dst, err
+			}
+		}
+	}
+	return append(dst, v.Raw...), nil
+}
+
+// Shapes used only inside walk.
+const (
+	shapeStreamPair shape = 200 + iota // [stream, entries] inside an XREAD reply
+	shapeInspect3                      // shapeInspect for a RESP3 client
+)
+
+// positional rewrites a two-or-more element aggregate whose element 0 has
+// shape first and element 1 shape second; further elements pass through.
+func (r *rewriter) positional(dst []byte, v resp.Value, c *call, first, second shape) ([]byte, error) {
+	if !v.Type.IsAggregate() || v.N <= 0 {
+		return append(dst, v.Raw...), nil
+	}
+	dst = append(dst, v.Header()...)
+	it := v.Elements()
+	var err error
+	for i := 0; ; i++ {
+		e, ok := it.Next()
+		if !ok {
+			return dst, nil
+		}
+		sh := shapeNone
+		switch i {
+		case 0:
+			sh = first
+		case 1:
+			sh = second
+		}
+		if dst, err = r.walk(dst, e, sh, c, nil); err != nil {
+			return dst, err
+		}
+	}
+}

@@ -1,0 +1,246 @@
+// Package proxy is a transparent compressing RESP proxy: clients in any
+// language talk to it as to Redis, and it compresses values on the way in and
+// decompresses them on the way out, so that Redis stores compressed frames
+// (docs/FORMAT.md) while every reply equals the one Redis would give for the
+// uncompressed values.
+//
+// Per client connection a reader goroutine parses commands, rewrites them and
+// sends them upstream in batches, and a writer goroutine writes the replies
+// in order, flushing when nothing more is ready. Stateless commands share a
+// few pipelined upstream connections; a client that needs connection state
+// (MULTI, WATCH, blocking commands, pub/sub, MONITOR, CLIENT, SELECT, HELLO,
+// AUTH ...) gets a private upstream connection pinned to it from then on.
+// docs/ARCHITECTURE.md describes the data path and the exceptions.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/codec"
+)
+
+// Server is a compressing proxy in front of one Redis server. Set the fields,
+// then call Serve. Zero fields have the documented defaults. A Server must
+// not be copied or changed after Serve is called.
+type Server struct {
+	// Upstream is the Redis URL: redis://[user:pass@]host:port[/db],
+	// rediss://... (TLS) or unix:///path.sock[?db=N]. Required.
+	Upstream string
+	// Encoder compresses values on writes. Nil: values are sent as they
+	// are (replies are still decoded).
+	Encoder *codec.Encoder
+	// Decoder decodes values in replies; its MaxDecodedSize is --max-value.
+	// Nil: codec.NewDecoder() with its defaults.
+	Decoder *codec.Decoder
+	// SharedConns is the number of pipelined upstream connections shared by
+	// clients for stateless commands. Zero means 2.
+	SharedConns int
+	// MaxInFlight bounds the commands of one client between being read and
+	// having their reply written, which bounds the memory a slow client can
+	// hold. Zero means 256.
+	MaxInFlight int
+	// MaxBulk is the longest bulk string a client may send (Redis's
+	// proto-max-bulk-len). Zero means 512 MiB.
+	MaxBulk int64
+	// RejectScripts makes EVAL, EVALSHA, FCALL and their _RO forms fail with
+	// an error, for teams that do not want scripts to see compressed bytes.
+	RejectScripts bool
+	// DialTimeout bounds connecting to Redis. Zero means 5s.
+	DialTimeout time.Duration
+	// Logger receives connection-level events. Nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics records Prometheus metrics. Nil records nothing.
+	Metrics *Metrics
+
+	up      Upstream
+	dec     *codec.Decoder
+	metrics *Metrics
+	pool    *pool
+
+	mu       sync.Mutex
+	ln       net.Listener
+	clients  map[*client]struct{}
+	closing  bool
+	done     chan struct{}
+	wg       sync.WaitGroup
+	nextID   atomic.Uint64
+	initOnce sync.Once
+	initErr  error
+}
+
+func (s *Server) init() error {
+	s.initOnce.Do(func() {
+		u, err := ParseUpstream(s.Upstream)
+		if err != nil {
+			s.initErr = err
+			return
+		}
+		s.up = u
+		s.dec = s.Decoder
+		if s.dec == nil {
+			if s.dec, err = codec.NewDecoder(); err != nil {
+				s.initErr = err
+				return
+			}
+		}
+		s.metrics = s.Metrics
+		n := s.SharedConns
+		if n <= 0 {
+			n = 2
+		}
+		s.pool = &pool{srv: s, conns: make([]*upConn, n)}
+		s.clients = map[*client]struct{}{}
+		s.done = make(chan struct{})
+	})
+	return s.initErr
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func (s *Server) decoder() *codec.Decoder { return s.dec }
+
+func (s *Server) dialTimeout() time.Duration {
+	if s.DialTimeout > 0 {
+		return s.DialTimeout
+	}
+	return 5 * time.Second
+}
+
+func (s *Server) maxInFlight() int {
+	if s.MaxInFlight > 0 {
+		return s.MaxInFlight
+	}
+	return 256
+}
+
+// ErrServerClosed is returned by Serve after Close or Shutdown.
+var ErrServerClosed = errors.New("proxy: server closed")
+
+// Serve accepts client connections on ln until ctx is done or Close or
+// Shutdown is called, and returns ErrServerClosed then. When ctx is done,
+// Serve shuts down gracefully (see Shutdown) before returning. It returns
+// other errors when the configuration is invalid or Accept fails.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.init(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.Shutdown(sctx)
+	})
+	defer stop()
+	var tempDelay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				s.wg.Wait()
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				if tempDelay == 0 {
+					tempDelay = 5 * time.Millisecond
+				} else if tempDelay *= 2; tempDelay > time.Second {
+					tempDelay = time.Second
+				}
+				time.Sleep(tempDelay)
+				continue
+			}
+			return err
+		}
+		tempDelay = 0
+		c := s.newClient(nc)
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.clients[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.metrics.connOpened()
+		go c.serve(ctx)
+	}
+}
+
+func (s *Server) forget(c *client) {
+	s.mu.Lock()
+	delete(s.clients, c)
+	s.mu.Unlock()
+	s.metrics.connClosed()
+	s.wg.Done()
+}
+
+// Shutdown stops accepting connections, lets every client finish the
+// commands it has sent (their replies are written), closes the client
+// connections and then the upstream ones. If ctx ends first, it closes
+// everything at once and returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if err := s.init(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.clients {
+		c.drain()
+	}
+	s.mu.Unlock()
+	idle := make(chan struct{})
+	go func() { s.wg.Wait(); close(idle) }()
+	var err error
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.mu.Lock()
+		for c := range s.clients {
+			c.forceClose()
+		}
+		s.mu.Unlock()
+	}
+	s.pool.closeAll()
+	return err
+}
+
+// Close closes the listener, every client connection and every upstream
+// connection at once.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.Shutdown(ctx)
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}

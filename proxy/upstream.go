@@ -1,0 +1,417 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// Upstream is where the proxy connects: parsed from a redis://, rediss:// or
+// unix:// URL.
+type Upstream struct {
+	Network  string // "tcp" or "unix"
+	Addr     string // host:port or socket path
+	TLS      *tls.Config
+	Username string
+	Password string
+	DB       int
+}
+
+// ParseUpstream parses an upstream URL:
+//
+//	redis://[user:password@]host[:port][/db]
+//	rediss://[user:password@]host[:port][/db]   (TLS)
+//	unix://[user:password@]/path/to/redis.sock[?db=N]
+//
+// A bare host:port is read as redis://host:port.
+func ParseUpstream(s string) (Upstream, error) {
+	var u Upstream
+	if !strings.Contains(s, "://") {
+		s = "redis://" + s
+	}
+	pu, err := url.Parse(s)
+	if err != nil {
+		return u, fmt.Errorf("upstream URL %q: %w", s, err)
+	}
+	if pu.User != nil {
+		u.Username = pu.User.Username()
+		u.Password, _ = pu.User.Password()
+		if _, has := pu.User.Password(); !has && u.Username != "" {
+			// redis://secret@host means a password without a user name.
+			u.Password, u.Username = u.Username, ""
+		}
+	}
+	dbText := pu.Query().Get("db")
+	switch pu.Scheme {
+	case "redis", "rediss":
+		host := pu.Host
+		if host == "" {
+			return u, fmt.Errorf("upstream URL %q: missing host", s)
+		}
+		if pu.Port() == "" {
+			host = net.JoinHostPort(pu.Hostname(), "6379")
+		}
+		u.Network, u.Addr = "tcp", host
+		if p := strings.Trim(pu.Path, "/"); p != "" {
+			dbText = p
+		}
+		if pu.Scheme == "rediss" {
+			u.TLS = &tls.Config{ServerName: pu.Hostname(), MinVersion: tls.VersionTLS12}
+		}
+	case "unix":
+		if pu.Path == "" {
+			return u, fmt.Errorf("upstream URL %q: missing socket path", s)
+		}
+		u.Network, u.Addr = "unix", pu.Path
+	default:
+		return u, fmt.Errorf("upstream URL %q: scheme must be redis, rediss or unix", s)
+	}
+	if dbText != "" {
+		db, err := strconv.Atoi(dbText)
+		if err != nil || db < 0 {
+			return u, fmt.Errorf("upstream URL %q: database %q is not a number", s, dbText)
+		}
+		u.DB = db
+	}
+	return u, nil
+}
+
+// errUpstreamClosed is the error of calls on a connection the proxy closed.
+var errUpstreamClosed = errors.New("upstream connection closed")
+
+// call is one command in flight to Redis. The client reader creates it, the
+// upstream reader fills reply and signals done, the client writer turns the
+// reply into what the client sees and releases it.
+type call struct {
+	reply []byte // whole reply, owned by the call
+	err   error  // upstream failure; reply is then empty
+	done  chan struct{}
+
+	kind  shape   // how to rewrite the reply
+	tx    []shape // for EXEC: the shapes of the queued commands
+	args  []byte  // copy of the arguments the reply rewrite may name in errors
+	argv  []int   // end offsets of each argument in args
+	cmd   string  // command name for metrics and errors (static string)
+	local bool    // reply prepared by the proxy; nothing was sent
+	close bool    // close the client after writing this reply
+	start time.Time
+	seq   uint64 // order among the client's calls with replies
+}
+
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
+func newCall() *call {
+	c := callPool.Get().(*call)
+	return c
+}
+
+// maxPooledReply caps the reply buffer kept by a released call, so a single
+// huge reply does not stay in memory forever.
+const maxPooledReply = 256 << 10
+
+func (c *call) release() {
+	if cap(c.reply) > maxPooledReply {
+		c.reply = nil
+	}
+	if cap(c.args) > maxPooledReply {
+		c.args = nil
+	}
+	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close, c.seq = c.reply[:0], nil, 0, c.tx[:0], "", false, false, 0
+	c.args, c.argv = c.args[:0], c.argv[:0]
+	callPool.Put(c)
+}
+
+func (c *call) finish() { c.done <- struct{}{} }
+
+// arg returns the i-th saved argument.
+func (c *call) arg(i int) []byte {
+	if i < 0 || i >= len(c.argv) {
+		return nil
+	}
+	start := 0
+	if i > 0 {
+		start = c.argv[i-1]
+	}
+	return c.args[start:c.argv[i]]
+}
+
+func (c *call) saveArgs(args [][]byte) {
+	for _, a := range args {
+		c.args = append(c.args, a...)
+		c.argv = append(c.argv, len(c.args))
+	}
+}
+
+// upConn is one connection to Redis, pipelined: writers append requests and
+// their calls under mu, and one reader goroutine matches replies to calls in
+// order.
+type upConn struct {
+	nc      net.Conn
+	mu      sync.Mutex
+	pending chan *call
+	dead    bool
+	err     error
+	closed  chan struct{}
+	// onPush receives RESP3 push messages and, in relay mode, every reply
+	// (pub/sub, MONITOR). Nil on shared connections.
+	onPush func(msg []byte)
+	relay  bool // guarded by mu; set when the reader passes a relay call
+	srv    *Server
+}
+
+// dialUp connects to Redis, authenticates and selects the database.
+func (s *Server) dialUp(ctx context.Context, onPush func([]byte)) (*upConn, error) {
+	u := s.up
+	d := net.Dialer{Timeout: s.dialTimeout(), KeepAlive: 30 * time.Second}
+	nc, err := d.DialContext(ctx, u.Network, u.Addr)
+	if err != nil {
+		s.metrics.upstreamError("dial")
+		return nil, fmt.Errorf("dial upstream %s: %w", u.Addr, err)
+	}
+	if u.TLS != nil {
+		tc := tls.Client(nc, u.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			s.metrics.upstreamError("tls")
+			return nil, fmt.Errorf("tls handshake with upstream %s: %w", u.Addr, err)
+		}
+		nc = tc
+	}
+	if tcp, ok := nc.(*net.TCPConn); ok {
+		tcp.SetNoDelay(true)
+	}
+	var hello []byte
+	if u.Password != "" {
+		if u.Username != "" {
+			hello = resp.AppendCommand(hello, []byte("AUTH"), []byte(u.Username), []byte(u.Password))
+		} else {
+			hello = resp.AppendCommand(hello, []byte("AUTH"), []byte(u.Password))
+		}
+	}
+	if u.DB != 0 {
+		hello = resp.AppendCommand(hello, []byte("SELECT"), []byte(strconv.Itoa(u.DB)))
+	}
+	if len(hello) > 0 {
+		nc.SetDeadline(time.Now().Add(s.dialTimeout()))
+		if _, err := nc.Write(hello); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("upstream %s: %w", u.Addr, err)
+		}
+		buf := make([]byte, 0, 512)
+		want := strings.Count(string(hello), "*")
+		for got := 0; got < want; {
+			v, rest, err := resp.ReadValue(buf)
+			if errors.Is(err, resp.ErrIncomplete) {
+				if len(buf) == cap(buf) {
+					buf = append(buf, 0)[:len(buf)]
+				}
+				n, rerr := nc.Read(buf[len(buf):cap(buf)])
+				if rerr != nil {
+					nc.Close()
+					return nil, fmt.Errorf("upstream %s: %w", u.Addr, rerr)
+				}
+				buf = buf[:len(buf)+n]
+				continue
+			}
+			if err != nil {
+				nc.Close()
+				return nil, fmt.Errorf("upstream %s: %w", u.Addr, err)
+			}
+			if v.Type == resp.Error {
+				nc.Close()
+				return nil, fmt.Errorf("upstream %s refused AUTH/SELECT: %s", u.Addr, v.Str)
+			}
+			buf = append(buf[:0], rest...)
+			got++
+		}
+		nc.SetDeadline(time.Time{})
+	}
+	c := &upConn{nc: nc, pending: make(chan *call, 1<<16), closed: make(chan struct{}), onPush: onPush, srv: s}
+	go c.readLoop()
+	return c, nil
+}
+
+// send writes one batch of requests whose calls are calls, atomically with
+// respect to other writers. On a dead connection the calls fail at once.
+func (c *upConn) send(req []byte, calls []*call) {
+	c.mu.Lock()
+	if c.dead {
+		err := c.err
+		c.mu.Unlock()
+		for _, cl := range calls {
+			cl.err = err
+			cl.finish()
+		}
+		return
+	}
+	for _, cl := range calls {
+		c.pending <- cl
+	}
+	_, err := c.nc.Write(req)
+	c.mu.Unlock()
+	if err != nil {
+		c.fail(fmt.Errorf("write to upstream: %w", err))
+	}
+}
+
+// fail marks the connection dead and fails every call in flight.
+func (c *upConn) fail(err error) {
+	c.mu.Lock()
+	if c.dead {
+		c.mu.Unlock()
+		return
+	}
+	c.dead, c.err = true, err
+	c.nc.Close()
+	c.mu.Unlock()
+	if !errors.Is(err, errUpstreamClosed) {
+		c.srv.metrics.upstreamError("conn")
+		c.srv.logger().Warn("upstream connection lost", "err", err)
+	}
+	for {
+		select {
+		case cl := <-c.pending:
+			cl.err = err
+			cl.finish()
+		default:
+			close(c.closed)
+			return
+		}
+	}
+}
+
+func (c *upConn) isDead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dead
+}
+
+func (c *upConn) close() { c.fail(errUpstreamClosed) }
+
+// readLoop reads replies and hands each to the oldest call in flight.
+func (c *upConn) readLoop() {
+	buf := make([]byte, 0, 32<<10)
+	start := 0
+	for {
+		b := buf[start:]
+		v, _, err := resp.ReadValue(b)
+		if err == nil && v.Type == resp.Attribute {
+			// An attribute travels with the value after it.
+			var v2 resp.Value
+			v2, _, err = resp.ReadValue(b[len(v.Raw):])
+			if err == nil {
+				v.Raw = b[:len(v.Raw)+len(v2.Raw)]
+				v.Type = v2.Type
+			}
+		}
+		if errors.Is(err, resp.ErrIncomplete) {
+			// Compact, grow if full, read more.
+			if start > 0 {
+				n := copy(buf, buf[start:])
+				buf = buf[:n]
+				start = 0
+			}
+			if len(buf) == cap(buf) {
+				nb := make([]byte, len(buf), 2*cap(buf))
+				copy(nb, buf)
+				buf = nb
+			}
+			n, rerr := c.nc.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			if rerr != nil {
+				if n > 0 {
+					continue
+				}
+				if rerr == io.EOF {
+					rerr = errors.New("upstream closed the connection")
+				}
+				c.fail(rerr)
+				return
+			}
+			continue
+		}
+		if err != nil {
+			c.fail(fmt.Errorf("bad reply from upstream: %w", err))
+			return
+		}
+		start += len(v.Raw)
+		if c.onPush != nil && (v.Type == resp.Push || c.relayMode()) {
+			c.onPush(v.Raw)
+			continue
+		}
+		var cl *call
+		select {
+		case cl = <-c.pending:
+		default:
+			if c.onPush != nil {
+				c.onPush(v.Raw)
+				continue
+			}
+			c.fail(errors.New("upstream sent a reply nobody asked for"))
+			return
+		}
+		cl.reply = append(cl.reply[:0], v.Raw...)
+		if cl.kind == shapeRelay {
+			c.mu.Lock()
+			c.relay = true
+			c.mu.Unlock()
+		}
+		cl.finish()
+		if start == len(buf) {
+			buf, start = buf[:0], 0
+			if cap(buf) > 1<<20 { // do not keep a huge buffer after a big reply
+				buf = make([]byte, 0, 32<<10)
+			}
+		}
+	}
+}
+
+func (c *upConn) relayMode() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.relay
+}
+
+// pool holds the shared upstream connections and redials dead ones.
+type pool struct {
+	srv   *Server
+	mu    sync.Mutex
+	conns []*upConn
+}
+
+// get returns live shared connection i, dialing it if needed.
+func (p *pool) get(ctx context.Context, i int) (*upConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i %= len(p.conns)
+	if c := p.conns[i]; c != nil && !c.isDead() {
+		return c, nil
+	}
+	c, err := p.srv.dialUp(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	p.conns[i] = c
+	return c, nil
+}
+
+func (p *pool) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, c := range p.conns {
+		if c != nil {
+			c.close()
+			p.conns[i] = nil
+		}
+	}
+}
