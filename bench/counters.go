@@ -6,6 +6,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -117,6 +118,11 @@ type CountersConfig struct {
 	// than the Go client's, as the seed's redis-benchmark did; or
 	// CountersDriverGoRedis, go-redis with the counters package's own API.
 	Driver string
+	// Unix connects to the throwaway servers over their unix socket
+	// instead of TCP loopback: less kernel work per round trip, so the
+	// unpipelined figures show more of the server's cost per command.
+	// With RedisURL, use a unix:// URL instead.
+	Unix bool
 	// Rounds splits each measurement into this many parts [4], run in
 	// turn across layouts (interleaved when each layout has its own
 	// server), so that a change in the machine's background load does not
@@ -140,6 +146,7 @@ type CountersRow struct {
 	Clients         int     `json:"clients"`
 	Pipeline        int     `json:"pipeline"` // 1 = no pipelining
 	Driver          string  `json:"driver"`
+	Network         string  `json:"network"` // tcp or unix
 	Ops             int64   `json:"ops"`
 	Seconds         float64 `json:"seconds"`
 	OpsPerS         float64 `json:"ops_per_s"`
@@ -239,7 +246,7 @@ func RunCounters(ctx context.Context, cfg CountersConfig) ([]CountersRow, error)
 				rows = append(rows, CountersRow{
 					Layout: t.layout, Entities: cfg.Entities, Days: cfg.Days,
 					UsedMemoryDelta: t.delta, BytesPerCounter: float64(t.delta) / (float64(cfg.Entities) * float64(cfg.Days)),
-					Clients: cfg.Clients, Pipeline: depth, Driver: cfg.Driver, Ops: a.ops, Seconds: a.secs, OpsPerS: float64(a.ops) / a.secs,
+					Clients: cfg.Clients, Pipeline: depth, Driver: cfg.Driver, Network: t.opt.Network, Ops: a.ops, Seconds: a.secs, OpsPerS: float64(a.ops) / a.secs,
 				})
 			}
 		}
@@ -349,6 +356,12 @@ func prepareCounters(ctx context.Context, cfg CountersConfig, layout string) (_ 
 		}
 		t.closers = append(t.closers, srv.Stop)
 		url = srv.URL()
+		if cfg.Unix {
+			if srv.Socket == "" {
+				return nil, errors.New("the throwaway server has no unix socket (path too long?)")
+			}
+			url = "unix://" + srv.Socket
+		}
 	}
 	t.opt, err = redis.ParseURL(url)
 	if err != nil {

@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/redis/go-redis/v9"
@@ -264,8 +265,33 @@ type prepared struct {
 }
 
 type savedArg struct {
-	i int
-	v any
+	i   int
+	v   any
+	buf *[]byte // the frame's buffer, back to framePool after the send
+}
+
+// framePool recycles frame buffers: a frame is only needed until go-redis
+// has written the command, which it has when next returns.
+var framePool sync.Pool
+
+// maxPooledFrame caps the buffers kept in framePool, so that one huge
+// value does not pin its memory.
+const maxPooledFrame = 256 << 10
+
+func getFrameBuf() *[]byte {
+	if bp, ok := framePool.Get().(*[]byte); ok {
+		return bp
+	}
+	b := make([]byte, 0, 4096)
+	return &b
+}
+
+func putFrameBuf(bp *[]byte) {
+	if cap(*bp) > maxPooledFrame {
+		return
+	}
+	*bp = (*bp)[:0]
+	framePool.Put(bp)
 }
 
 // prepare encodes the values of cmd in place, refuses it, or builds the
@@ -414,19 +440,27 @@ func (h *Hook) encodeArg(args []any, i int, p *prepared) {
 	default:
 		return
 	}
-	frame, outcome := h.enc.AppendEncodeOutcome(nil, b)
+	bp := getFrameBuf()
+	frame, outcome := h.enc.AppendEncodeOutcome((*bp)[:0], b)
+	*bp = frame
 	if outcome == codec.StoredRaw {
+		putFrameBuf(bp)
 		return
 	}
-	p.saved = append(p.saved, savedArg{i, args[i]})
+	p.saved = append(p.saved, savedArg{i, args[i], bp})
 	args[i] = frame
 }
 
-// undo puts the caller's args back in place of the frames.
+// undo puts the caller's args back in place of the frames and recycles
+// the frames' buffers. It must run once, after the command was sent or
+// instead of sending it.
 func (h *Hook) undo(cmd redis.Cmder, p prepared) {
 	args := cmd.Args()
 	for _, s := range p.saved {
 		args[s.i] = s.v
+		if s.buf != nil {
+			putFrameBuf(s.buf)
+		}
 	}
 }
 

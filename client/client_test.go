@@ -593,3 +593,33 @@ func TestHook_RawReplyZeroAllocs(t *testing.T) {
 		t.Fatalf("%v allocations decoding a raw reply, want 0", n)
 	}
 }
+
+// TestHook_Watch: optimistic transactions (WATCH + MULTI/EXEC through
+// rdb.Watch) go through the hook too.
+func TestHook_Watch(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	v := big("watch")
+	p.hooked.Set(ctx, "w", v, 0)
+	err := p.hooked.Watch(ctx, func(tx *redis.Tx) error {
+		cur, err := tx.Get(ctx, "w").Result()
+		if err != nil {
+			return err
+		}
+		if cur != v {
+			t.Fatalf("GET inside WATCH not decoded")
+		}
+		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Set(ctx, "w", cur+cur, 0)
+			return nil
+		})
+		return err
+	}, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFramed(t, p.plain.Get(ctx, "w").Val(), "SET in WATCH transaction")
+	if got := p.hooked.Get(ctx, "w").Val(); got != v+v {
+		t.Fatal("value written in WATCH transaction differs")
+	}
+}

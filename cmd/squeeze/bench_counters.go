@@ -49,6 +49,7 @@ needs about 4 GiB of RAM on the server.
 Examples:
   squeeze bench counters
   squeeze bench counters --entities 10000 --days 90 --json
+  squeeze bench counters --unix --layouts hex-hash-lua,packed-bitfield
   squeeze bench counters --redis redis://127.0.0.1:6380/15 --layouts hex-hash-lua,packed-bitfield
 `
 
@@ -61,6 +62,7 @@ func runBenchCounters(ctx context.Context, e env, args []string) error {
 	pipeline := fs.Int("pipeline", 16, "pipeline depth of the pipelined runs (1: only unpipelined)")
 	ops := fs.Int("ops", 200000, "increments per measurement (bound)")
 	dur := fs.Duration("duration", 20*time.Second, "time per measurement (bound)")
+	unix := fs.Bool("unix", false, "reach the throwaway servers over unix sockets instead of TCP loopback")
 	rounds := fs.Int("rounds", 4, "split each measurement into this many rounds, interleaved across layouts")
 	layouts := fs.String("layouts", strings.Join(bench.CountersLayouts, ","), "comma-separated layouts to measure")
 	driver := fs.String("driver", bench.CountersDriverRESP, "increment client: resp (lean raw connections: measures the server) or go-redis (the counters package's API: measures client and server)")
@@ -76,7 +78,7 @@ func runBenchCounters(ctx context.Context, e env, args []string) error {
 	}
 	cfg := bench.CountersConfig{
 		RedisURL: *url, Entities: *entities, Days: *days, Clients: *clients,
-		Pipeline: *pipeline, Ops: *ops, Duration: *dur, Layouts: strings.Split(*layouts, ","), Driver: *driver, Rounds: *rounds,
+		Pipeline: *pipeline, Ops: *ops, Duration: *dur, Layouts: strings.Split(*layouts, ","), Driver: *driver, Rounds: *rounds, Unix: *unix,
 	}
 	if f, ok := e.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		cfg.Progress = newStageBar(f)
@@ -128,6 +130,6 @@ func printCountersRows(w io.Writer, rows []bench.CountersRow) {
 	}
 	tw.Flush()
 	if len(rows) > 0 {
-		fmt.Fprintf(w, "%d entities x %d days, %s driver; memory: used_memory delta over the load; ratios vs hex-hash-lua in this run\n", rows[0].Entities, rows[0].Days, rows[0].Driver)
+		fmt.Fprintf(w, "%d entities x %d days, %s driver over %s; memory: used_memory delta over the load; ratios vs hex-hash-lua in this run\n", rows[0].Entities, rows[0].Days, rows[0].Driver, rows[0].Network)
 	}
 }
