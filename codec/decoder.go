@@ -37,8 +37,10 @@ func WithMaxDecodedSize(n int64) DecoderOption {
 // A Decoder reads values written by any Encoder, whatever the codec. It is
 // safe for concurrent use.
 type Decoder struct {
-	max  int64
-	zstd *zstd.Decoder
+	max      int64
+	zstd     *zstd.Decoder
+	dicts    map[uint64]bool // dictionary IDs the zstd decoder has
+	dictData [][]byte
 
 	brotli, gzip, flate, zlib sync.Pool // of *streamReader
 }
@@ -56,7 +58,7 @@ func NewDecoder(opts ...DecoderOption) (*Decoder, error) {
 		zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
 		zstd.WithDecoderMaxMemory(uint64(d.max)),
 		zstd.WithDecodeAllCapLimit(true), // never write past what the header declared
-		zstd.WithDecoderLowmem(true))
+		zstd.WithDecoderDicts(d.dictData...))
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +100,7 @@ func (d *Decoder) appendPayload(dst, payload []byte, h *Header) ([]byte, error) 
 	if h.OriginalLen > uint64(d.max) {
 		return dst, fmt.Errorf("%w: frame declares %d bytes, limit is %d", ErrTooLarge, h.OriginalLen, d.max)
 	}
-	if h.HasDict {
+	if h.HasDict && (h.ID != IDZstd || !d.dicts[h.DictID]) {
 		return dst, fmt.Errorf("%w: id %d", ErrUnknownDictionary, h.DictID)
 	}
 	n := int(h.OriginalLen)

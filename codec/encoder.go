@@ -87,6 +87,7 @@ type Encoder struct {
 	minSize  int
 	minGain  float64
 	checksum bool
+	dict     *Dictionary
 	comp     compressor
 }
 
@@ -111,7 +112,7 @@ func NewEncoder(a Algorithm, opts ...EncoderOption) (*Encoder, error) {
 		}
 	}
 	var err error
-	e.comp, err = newCompressor(a)
+	e.comp, err = newCompressor(a, e.dict)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +150,11 @@ func (e *Encoder) AppendEncodeOutcome(dst, src []byte) ([]byte, Outcome) {
 // the minimum gain. On false the caller truncates the result to its start.
 func (e *Encoder) appendFrame(dst, src []byte) ([]byte, bool) {
 	start := len(dst)
-	dst = AppendHeader(dst, Header{ID: e.alg.ID, OriginalLen: uint64(len(src)), HasChecksum: e.checksum})
+	h := Header{ID: e.alg.ID, OriginalLen: uint64(len(src)), HasChecksum: e.checksum}
+	if e.dict != nil {
+		h.HasDict, h.DictID = true, uint64(e.dict.ID)
+	}
+	dst = AppendHeader(dst, h)
 	hlen := len(dst) - start
 	limit := len(src) - hlen // no frame is worth more than the raw value...
 	if e.minGain >= 0 {
@@ -189,16 +194,21 @@ func grow(dst []byte, n int) []byte {
 	return out
 }
 
-func newCompressor(a Algorithm) (compressor, error) {
+func newCompressor(a Algorithm, d *Dictionary) (compressor, error) {
 	switch a.ID {
 	case IDNone:
 		return noneCompressor{}, nil
 	case IDZstd:
-		enc, err := zstd.NewWriter(nil,
+		opts := []zstd.EOption{
 			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(a.Level)),
 			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
 			zstd.WithEncoderCRC(false), // the frame has its own checksum
-			zstd.WithLowerEncoderMem(true))
+			zstd.WithLowerEncoderMem(true),
+		}
+		if d != nil {
+			opts = append(opts, zstd.WithEncoderDict(d.Data))
+		}
+		enc, err := zstd.NewWriter(nil, opts...)
 		if err != nil {
 			return nil, err
 		}

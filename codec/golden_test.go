@@ -72,6 +72,37 @@ func TestGoldenFrames(t *testing.T) {
 	}
 }
 
+// TestGoldenDictionaryFrame decodes a frame written with a trained
+// dictionary, which is kept beside it.
+func TestGoldenDictionaryFrame(t *testing.T) {
+	dir := filepath.Join("testdata", "frames", "v1", "dict")
+	in := smallDocs(1, 99)[0]
+	if *update {
+		if _, err := os.Stat(filepath.Join(dir, "zstd-dict-40001.bin")); err != nil {
+			d, err := TrainDictionary(40001, smallDocs(2000, 1), 8<<10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc := mustEncoder(t, DefaultAlgorithm, WithDictionary(d))
+			os.MkdirAll(dir, 0o755)
+			os.WriteFile(filepath.Join(dir, "40001.zdict"), d.Data, 0o644)
+			os.WriteFile(filepath.Join(dir, "zstd-dict-40001.bin"), enc.AppendEncode(nil, in), 0o644)
+			os.WriteFile(filepath.Join(dir, "input.json"), in, 0o644)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "40001.zdict"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame, _ := os.ReadFile(filepath.Join(dir, "zstd-dict-40001.bin"))
+	want, _ := os.ReadFile(filepath.Join(dir, "input.json"))
+	dec := mustDecoder(t, WithDictionaries(Dictionary{ID: 40001, Data: data}))
+	got, err := dec.AppendDecode(nil, frame)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("golden dictionary frame no longer decodes: %v", err)
+	}
+}
+
 // TestFormatDocExamples decodes every example in docs/FORMAT.md, so that the
 // document and the code cannot drift apart.
 func TestFormatDocExamples(t *testing.T) {

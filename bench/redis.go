@@ -1,0 +1,480 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/codec"
+)
+
+// Defaults of the Redis study (seed 000's parameters).
+var (
+	DefaultRedisSizes      = []int{0, 16600, 47500, 221900, 4200000}
+	DefaultRedisIterations = []int{1, 10, 100, 1000}
+)
+
+// KeyPrefix starts every key the studies write; they delete their keys when
+// done and never touch others.
+const KeyPrefix = "squeeze:bench:"
+
+// RedisOptions configure RunRedis. Zero fields take the documented defaults.
+type RedisOptions struct {
+	// Client is the Redis to measure against. Required.
+	Client *redis.Client
+	// Paths to measure: PathDirect, PathLibrary and PathProxy. Default
+	// direct and library. The proxy path starts one in-process squeeze proxy
+	// per codec on a loopback port in front of Client's server.
+	Paths []string
+	// Codecs measured on the library path besides "none" (which is always
+	// measured, as the baseline). Default zstd:1 (squeeze's default) and
+	// zlib:6 (the seed's approach).
+	Codecs []codec.Algorithm
+	// Workloads: WorkloadRead, WorkloadWrite, WorkloadReadWrite (default all).
+	Workloads []string
+	// Sizes of the values in bytes; default DefaultRedisSizes.
+	Sizes []int
+	// Iterations per timed run; default DefaultRedisIterations.
+	Iterations []int
+	// Repeats of each timed run, of which the median is reported; default 10.
+	Repeats int
+	// CellBudget bounds the time of one cell (all repeats of one iteration
+	// count): larger iteration counts are skipped when the time measured at
+	// the previous count predicts more than this. Default 2s.
+	CellBudget time.Duration
+	// MemoryKeys is how many keys the memory study writes per codec and
+	// size; default 10.
+	MemoryKeys int
+	// Value returns the value of a given size; default JSONDocument.
+	Value func(size int) []byte
+	// Progress is called after each cell.
+	Progress Progress
+}
+
+func (o *RedisOptions) defaults() error {
+	if o.Client == nil {
+		return errors.New("bench: RedisOptions.Client is nil")
+	}
+	if len(o.Paths) == 0 {
+		o.Paths = []string{PathDirect, PathLibrary}
+	}
+	for _, p := range o.Paths {
+		switch p {
+		case PathDirect, PathLibrary, PathProxy:
+		default:
+			return fmt.Errorf("bench: unknown path %q (direct, library, proxy)", p)
+		}
+	}
+	o.Codecs = withoutNone(o.Codecs) // none is always measured, as the baseline
+	if len(o.Codecs) == 0 {
+		o.Codecs = []codec.Algorithm{codec.DefaultAlgorithm, {ID: codec.IDZlib, Level: 6}}
+	}
+	if len(o.Workloads) == 0 {
+		o.Workloads = []string{WorkloadRead, WorkloadWrite, WorkloadReadWrite}
+	}
+	for _, w := range o.Workloads {
+		if w != WorkloadRead && w != WorkloadWrite && w != WorkloadReadWrite {
+			return fmt.Errorf("bench: unknown workload %q (read, write, readwrite)", w)
+		}
+	}
+	if len(o.Sizes) == 0 {
+		o.Sizes = DefaultRedisSizes
+	}
+	if len(o.Iterations) == 0 {
+		o.Iterations = DefaultRedisIterations
+	}
+	for _, n := range o.Iterations {
+		if n <= 0 {
+			return fmt.Errorf("bench: iteration count %d must be positive", n)
+		}
+	}
+	if o.Repeats <= 0 {
+		o.Repeats = 10
+	}
+	if o.CellBudget <= 0 {
+		o.CellBudget = 2 * time.Second
+	}
+	if o.MemoryKeys <= 0 {
+		o.MemoryKeys = 10
+	}
+	if o.Value == nil {
+		o.Value = func(size int) []byte { return JSONDocument(DefaultSeed+uint64(size), size) }
+	}
+	return nil
+}
+
+// RedisResult is what RunRedis measured.
+type RedisResult struct {
+	Rows   []RedisRow
+	Memory []MemoryRow
+	// Skipped lists cells left out because the time budget predicted them
+	// too long, e.g. "library zlib:6 write 4.2 MB x1000".
+	Skipped []string
+}
+
+// variant is one way of talking to Redis: a path and a codec.
+type variant struct {
+	path  string
+	codec string
+	rdb   *redis.Client
+	enc   *codec.Encoder // nil: store the value as is
+	dec   *codec.Decoder // nil: read the value as is
+}
+
+// RunRedis runs seed 000's study: read-only, write-only and read-write
+// workloads at each value size, for each path without compression and with
+// each codec, timing Repeats runs of each iteration count. It then measures
+// the memory each codec takes in Redis. It only writes and deletes keys that
+// start with KeyPrefix.
+func RunRedis(ctx context.Context, o RedisOptions) (RedisResult, error) {
+	if err := o.defaults(); err != nil {
+		return RedisResult{}, err
+	}
+	dec, err := codec.NewDecoder()
+	if err != nil {
+		return RedisResult{}, err
+	}
+	var variants []variant
+	for _, p := range o.Paths {
+		switch p {
+		case PathDirect:
+			variants = append(variants, variant{path: p, codec: "none", rdb: o.Client})
+		case PathLibrary, PathProxy:
+			for _, a := range append([]codec.Algorithm{{ID: codec.IDNone}}, o.Codecs...) {
+				v := variant{path: p, codec: a.String(), rdb: o.Client}
+				if p == PathLibrary {
+					if v.enc, err = codec.NewEncoder(a); err != nil {
+						return RedisResult{}, fmt.Errorf("%s: %w", a, err)
+					}
+					v.dec = dec
+				} else {
+					// The proxy compresses and decompresses; the client sees
+					// plain values.
+					rdb, stop, err := proxyFor(ctx, o.Client, a)
+					if err != nil {
+						return RedisResult{}, err
+					}
+					defer stop()
+					v.rdb = rdb
+				}
+				variants = append(variants, v)
+			}
+		}
+	}
+
+	var res RedisResult
+	values := map[int][]byte{}
+	for _, s := range o.Sizes {
+		values[s] = o.Value(s)
+	}
+	total := len(o.Sizes)*len(o.Workloads)*len(o.Iterations)*len(variants) + len(o.Sizes)
+	done := 0
+	// perOp remembers the last measured time per operation of each
+	// (variant, workload, size), to predict the next iteration count.
+	perOp := map[string]time.Duration{}
+	stopped := map[string]bool{}
+	key := KeyPrefix + "cell"
+	defer o.Client.Del(context.WithoutCancel(ctx), key)
+
+	for _, size := range o.Sizes {
+		val := values[size]
+		for _, wl := range o.Workloads {
+			for _, n := range o.Iterations {
+				// The variants' runs are interleaved, repeat by repeat, so
+				// that a burst of noise on this shared machine hits them all
+				// alike instead of one variant's whole cell.
+				var active []int
+				for vi, v := range variants {
+					id := v.path + " " + v.codec + " " + wl + " " + FormatSize(int64(size))
+					if stopped[id] {
+						continue
+					}
+					if est, ok := perOp[id]; ok && est*time.Duration(n*o.Repeats) > o.CellBudget {
+						stopped[id] = true
+						res.Skipped = append(res.Skipped, id+" x"+strconv.Itoa(n))
+						continue
+					}
+					active = append(active, vi)
+				}
+				times := make([][]float64, len(variants))
+				for r := 0; r < o.Repeats; r++ {
+					for i := range active {
+						v := variants[active[(i+r)%len(active)]]
+						t, err := runCell(ctx, v, wl, key, val, n, 1)
+						if err != nil {
+							return res, fmt.Errorf("%s %s %s %s x%d: %w", v.path, v.codec, wl, FormatSize(int64(size)), n, err)
+						}
+						vi := active[(i+r)%len(active)]
+						times[vi] = append(times[vi], t...)
+					}
+				}
+				for _, vi := range active {
+					v := variants[vi]
+					id := v.path + " " + v.codec + " " + wl + " " + FormatSize(int64(size))
+					med := Median(times[vi])
+					perOp[id] = time.Duration(med / float64(n) * 1e9)
+					res.Rows = append(res.Rows, RedisRow{
+						Path: v.path, Codec: v.codec, Workload: wl, SizeBytes: size, Iterations: n,
+						Repeats: len(times[vi]), TotalMs: med * 1e3, NsPerOp: med / float64(n) * 1e9,
+					})
+				}
+				done += len(variants)
+				o.Progress.step(done, total)
+			}
+		}
+	}
+	// Memory: every codec measured, at every size.
+	algs := append([]codec.Algorithm{{ID: codec.IDNone}}, o.Codecs...)
+	for _, size := range o.Sizes {
+		rows, err := measureMemory(ctx, o.Client, algs, values[size], o.MemoryKeys)
+		if err != nil {
+			return res, fmt.Errorf("memory at %s: %w", FormatSize(int64(size)), err)
+		}
+		res.Memory = append(res.Memory, rows...)
+		done++
+		o.Progress.step(done, total)
+	}
+	fillRelative(&res)
+	return res, nil
+}
+
+// runCell times repeats runs of n operations of workload wl and returns the
+// durations in seconds. Every value read is checked against the original
+// (in full on the first read of each run, by length on the others).
+func runCell(ctx context.Context, v variant, wl, key string, val []byte, n, repeats int) ([]float64, error) {
+	var wbuf, rbuf []byte
+	stored := val
+	if v.enc != nil {
+		wbuf = v.enc.AppendEncode(wbuf[:0], val)
+		stored = wbuf
+	}
+	if wl == WorkloadRead {
+		if err := v.rdb.Set(ctx, key, stored, 0).Err(); err != nil {
+			return nil, fmt.Errorf("SET: %w", err)
+		}
+	}
+	write := func() error {
+		out := val
+		if v.enc != nil {
+			wbuf = v.enc.AppendEncode(wbuf[:0], val)
+			out = wbuf
+		}
+		return v.rdb.Set(ctx, key, out, 0).Err()
+	}
+	read := func(full bool) error {
+		b, err := v.rdb.Get(ctx, key).Bytes()
+		if err != nil {
+			return fmt.Errorf("GET: %w", err)
+		}
+		if v.dec != nil {
+			if rbuf, err = v.dec.AppendDecode(rbuf[:0], b); err != nil {
+				return fmt.Errorf("decode: %w", err)
+			}
+			b = rbuf
+		}
+		if len(b) != len(val) || full && !bytes.Equal(b, val) {
+			return fmt.Errorf("read back %d bytes that differ from the %d written", len(b), len(val))
+		}
+		return nil
+	}
+	times := make([]float64, 0, repeats)
+	for r := 0; r < repeats; r++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			var err error
+			switch wl {
+			case WorkloadRead:
+				err = read(i == 0)
+			case WorkloadWrite:
+				err = write()
+			default:
+				if err = write(); err == nil {
+					err = read(i == 0)
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		times = append(times, time.Since(start).Seconds())
+	}
+	return times, nil
+}
+
+// measureMemory writes keys copies of val with each algorithm and reads
+// MEMORY USAGE and the used_memory delta, then deletes the keys.
+func measureMemory(ctx context.Context, rdb *redis.Client, algs []codec.Algorithm, val []byte, keys int) ([]MemoryRow, error) {
+	var rows []MemoryRow
+	for _, a := range algs {
+		enc, err := codec.NewEncoder(a)
+		if err != nil {
+			return nil, err
+		}
+		stored := enc.AppendEncode(nil, val)
+		// Small values need many keys for the used_memory delta to rise
+		// above the allocator's noise: at least 1 MB in all, at most 2000.
+		n := keys
+		if len(stored) > 0 {
+			n = max(keys, min(2000, (1<<20)/len(stored)))
+		} else {
+			n = max(keys, 2000)
+		}
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("%smem:%s:%d:%d", KeyPrefix, a, len(val), i)
+		}
+		rdb.Del(ctx, names...)
+		before, beforeData, err := settledMemory(ctx, rdb)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range names {
+			// A fresh copy per key, as distinct values would be.
+			if err := rdb.Set(ctx, k, stored, 0).Err(); err != nil {
+				return nil, fmt.Errorf("SET: %w", err)
+			}
+		}
+		after, afterData, err := settledMemory(ctx, rdb)
+		if err != nil {
+			return nil, err
+		}
+		var usage float64
+		for _, k := range names[:keys] {
+			u, err := rdb.MemoryUsage(ctx, k, 0).Result()
+			if err != nil {
+				return nil, fmt.Errorf("MEMORY USAGE: %w", err)
+			}
+			usage += float64(u)
+		}
+		if err := rdb.Del(ctx, names...).Err(); err != nil {
+			return nil, fmt.Errorf("DEL: %w", err)
+		}
+		rows = append(rows, MemoryRow{
+			Codec: a.String(), SizeBytes: len(val), Keys: n, StoredBytes: len(stored),
+			MemoryUsageBytes:     usage / float64(keys),
+			UsedMemoryDeltaBytes: float64(after-before) / float64(n),
+			DatasetDeltaBytes:    float64(afterData-beforeData) / float64(n),
+		})
+	}
+	return rows, nil
+}
+
+// settledMemory waits until used_memory stops moving (Redis frees client
+// query buffers of large writes in its cron, up to a second later) and
+// returns it; it gives up waiting after 2 seconds.
+func settledMemory(ctx context.Context, rdb *redis.Client) (used, dataset int64, err error) {
+	deadline := time.Now().Add(2 * time.Second)
+	used, dataset, err = usedMemory(ctx, rdb)
+	for err == nil && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(120 * time.Millisecond):
+		}
+		u, d, e := usedMemory(ctx, rdb)
+		if e != nil {
+			return 0, 0, e
+		}
+		if u == used && d == dataset {
+			break
+		}
+		used, dataset = u, d
+	}
+	return used, dataset, err
+}
+
+// usedMemory returns INFO's used_memory and used_memory_dataset (the
+// former minus Redis's own overhead, such as client buffers, which move
+// with the traffic of the benchmark itself).
+func usedMemory(ctx context.Context, rdb *redis.Client) (used, dataset int64, err error) {
+	info, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, 0, fmt.Errorf("INFO memory: %w", err)
+	}
+	found := 0
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			if used, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return 0, 0, fmt.Errorf("INFO used_memory %q: %w", v, err)
+			}
+			found++
+		}
+		if v, ok := strings.CutPrefix(line, "used_memory_dataset:"); ok {
+			if dataset, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return 0, 0, fmt.Errorf("INFO used_memory_dataset %q: %w", v, err)
+			}
+			found++
+		}
+	}
+	if found != 2 {
+		return 0, 0, errors.New("INFO memory lacks used_memory or used_memory_dataset")
+	}
+	return used, dataset, nil
+}
+
+// fillRelative sets the slowdowns against "none" on the same path and the
+// memory savings against the raw value.
+func fillRelative(res *RedisResult) {
+	type cell struct {
+		path, wl    string
+		size, iters int
+	}
+	base := map[cell]float64{}
+	for _, r := range res.Rows {
+		if r.Codec == "none" {
+			base[cell{r.Path, r.Workload, r.SizeBytes, r.Iterations}] = r.NsPerOp
+		}
+	}
+	memBase := map[int]MemoryRow{}
+	for _, m := range res.Memory {
+		if m.Codec == "none" {
+			memBase[m.SizeBytes] = m
+		}
+	}
+	for i := range res.Memory {
+		m := &res.Memory[i]
+		b := memBase[m.SizeBytes]
+		m.SavedPct = SavedPct(m.MemoryUsageBytes, b.MemoryUsageBytes)
+		m.UsedMemorySavedPct = SavedPct(m.UsedMemoryDeltaBytes, b.UsedMemoryDeltaBytes)
+		m.DatasetSavedPct = SavedPct(m.DatasetDeltaBytes, b.DatasetDeltaBytes)
+	}
+	saved := map[string]float64{}
+	for _, m := range res.Memory {
+		saved[m.Codec+"/"+strconv.Itoa(m.SizeBytes)] = m.SavedPct
+	}
+	for i := range res.Rows {
+		r := &res.Rows[i]
+		r.SlowdownPct = ChangePct(r.NsPerOp, base[cell{r.Path, r.Workload, r.SizeBytes, r.Iterations}])
+		r.MemorySavedPct = saved[r.Codec+"/"+strconv.Itoa(r.SizeBytes)]
+	}
+}
+
+// CorpusValue returns size bytes cut from data, repeating data when it is
+// shorter, so that a user's file can stand in for the generated documents.
+func CorpusValue(data []byte, size int) []byte {
+	out := make([]byte, 0, size)
+	for len(data) > 0 && len(out) < size {
+		out = append(out, data[:min(len(data), size-len(out))]...)
+	}
+	return out
+}
+
+// withoutNone returns algs without codec none.
+func withoutNone(algs []codec.Algorithm) []codec.Algorithm {
+	var out []codec.Algorithm
+	for _, a := range algs {
+		if a.ID != codec.IDNone {
+			out = append(out, a)
+		}
+	}
+	return out
+}

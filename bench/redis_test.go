@@ -1,0 +1,255 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+func newClient(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func TestRunRedis(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := newClient(t, srv.Addr)
+	ctx := context.Background()
+	// A key of the user's that the study must leave alone.
+	if err := rdb.Set(ctx, "user:key", "keep me", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	zstd1, _ := codec.ParseAlgorithm("zstd:1")
+	none, _ := codec.ParseAlgorithm("none") // the baseline; listing it must not measure it twice
+	calls := 0
+	res, err := RunRedis(ctx, RedisOptions{
+		Client: rdb, Codecs: []codec.Algorithm{zstd1, none}, Sizes: []int{0, 16600},
+		Iterations: []int{1, 3}, Repeats: 2, MemoryKeys: 2,
+		Progress: func(done, total int) { calls++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// direct none, library none, library zstd:1 = 3 variants; 3 workloads,
+	// 2 sizes, 2 iteration counts.
+	if want := 3 * 3 * 2 * 2; len(res.Rows) != want {
+		t.Fatalf("%d rows, want %d (skipped: %v)", len(res.Rows), want, res.Skipped)
+	}
+	if calls == 0 {
+		t.Error("progress never called")
+	}
+	for _, r := range res.Rows {
+		if r.NsPerOp <= 0 || r.TotalMs <= 0 || r.Repeats != 2 {
+			t.Errorf("row without a measurement: %+v", r)
+		}
+		if r.Codec == "none" && r.SlowdownPct != 0 {
+			t.Errorf("baseline with a slowdown: %+v", r)
+		}
+		if r.Codec == "zstd:1" && r.SizeBytes == 16600 && r.MemorySavedPct < 30 {
+			t.Errorf("zstd:1 on a 16.6 kB JSON document saves only %.1f%% of memory", r.MemorySavedPct)
+		}
+	}
+	if len(res.Memory) != 2*2 {
+		t.Fatalf("%d memory rows, want 4", len(res.Memory))
+	}
+	for _, m := range res.Memory {
+		if m.SizeBytes == 16600 && m.MemoryUsageBytes < float64(m.StoredBytes) {
+			t.Errorf("MEMORY USAGE %v below the stored size %d", m.MemoryUsageBytes, m.StoredBytes)
+		}
+	}
+	// Only the user's key is left.
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != "user:key" {
+		t.Errorf("keys left after the study: %v", keys)
+	}
+}
+
+func TestRunRedis_Budget(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := newClient(t, srv.Addr)
+	res, err := RunRedis(context.Background(), RedisOptions{
+		Client: rdb, Paths: []string{PathDirect}, Workloads: []string{WorkloadWrite}, Sizes: []int{1 << 20},
+		Iterations: []int{1, 1000000}, Repeats: 1, CellBudget: 50 * time.Millisecond, MemoryKeys: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "x1000000") {
+		t.Fatalf("rows %v, skipped %v; want the million-iteration cell skipped", res.Rows, res.Skipped)
+	}
+}
+
+func TestRunRedis_BadOptions(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	tests := []struct {
+		name string
+		o    RedisOptions
+		want string
+	}{
+		{"no client", RedisOptions{}, "Client is nil"},
+		{"bad path", RedisOptions{Client: rdb, Paths: []string{"carrier-pigeon"}}, "unknown path"},
+		{"bad workload", RedisOptions{Client: rdb, Workloads: []string{"delete"}}, "unknown workload"},
+		{"zero iterations", RedisOptions{Client: rdb, Iterations: []int{0}}, "must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := RunRedis(context.Background(), tt.o)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRunDocs(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := newClient(t, srv.Addr)
+	algs, err := ParseAlgorithms("zstd:1,none,lz4") // none anywhere is the one baseline
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := RunDocs(context.Background(), DocsOptions{Client: rdb, Codecs: algs, Sizes: []int{100e3, 300e3}, Repeats: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3*2 {
+		t.Fatalf("%d rows, want 6 (none added as the baseline)", len(rows))
+	}
+	for _, r := range rows {
+		if r.Link != "loopback" || r.UploadMs <= 0 || r.DownloadMs <= 0 || r.Repeats != 2 {
+			t.Errorf("bad row %+v", r)
+		}
+		if r.Codec != "none" && r.SavedPct < 30 {
+			t.Errorf("%s saves only %.1f%% on a JSON document", r.Codec, r.SavedPct)
+		}
+	}
+	if n, _ := rdb.DBSize(context.Background()).Result(); n != 0 {
+		t.Errorf("%d keys left behind", n)
+	}
+	if c := Crossovers(rows); len(c) != 4 {
+		t.Errorf("crossovers %v, want 2 codecs x 2 directions", c)
+	}
+}
+
+func TestSampleRedis(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := newClient(t, srv.Addr)
+	ctx := context.Background()
+	doc := JSONDocument(1, 5000)
+	enc, _ := codec.NewEncoder(codec.DefaultAlgorithm)
+	rdb.Set(ctx, "plain", doc, 0)
+	rdb.Set(ctx, "framed", enc.AppendEncode(nil, doc), 0)
+	rdb.HSet(ctx, "h", "a", "alpha", "b", "beta")
+	rdb.RPush(ctx, "list", "skipped")
+	rdb.Set(ctx, "empty", "", 0)
+	c, err := SampleRedis(ctx, rdb, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Samples) != 4 {
+		t.Fatalf("%d samples, want 4 (2 strings, 2 hash fields)", len(c.Samples))
+	}
+	for _, s := range c.Samples {
+		if (s.Name == "plain" || s.Name == "framed") && string(s.Data) != string(doc) {
+			t.Errorf("%s: sample is not the original document", s.Name)
+		}
+	}
+	if c, err := SampleRedis(ctx, rdb, 1); err != nil || len(c.Samples) != 1 {
+		t.Errorf("sample of 1: %d samples, %v", len(c.Samples), err)
+	}
+	if _, err := SampleRedis(ctx, rdb, 0); err == nil {
+		t.Error("no error for a sample size of 0")
+	}
+	rdb.FlushAll(ctx)
+	if _, err := SampleRedis(ctx, rdb, 10); err == nil || !strings.Contains(err.Error(), "corpus is empty") {
+		t.Errorf("empty Redis: err = %v", err)
+	}
+}
+
+func TestShapedLink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("shaped link test in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		if _, err := StartShapedLink(context.Background(), LinkOptions{}); err != ErrNotRoot {
+			t.Fatalf("not root: err = %v, want ErrNotRoot", err)
+		}
+		t.Skip("the shaped link needs root")
+	}
+	if testutil.ServerPath() == "" {
+		t.Skip("redis-server not installed")
+	}
+	for _, tool := range []string{"ip", "tc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (Debian: apt-get install -y iproute2)", tool)
+		}
+	}
+	l, err := StartShapedLink(context.Background(), LinkOptions{Rate: "100mbit"})
+	if err != nil && strings.Contains(err.Error(), "ip netns add") {
+		t.Skipf("root, but this sandbox cannot create network namespaces: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rdb := newClient(t, l.Addr)
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// 2 MB over 100 Mbit/s takes at least 160 ms; loopback takes a few.
+	start := time.Now()
+	if err := rdb.Set(context.Background(), "k", make([]byte, 2e6), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("2 MB crossed the 100mbit link in %v: the link is not shaped", d)
+	}
+	ns := l.ns
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/run/netns/" + ns); err == nil {
+		t.Errorf("namespace %s still exists", ns)
+	}
+}
+
+func TestProxyFor(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := newClient(t, srv.Addr)
+	ctx := context.Background()
+	zstd1, _ := codec.ParseAlgorithm("zstd:1")
+	p, stop, err := proxyFor(ctx, rdb, zstd1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	doc := JSONDocument(3, 16600)
+	if err := p.Set(ctx, "k", doc, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := rdb.Get(ctx, "k").Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !codec.IsFramed(stored) || len(stored) >= len(doc) {
+		t.Fatalf("the proxy stored %d bytes, framed %v; want a compressed frame", len(stored), codec.IsFramed(stored))
+	}
+	back, err := p.Get(ctx, "k").Bytes()
+	if err != nil || string(back) != string(doc) {
+		t.Fatalf("read through the proxy: %d bytes, err %v; want the document", len(back), err)
+	}
+}

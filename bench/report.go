@@ -1,0 +1,671 @@
+package bench
+
+import (
+	"encoding/base64"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Report is everything one run of a study measured. Empty parts are left out
+// of the written report.
+type Report struct {
+	Title      string         `json:"title"`
+	Command    string         `json:"command"`
+	Corpus     string         `json:"corpus,omitempty"`
+	Generated  time.Time      `json:"generated"`
+	Notes      []string       `json:"notes,omitempty"`
+	Codecs     []CodecResult  `json:"codecs,omitempty"`
+	Redis      []RedisRow     `json:"redis,omitempty"`
+	Memory     []MemoryRow    `json:"memory,omitempty"`
+	Docs       []DocRow       `json:"docs,omitempty"`
+	Crossovers []Crossover    `json:"crossovers,omitempty"`
+	Seed       []SeedSlowdown `json:"seed_slowdowns,omitempty"`
+	Targets    []TargetCheck  `json:"targets,omitempty"`
+}
+
+// Chart is one written chart: PNG and SVG files in the report's charts/
+// directory.
+type Chart struct {
+	Name    string // file name without extension
+	Title   string
+	Caption string
+	PNG     string // path relative to the report directory
+	SVG     string
+	png     []byte
+}
+
+// WriteReport writes r into dir (created if needed): index.html, which
+// opens from disk without network (charts are embedded as PNG data), the raw
+// results as results.json and one CSV per table, and each chart as
+// charts/NAME.png and charts/NAME.svg, drawn with gonum/plot.
+func WriteReport(dir string, r Report) error {
+	if r.Generated.IsZero() {
+		r.Generated = time.Now().UTC()
+	}
+	if len(r.Redis) > 0 && r.Seed == nil {
+		r.Seed = SeedSlowdowns
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(js, '\n'), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	csvs := []struct {
+		name string
+		rows any
+	}{{"codecs", r.Codecs}, {"redis", r.Redis}, {"memory", r.Memory}, {"docs", r.Docs}, {"crossovers", r.Crossovers}}
+	var csvFiles []string
+	for _, c := range csvs {
+		if reflect.ValueOf(c.rows).Len() == 0 {
+			continue
+		}
+		name := c.name + ".csv"
+		if err := writeCSV(filepath.Join(dir, name), c.rows); err != nil {
+			return fmt.Errorf("report: %s: %w", name, err)
+		}
+		csvFiles = append(csvFiles, name)
+	}
+	charts, err := drawCharts(dir, r)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "index.html"))
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	data := reportPage{Report: r, Charts: charts, CSVFiles: csvFiles, SeedRows: seedComparison(r)}
+	if err := pageTemplate.Execute(f, data); err != nil {
+		f.Close()
+		return fmt.Errorf("report: index.html: %w", err)
+	}
+	return f.Close()
+}
+
+// writeCSV writes a slice of structs as CSV with the JSON field names as
+// header.
+func writeCSV(path string, rows any) error {
+	v := reflect.ValueOf(rows)
+	t := v.Type().Elem()
+	var header []string
+	var idx []int
+	for i := 0; i < t.NumField(); i++ {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		header = append(header, tag)
+		idx = append(idx, i)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write(header)
+	for i := 0; i < v.Len(); i++ {
+		rec := make([]string, len(idx))
+		for j, fi := range idx {
+			switch x := v.Index(i).Field(fi).Interface().(type) {
+			case float64:
+				rec[j] = strconv.FormatFloat(x, 'f', -1, 64)
+			default:
+				rec[j] = fmt.Sprint(x)
+			}
+		}
+		w.Write(rec)
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// SeedRow puts one seed figure beside the measured slowdowns of zlib:6 (the
+// seed's approach) and of the other codecs, on the library path.
+type SeedRow struct {
+	Workload  string
+	Size      string        // the seed's size, printed
+	SeedPct   float64       // the seed's slowdown
+	Measured  []MeasuredPct // zlib:6 first, then the other codecs by name
+	HasMeasur bool          // whether the run measured this workload and size
+}
+
+// MeasuredPct is one measured slowdown.
+type MeasuredPct struct {
+	Codec      string
+	Pct        float64
+	Iterations int
+}
+
+// seedComparison pairs each seed figure with the measured slowdowns of the
+// library path at the largest iteration count every codec reached for that
+// workload and size.
+func seedComparison(r Report) []SeedRow {
+	if len(r.Redis) == 0 {
+		return nil
+	}
+	var out []SeedRow
+	for _, s := range r.Seed {
+		row := SeedRow{Workload: s.Workload, Size: FormatSize(int64(s.SizeBytes)), SeedPct: s.SlowdownPct}
+		// Compare the codecs at the largest iteration count they all reached.
+		byIters := map[int]map[string]RedisRow{}
+		codecs := map[string]bool{}
+		for _, x := range r.Redis {
+			if x.Path != PathLibrary || x.Workload != s.Workload || x.Codec == "none" || !sizeMatches(x.SizeBytes, s.SizeBytes) {
+				continue
+			}
+			if byIters[x.Iterations] == nil {
+				byIters[x.Iterations] = map[string]RedisRow{}
+			}
+			byIters[x.Iterations][x.Codec] = x
+			codecs[x.Codec] = true
+		}
+		best := map[string]RedisRow{}
+		for n, m := range byIters {
+			if len(m) == len(codecs) {
+				for c, x := range m {
+					if b, ok := best[c]; !ok || n > b.Iterations {
+						best[c] = x
+					}
+				}
+			}
+		}
+		var names []string
+		for n := range best {
+			names = append(names, n)
+		}
+		sort.Slice(names, func(i, j int) bool { // zlib:6 first: it is the seed's approach
+			if (names[i] == "zlib:6") != (names[j] == "zlib:6") {
+				return names[i] == "zlib:6"
+			}
+			return names[i] < names[j]
+		})
+		for _, n := range names {
+			row.Measured = append(row.Measured, MeasuredPct{n, best[n].SlowdownPct, best[n].Iterations})
+		}
+		row.HasMeasur = len(row.Measured) > 0
+		out = append(out, row)
+	}
+	return out
+}
+
+// sizeMatches reports whether a measured size is the seed's size (within 2%,
+// since the seed's sizes are rounded).
+func sizeMatches(measured, seed int) bool {
+	if seed == 0 {
+		return measured == 0
+	}
+	return math.Abs(float64(measured-seed)) <= 0.02*float64(seed)
+}
+
+var palette = []color.Color{
+	color.RGBA{0x44, 0x44, 0x44, 0xff}, // none: grey
+	color.RGBA{0x1f, 0x77, 0xb4, 0xff},
+	color.RGBA{0xd6, 0x27, 0x28, 0xff},
+	color.RGBA{0x2c, 0xa0, 0x2c, 0xff},
+	color.RGBA{0xff, 0x7f, 0x0e, 0xff},
+	color.RGBA{0x94, 0x67, 0xbd, 0xff},
+	color.RGBA{0x8c, 0x56, 0x4b, 0xff},
+	color.RGBA{0xe3, 0x77, 0xc2, 0xff},
+	color.RGBA{0x17, 0xbe, 0xcf, 0xff},
+	color.RGBA{0xbc, 0xbd, 0x22, 0xff},
+}
+
+func colorFor(i int) color.Color { return palette[i%len(palette)] }
+
+func drawCharts(dir string, r Report) ([]Chart, error) {
+	var charts []Chart
+	save := func(p *plot.Plot, name, title, caption string, w, h vg.Length) error {
+		c := Chart{Name: name, Title: title, Caption: caption, PNG: "charts/" + name + ".png", SVG: "charts/" + name + ".svg"}
+		if err := p.Save(w, h, filepath.Join(dir, c.PNG)); err != nil {
+			return fmt.Errorf("chart %s: %w", name, err)
+		}
+		if err := p.Save(w, h, filepath.Join(dir, c.SVG)); err != nil {
+			return fmt.Errorf("chart %s: %w", name, err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, c.PNG))
+		if err != nil {
+			return err
+		}
+		c.png = b
+		charts = append(charts, c)
+		return nil
+	}
+	if len(r.Codecs) > 0 {
+		p, err := codecScatter(r.Codecs)
+		if err != nil {
+			return nil, err
+		}
+		if err := save(p, "codecs", "Codec trade-off", "Ratio against compression speed, one point per codec and level (log scale).", 8*vg.Inch, 5.5*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.Redis) > 0 {
+		for _, wl := range []string{WorkloadRead, WorkloadWrite, WorkloadReadWrite} {
+			for _, size := range distinctSizes(r.Redis) {
+				p, ok, err := iterationChart(r.Redis, wl, size)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					continue
+				}
+				name := fmt.Sprintf("redis-%s-%d", wl, size)
+				if err := save(p, name, fmt.Sprintf("%s, %s values", wl, FormatSize(int64(size))),
+					"Total time against iterations, with and without compression (log-log; median of repeats).", 5*vg.Inch, 3.6*vg.Inch); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if len(r.Memory) > 0 {
+		p, err := memoryChart(r.Memory)
+		if err != nil {
+			return nil, err
+		}
+		if err := save(p, "memory", "Memory before and after compression", "MEMORY USAGE per key in Redis, by value size and codec.", 8*vg.Inch, 4.5*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.Docs) > 0 {
+		for _, link := range distinctLinks(r.Docs) {
+			for _, dirn := range []string{"upload", "download"} {
+				p, err := docsChart(r.Docs, link, dirn)
+				if err != nil {
+					return nil, err
+				}
+				name := "docs-" + sanitize(link) + "-" + dirn
+				if err := save(p, name, fmt.Sprintf("%s time on %s", dirn, link),
+					"Transfer time (with compression) against JSON document size, per codec (log-log; median of repeats).", 7*vg.Inch, 4.5*vg.Inch); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return charts, nil
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(s))
+}
+
+func codecScatter(rows []CodecResult) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Codecs: ratio vs compression speed"
+	p.X.Label.Text = "compress MB/s"
+	p.Y.Label.Text = "ratio"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	var xys plotter.XYs
+	var labels []string
+	for _, r := range rows {
+		if r.CompressMBs <= 0 || r.Codec == "none" {
+			continue
+		}
+		xys = append(xys, plotter.XY{X: r.CompressMBs, Y: r.Ratio})
+		labels = append(labels, r.Algorithm)
+	}
+	if len(xys) == 0 {
+		xys = append(xys, plotter.XY{X: 1, Y: 1})
+		labels = append(labels, "no data")
+	}
+	sc, err := plotter.NewScatter(xys)
+	if err != nil {
+		return nil, err
+	}
+	sc.GlyphStyle.Color = colorFor(1)
+	sc.GlyphStyle.Radius = vg.Points(3)
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	if err != nil {
+		return nil, err
+	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].Font.Size = vg.Points(7)
+		lb.TextStyle[i].XAlign = -0.1
+	}
+	p.Add(sc, lb, plotter.NewGrid())
+	return p, nil
+}
+
+func distinctSizes(rows []RedisRow) []int {
+	m := map[int]bool{}
+	for _, r := range rows {
+		m[r.SizeBytes] = true
+	}
+	var out []int
+	for s := range m {
+		out = append(out, s)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func distinctLinks(rows []DocRow) []string {
+	var out []string
+	for _, r := range rows {
+		if !contains(out, r.Link) {
+			out = append(out, r.Link)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// series groups rows by a label in first-seen order, with "none" first.
+func seriesOrder(labels []string) []string {
+	var out []string
+	for _, l := range labels {
+		if strings.HasSuffix(l, "none") && !contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	for _, l := range labels {
+		if !contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func iterationChart(rows []RedisRow, workload string, size int) (*plot.Plot, bool, error) {
+	pts := map[string]plotter.XYs{}
+	var labels []string
+	for _, r := range rows {
+		if r.Workload != workload || r.SizeBytes != size || r.TotalMs <= 0 {
+			continue
+		}
+		l := r.Path + " " + r.Codec
+		if r.Path == PathDirect {
+			l = "direct (go-redis)"
+		}
+		labels = append(labels, l)
+		pts[l] = append(pts[l], plotter.XY{X: float64(r.Iterations), Y: r.TotalMs})
+	}
+	if len(pts) == 0 {
+		return nil, false, nil
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s, %s", workload, FormatSize(int64(size)))
+	p.X.Label.Text = "iterations"
+	p.Y.Label.Text = "total time (ms)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.TextStyle.Font.Size = vg.Points(7)
+	for i, l := range seriesOrder(labels) {
+		xy := pts[l]
+		sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
+		line, points, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, false, err
+		}
+		line.Color, points.Color = colorFor(i), colorFor(i)
+		points.Shape = plotutil.Shape(i)
+		p.Add(line, points)
+		p.Legend.Add(l, line, points)
+	}
+	p.Add(plotter.NewGrid())
+	return p, true, nil
+}
+
+func memoryChart(rows []MemoryRow) (*plot.Plot, error) {
+	var sizes []int
+	var codecs []string
+	for _, r := range rows {
+		if r.SizeBytes > 0 && !containsInt(sizes, r.SizeBytes) {
+			sizes = append(sizes, r.SizeBytes)
+		}
+		if !contains(codecs, r.Codec) {
+			codecs = append(codecs, r.Codec)
+		}
+	}
+	sort.Ints(sizes)
+	codecs = seriesOrder(codecs)
+	p := plot.New()
+	p.Title.Text = "Redis memory per key (MEMORY USAGE)"
+	p.Y.Label.Text = "% of the uncompressed value's memory"
+	p.Legend.Top = true
+	w := vg.Points(60 / float64(max(1, len(codecs))))
+	names := make([]string, len(sizes))
+	for i, s := range sizes {
+		names[i] = FormatSize(int64(s))
+	}
+	for ci, c := range codecs {
+		vals := make(plotter.Values, len(sizes))
+		for si, s := range sizes {
+			var base, v float64
+			for _, r := range rows {
+				if r.SizeBytes == s && r.Codec == "none" {
+					base = r.MemoryUsageBytes
+				}
+				if r.SizeBytes == s && r.Codec == c {
+					v = r.MemoryUsageBytes
+				}
+			}
+			if base > 0 {
+				vals[si] = 100 * v / base
+			}
+		}
+		b, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return nil, err
+		}
+		b.Color = colorFor(ci)
+		b.LineStyle.Width = 0
+		b.Offset = w * vg.Length(float64(ci)-float64(len(codecs)-1)/2)
+		p.Add(b)
+		p.Legend.Add(c, b)
+	}
+	if len(names) > 0 {
+		p.NominalX(names...)
+	}
+	p.Y.Min, p.Y.Max = 0, 125 // room for the legend above the 100% bars
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+func containsInt(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func docsChart(rows []DocRow, link, direction string) (*plot.Plot, error) {
+	pts := map[string]plotter.XYs{}
+	var labels []string
+	for _, r := range rows {
+		if r.Link != link {
+			continue
+		}
+		v := r.UploadMs
+		if direction == "download" {
+			v = r.DownloadMs
+		}
+		if v <= 0 || r.SizeBytes <= 0 {
+			continue
+		}
+		labels = append(labels, r.Codec)
+		pts[r.Codec] = append(pts[r.Codec], plotter.XY{X: float64(r.SizeBytes) / 1e6, Y: v})
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s on %s", direction, link)
+	p.X.Label.Text = "document size (MB)"
+	p.Y.Label.Text = direction + " time (ms)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	for i, l := range seriesOrder(labels) {
+		xy := pts[l]
+		sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
+		line, points, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, err
+		}
+		line.Color, points.Color = colorFor(i), colorFor(i)
+		if l == "none" {
+			line.Width = vg.Points(2)
+		}
+		points.Shape = plotutil.Shape(i)
+		p.Add(line, points)
+		p.Legend.Add(l, line, points)
+	}
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+type reportPage struct {
+	Report
+	Charts   []Chart
+	CSVFiles []string
+	SeedRows []SeedRow
+}
+
+// DataURI returns the chart's PNG as a data: URL, so that index.html needs
+// no other file to show it.
+func (c Chart) DataURI() template.URL {
+	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(c.png))
+}
+
+var pageTemplate = template.Must(template.New("index").Funcs(template.FuncMap{
+	"size": func(n int) string { return FormatSize(int64(n)) },
+	"f1":   func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"f2":   func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
+	"pct": func(f float64) string {
+		return fmt.Sprintf("%+.1f%%", f)
+	},
+	"cross": func(n int) string {
+		if n < 0 {
+			return "never (in the sizes measured)"
+		}
+		return "from " + FormatSize(int64(n))
+	},
+	"int64": func(n int64) string { return strconv.FormatInt(n, 10) },
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+th { background: #f3f3f3; }
+td.l, th.l { text-align: left; }
+figure { display: inline-block; margin: 0.5em; vertical-align: top; }
+figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-size: 85%; color: #555; max-width: 500px; }
+code { background: #f6f6f6; padding: 1px 4px; }
+.worse { color: #b00; } .better { color: #070; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p>Command: <code>{{.Command}}</code><br>Generated: {{.Generated.Format "2006-01-02 15:04:05 UTC"}}{{if .Corpus}}<br>Corpus: {{.Corpus}}{{end}}</p>
+{{range .Notes}}<p>{{.}}</p>{{end}}
+<p>Raw results: <a href="results.json">results.json</a>{{range .CSVFiles}}, <a href="{{.}}">{{.}}</a>{{end}}. Each chart is also in charts/ as PNG and SVG.</p>
+
+{{if .Targets}}
+<h2>Figures to reach (issue 5), checked on this run</h2>
+<table>
+<tr><th class="l">target</th><th>size</th><th class="l">measured</th><th>result</th></tr>
+{{range .Targets}}<tr><td class="l">{{.Target}}</td><td>{{size .SizeByte}}</td><td class="l">{{.Measured}}</td><td>{{if .Pass}}<span class="better">met</span>{{else}}<span class="worse">not met</span>{{end}}</td></tr>
+{{end}}</table>
+{{end}}
+
+{{if .SeedRows}}
+<h2>Slowdown from compression: the 2013 Ruby/zlib study beside this run</h2>
+<p>Seed figures are the article's (Ruby, zlib, Pentium 4). Measured figures are the library path (codec in-process around go-redis) against no compression on the same path, at the largest iteration count all codecs reached (in brackets); zlib:6 is the seed's approach.</p>
+<table>
+<tr><th class="l">workload</th><th>size</th><th>seed (zlib, Ruby)</th><th class="l">measured</th></tr>
+{{range .SeedRows}}<tr><td class="l">{{.Workload}}</td><td>{{.Size}}</td><td>{{pct .SeedPct}}</td><td class="l">{{if .HasMeasur}}{{range .Measured}}{{.Codec}}: <b>{{pct .Pct}}</b> (x{{.Iterations}}) &nbsp; {{end}}{{else}}not measured{{end}}</td></tr>
+{{end}}</table>
+{{end}}
+
+{{if .Memory}}
+<h2>Memory in Redis</h2>
+<table>
+<tr><th class="l">codec</th><th>value size</th><th>stored bytes</th><th>MEMORY USAGE / key</th><th>used_memory delta / key</th><th>dataset delta / key</th><th>saved (MEMORY USAGE)</th><th>saved (used_memory)</th><th>saved (dataset)</th></tr>
+{{range .Memory}}<tr><td class="l">{{.Codec}}</td><td>{{size .SizeBytes}}</td><td>{{.StoredBytes}}</td><td>{{f1 .MemoryUsageBytes}}</td><td>{{f1 .UsedMemoryDeltaBytes}}</td><td>{{f1 .DatasetDeltaBytes}}</td><td>{{f1 .SavedPct}}%</td><td>{{f1 .UsedMemorySavedPct}}%</td><td>{{f1 .DatasetSavedPct}}%</td></tr>
+{{end}}</table>
+{{end}}
+
+{{if .Crossovers}}
+<h2>Where compression makes transfers faster</h2>
+<table>
+<tr><th class="l">codec</th><th class="l">link</th><th class="l">direction</th><th class="l">faster than no compression</th></tr>
+{{range .Crossovers}}<tr><td class="l">{{.Codec}}</td><td class="l">{{.Link}}</td><td class="l">{{.Direction}}</td><td class="l">{{cross .SizeBytes}}</td></tr>
+{{end}}</table>
+{{end}}
+
+{{if .Docs}}
+<h2>Document transfers</h2>
+<table>
+<tr><th class="l">codec</th><th class="l">link</th><th>size</th><th>stored</th><th>upload ms</th><th>vs none</th><th>download ms</th><th>vs none</th></tr>
+{{range .Docs}}<tr><td class="l">{{.Codec}}</td><td class="l">{{.Link}}</td><td>{{size .SizeBytes}}</td><td>{{size .StoredBytes}}</td><td>{{f2 .UploadMs}}</td><td>{{pct .UploadPct}}</td><td>{{f2 .DownloadMs}}</td><td>{{pct .DownloadPct}}</td></tr>
+{{end}}</table>
+{{end}}
+
+{{if .Codecs}}
+<h2>Codec table</h2>
+<table>
+<tr><th class="l">codec</th><th>level</th><th>time (ms)</th><th>result (bytes)</th><th>improvement</th><th>compress MB/s</th><th>decompress MB/s</th><th>ratio</th></tr>
+{{range .Codecs}}<tr><td class="l">{{.Codec}}</td><td>{{.Level}}{{if .Slow}} (slow){{end}}</td><td>{{f2 .CompressMs}}</td><td>{{int64 .OutputBytes}}</td><td>{{f2 .ImprovementPct}}%</td><td>{{f1 .CompressMBs}}</td><td>{{f1 .DecompressMBs}}</td><td>{{f2 .Ratio}}</td></tr>
+{{end}}</table>
+{{end}}
+
+{{if .Charts}}
+<h2>Charts</h2>
+{{range .Charts}}<figure id="{{.Name}}"><img src="{{.DataURI}}" alt="{{.Title}}"><figcaption><b>{{.Title}}</b>. {{.Caption}} <a href="{{.SVG}}">SVG</a> · <a href="{{.PNG}}">PNG</a></figcaption></figure>
+{{end}}
+{{end}}
+
+{{if .Redis}}
+<h2>All Redis cells</h2>
+<table>
+<tr><th class="l">path</th><th class="l">codec</th><th class="l">workload</th><th>size</th><th>iterations</th><th>repeats</th><th>total ms (median)</th><th>ns/op</th><th>slowdown</th><th>memory saved</th></tr>
+{{range .Redis}}<tr><td class="l">{{.Path}}</td><td class="l">{{.Codec}}</td><td class="l">{{.Workload}}</td><td>{{size .SizeBytes}}</td><td>{{.Iterations}}</td><td>{{.Repeats}}</td><td>{{f2 .TotalMs}}</td><td>{{f1 .NsPerOp}}</td><td>{{pct .SlowdownPct}}</td><td>{{f1 .MemorySavedPct}}%</td></tr>
+{{end}}</table>
+{{end}}
+</body>
+</html>
+`))

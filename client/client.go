@@ -1,0 +1,595 @@
+// Package client adds squeeze's transparent compression to go-redis v9
+// clients: values are compressed on their way to Redis and decompressed on
+// their way back, in the frame format of docs/FORMAT.md, so Go services get
+// what the squeeze proxy gives without a proxy hop, and values written by
+// either are readable by the other.
+//
+// Install a Hook on any go-redis client (redis.NewClient,
+// redis.NewClusterClient, redis.NewUniversalClient); single commands,
+// pipelines and MULTI/EXEC transactions all go through it:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+//	h, err := client.NewHook(client.Config{Algorithm: codec.MustParseAlgorithm("zstd:3")})
+//	if err != nil { ... }
+//	rdb.AddHook(h)
+//	rdb.Set(ctx, "doc", bigJSON, 0) // stored compressed when it pays
+//	rdb.Get(ctx, "doc").Val()       // bigJSON again
+//
+// The command families are those of the proxy: string values (SET, SETNX,
+// SETEX, PSETEX, GETSET, MSET, MSETNX and GET, GETDEL, GETEX, MGET...), hash
+// field values (HSET, HSETNX, HMSET and HGET, HMGET, HGETALL, HVALS,
+// HRANDFIELD WITHVALUES, HSCAN), list elements (LPUSH, RPUSH, LPUSHX, RPUSHX,
+// LSET and LRANGE, LINDEX, LPOP, RPOP, BLPOP, BRPOP, LMOVE, LMPOP...) and
+// stream field values (XADD and XRANGE, XREVRANGE, XREAD, XREADGROUP, XCLAIM,
+// XAUTOCLAIM). Keys, hash field names, set and sorted-set members and stream
+// field names are never compressed.
+//
+// Values written raw by clients without squeeze are read back as they are
+// (the codec's read policy), so existing data keeps working.
+//
+// Commands that would act on the stored bytes of a value instead of the value
+// itself are either served exactly or refused with an error wrapping
+// ErrUnsupported, never answered wrong: STRLEN and HSTRLEN are served exactly
+// (from the frame header, atomically, with a small script); APPEND, GETRANGE,
+// SUBSTR, SETRANGE, the bit commands, LCS, LINSERT, LREM, LPOS, SORT and
+// scripts (EVAL, FCALL...) are refused unless Config.Raw says every key they
+// touch is stored uncompressed (or, for scripts, Config.AllowScripts is set).
+package client
+
+import (
+	"context"
+	"encoding"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/codec"
+)
+
+// Config is the compression policy of a Hook. Zero fields take the defaults
+// in their comments; they are the same options as the proxy's.
+type Config struct {
+	// Algorithm compresses new values. Zero means codec.DefaultAlgorithm
+	// (to store values uncompressed, pass an Encoder for codec.IDNone).
+	Algorithm codec.Algorithm
+	// MinSize: values shorter than this are stored raw. Zero means
+	// codec.DefaultMinSize; negative compresses every value.
+	MinSize int
+	// MinGain: a value is stored raw when compression saves less than this
+	// fraction of it. Zero means codec.DefaultMinGain; negative keeps every
+	// frame.
+	MinGain float64
+	// MaxDecodedSize caps the size a stored frame may declare; larger ones
+	// fail with an error wrapping codec.ErrTooLarge before any allocation.
+	// Zero means codec.DefaultMaxDecodedSize.
+	MaxDecodedSize int64
+	// Encoder and Decoder, when set, replace the ones built from the fields
+	// above (e.g. to share them with other code).
+	Encoder *codec.Encoder
+	Decoder *codec.Decoder
+	// Raw, when set, names keys whose values are stored uncompressed and
+	// returned as stored: the hook neither encodes, decodes nor refuses
+	// commands on them. Use it for keys that byte-level commands must see
+	// as they are, such as the series of the counters package.
+	Raw func(key string) bool
+	// AllowScripts lets EVAL, EVALSHA, FCALL and their _RO forms through
+	// even on keys that are not Raw. Scripts then see stored bytes, which
+	// may be compressed frames.
+	AllowScripts bool
+}
+
+// ErrUnsupported is wrapped by the error of a command that cannot be served
+// exactly on compressed values. Such a command is never sent.
+var ErrUnsupported = errors.New("client: command cannot be served exactly on compressed values")
+
+// Error is the error of a command the hook refused or whose reply it could
+// not decode. It wraps ErrUnsupported or a codec error (codec.ErrCorrupt,
+// codec.ErrTooLarge, ...).
+type Error struct {
+	Command string // lowercase command name
+	Key     string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if errors.Is(e.Err, ErrUnsupported) {
+		return fmt.Sprintf("%v: %s on key %q would act on the stored (compressed) bytes; mark the key raw with Config.Raw to store it uncompressed", e.Err, strings.ToUpper(e.Command), e.Key)
+	}
+	return fmt.Sprintf("client: %s %q: decode stored value: %v", strings.ToUpper(e.Command), e.Key, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Hook is a redis.Hook that compresses values and decompresses replies. It
+// is safe for concurrent use; install it once per client with AddHook.
+type Hook struct {
+	enc          *codec.Encoder
+	dec          *codec.Decoder
+	raw          func(string) bool
+	allowScripts bool
+}
+
+var _ redis.Hook = (*Hook)(nil)
+
+// NewHook returns a Hook applying cfg. It returns an error when cfg's codec
+// options are invalid (see codec.NewEncoder and codec.NewDecoder).
+func NewHook(cfg Config) (*Hook, error) {
+	h := &Hook{enc: cfg.Encoder, dec: cfg.Decoder, raw: cfg.Raw, allowScripts: cfg.AllowScripts}
+	if h.enc == nil {
+		var opts []codec.EncoderOption
+		switch {
+		case cfg.MinSize < 0:
+			opts = append(opts, codec.WithMinSize(0))
+		case cfg.MinSize > 0:
+			opts = append(opts, codec.WithMinSize(cfg.MinSize))
+		}
+		if cfg.MinGain != 0 {
+			opts = append(opts, codec.WithMinGain(cfg.MinGain))
+		}
+		alg := cfg.Algorithm
+		if alg == (codec.Algorithm{}) {
+			alg = codec.DefaultAlgorithm
+		}
+		enc, err := codec.NewEncoder(alg, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		h.enc = enc
+	}
+	if h.dec == nil {
+		var opts []codec.DecoderOption
+		if cfg.MaxDecodedSize != 0 {
+			opts = append(opts, codec.WithMaxDecodedSize(cfg.MaxDecodedSize))
+		}
+		dec, err := codec.NewDecoder(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		h.dec = dec
+	}
+	return h, nil
+}
+
+// Install builds a Hook from cfg and adds it to rdb (a *redis.Client,
+// *redis.ClusterClient, *redis.Ring or redis.UniversalClient).
+func Install(rdb interface{ AddHook(redis.Hook) }, cfg Config) (*Hook, error) {
+	h, err := NewHook(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rdb.AddHook(h)
+	return h, nil
+}
+
+// DialHook implements redis.Hook; it changes nothing.
+func (h *Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook implements redis.Hook for single commands.
+func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		p, err := h.prepare(ctx, cmd)
+		if err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		send := cmd
+		if p.sub != nil {
+			send = p.sub
+		}
+		// go-redis may return an error from next before setting it on the
+		// command; set it so finish sees it.
+		if err := next(ctx, send); err != nil && send.Err() == nil {
+			send.SetErr(err)
+		}
+		h.finish(cmd, p)
+		return cmd.Err()
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook for pipelines and MULTI/EXEC.
+// In a plain pipeline a refused command fails alone and the others are
+// sent; in a transaction a refused command fails the whole transaction and
+// nothing is sent.
+func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		tx := len(cmds) >= 2 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec"
+		preps := make([]prepared, len(cmds))
+		send := make([]redis.Cmder, 0, len(cmds))
+		var refused error
+		for i, cmd := range cmds {
+			if tx && (i == 0 || i == len(cmds)-1) {
+				send = append(send, cmd)
+				continue
+			}
+			p, err := h.prepare(ctx, cmd)
+			preps[i] = p
+			if err != nil {
+				cmd.SetErr(err)
+				if refused == nil {
+					refused = err
+				}
+				continue
+			}
+			if p.sub != nil {
+				send = append(send, p.sub)
+			} else {
+				send = append(send, cmd)
+			}
+		}
+		if tx && refused != nil {
+			for i, cmd := range cmds {
+				h.undo(cmd, preps[i])
+				if cmd.Err() == nil {
+					cmd.SetErr(fmt.Errorf("client: transaction not sent: %w", refused))
+				}
+			}
+			return refused
+		}
+		err := next(ctx, send)
+		for i, cmd := range cmds {
+			if tx && (i == 0 || i == len(cmds)-1) {
+				continue
+			}
+			if preps[i].refused {
+				continue
+			}
+			h.finish(cmd, preps[i])
+		}
+		if err == nil {
+			err = refused
+		}
+		if err == nil {
+			for _, cmd := range cmds {
+				if e := cmd.Err(); e != nil && !errors.Is(e, redis.Nil) {
+					return e
+				}
+			}
+		}
+		return err
+	}
+}
+
+// prepared is what prepare did to a command, for finish to undo and
+// complete.
+type prepared struct {
+	name     string
+	saved    []savedArg // original args replaced by frames
+	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN)
+	refused  bool
+	noDecode bool // the command's key is raw
+	rawIdx   []bool
+}
+
+type savedArg struct {
+	i   int
+	v   any
+	buf *[]byte // the frame's buffer, back to framePool after the send
+}
+
+// framePool recycles frame buffers: a frame is only needed until go-redis
+// has written the command, which it has when next returns.
+var framePool sync.Pool
+
+// maxPooledFrame caps the buffers kept in framePool, so that one huge
+// value does not pin its memory.
+const maxPooledFrame = 256 << 10
+
+func getFrameBuf() *[]byte {
+	if bp, ok := framePool.Get().(*[]byte); ok {
+		return bp
+	}
+	b := make([]byte, 0, 4096)
+	return &b
+}
+
+func putFrameBuf(bp *[]byte) {
+	if cap(*bp) > maxPooledFrame {
+		return
+	}
+	*bp = (*bp)[:0]
+	framePool.Put(bp)
+}
+
+// prepare encodes the values of cmd in place, refuses it, or builds the
+// command to send instead.
+func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
+	args := cmd.Args()
+	p := prepared{name: strings.ToLower(cmd.Name())}
+	if len(args) < 2 {
+		return p, nil
+	}
+	key := argString(args[1])
+	switch p.name {
+	case "set", "setnx", "getset", "lpush", "rpush", "lpushx", "rpushx":
+		if h.isRaw(key) {
+			p.noDecode = true
+			return p, nil
+		}
+		last := len(args) - 1
+		if p.name == "set" || p.name == "setnx" || p.name == "getset" {
+			last = 2
+		}
+		for i := 2; i <= last && i < len(args); i++ {
+			h.encodeArg(args, i, &p)
+		}
+	case "setex", "psetex", "lset", "hsetnx":
+		if h.isRaw(key) {
+			p.noDecode = true
+			return p, nil
+		}
+		h.encodeArg(args, 3, &p)
+	case "hset", "hmset":
+		if h.isRaw(key) {
+			p.noDecode = true
+			return p, nil
+		}
+		for i := 3; i < len(args); i += 2 {
+			h.encodeArg(args, i, &p)
+		}
+	case "mset", "msetnx":
+		for i := 2; i < len(args); i += 2 {
+			if !h.isRaw(argString(args[i-1])) {
+				h.encodeArg(args, i, &p)
+			}
+		}
+	case "xadd":
+		if h.isRaw(key) {
+			p.noDecode = true
+			return p, nil
+		}
+		i := xaddFields(args)
+		if i < 0 {
+			return p, nil // malformed: let Redis answer with its error
+		}
+		for i += 2; i < len(args); i += 2 { // values follow ID and each field
+			h.encodeArg(args, i, &p)
+		}
+	case "strlen", "hstrlen":
+		if h.isRaw(key) {
+			p.noDecode = true
+			return p, nil
+		}
+		switch cmd.(type) {
+		case *redis.IntCmd, *redis.Cmd:
+			p.sub = h.lengthCmd(ctx, p.name, args)
+		default:
+			p.refused = true
+			return p, &Error{Command: p.name, Key: key, Err: ErrUnsupported}
+		}
+	case "append", "getrange", "substr", "setrange", "setbit", "getbit", "bitcount", "bitpos",
+		"bitfield", "bitfield_ro", "linsert", "lrem", "lpos", "sort", "sort_ro":
+		if !h.isRaw(key) {
+			p.refused = true
+			return p, &Error{Command: p.name, Key: key, Err: ErrUnsupported}
+		}
+		p.noDecode = true
+	case "lcs":
+		for _, a := range args[1:min(3, len(args))] {
+			if k := argString(a); !h.isRaw(k) {
+				p.refused = true
+				return p, &Error{Command: p.name, Key: k, Err: ErrUnsupported}
+			}
+		}
+	case "bitop":
+		for _, a := range args[2:] {
+			if k := argString(a); !h.isRaw(k) {
+				p.refused = true
+				return p, &Error{Command: p.name, Key: k, Err: ErrUnsupported}
+			}
+		}
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		if h.allowScripts {
+			return p, nil
+		}
+		n := 0
+		if len(args) > 2 {
+			n, _ = strconv.Atoi(argString(args[2]))
+		}
+		if n <= 0 {
+			p.refused = true
+			return p, &Error{Command: p.name, Key: "", Err: fmt.Errorf("%w (a script with no declared keys may read any key; set Config.AllowScripts)", ErrUnsupported)}
+		}
+		for i := 3; i < 3+n && i < len(args); i++ {
+			if k := argString(args[i]); !h.isRaw(k) {
+				p.refused = true
+				return p, &Error{Command: p.name, Key: k, Err: fmt.Errorf("%w (or set Config.AllowScripts)", ErrUnsupported)}
+			}
+		}
+	case "mget":
+		// Raw keys are checked one by one below.
+	default:
+		if h.isRaw(key) {
+			p.noDecode = true
+		}
+	}
+	if p.name == "mget" && h.raw != nil {
+		p.rawIdx = make([]bool, len(args)-1)
+		for i := 1; i < len(args); i++ {
+			p.rawIdx[i-1] = h.isRaw(argString(args[i]))
+		}
+	}
+	return p, nil
+}
+
+func (h *Hook) isRaw(key string) bool { return h.raw != nil && h.raw(key) }
+
+// encodeArg replaces args[i] by its stored form when it is a string, a byte
+// slice or a BinaryMarshaler; other values (numbers, bools) are short and
+// never begin with the frame magic, so they are stored as go-redis formats
+// them.
+func (h *Hook) encodeArg(args []any, i int, p *prepared) {
+	if i >= len(args) {
+		return
+	}
+	var b []byte
+	switch v := args[i].(type) {
+	case string:
+		b = unsafe.Slice(unsafe.StringData(v), len(v))
+	case []byte:
+		b = v
+	case encoding.BinaryMarshaler:
+		m, err := v.MarshalBinary()
+		if err != nil {
+			return // go-redis reports the same error when it writes the arg
+		}
+		b = m
+	default:
+		return
+	}
+	bp := getFrameBuf()
+	frame, outcome := h.enc.AppendEncodeOutcome((*bp)[:0], b)
+	*bp = frame
+	if outcome == codec.StoredRaw {
+		putFrameBuf(bp)
+		return
+	}
+	p.saved = append(p.saved, savedArg{i, args[i], bp})
+	args[i] = frame
+}
+
+// undo puts the caller's args back in place of the frames and recycles
+// the frames' buffers. It must run once, after the command was sent or
+// instead of sending it.
+func (h *Hook) undo(cmd redis.Cmder, p prepared) {
+	args := cmd.Args()
+	for _, s := range p.saved {
+		args[s.i] = s.v
+		if s.buf != nil {
+			putFrameBuf(s.buf)
+		}
+	}
+}
+
+// finish puts the caller's args back and decodes the reply in place.
+func (h *Hook) finish(cmd redis.Cmder, p prepared) {
+	h.undo(cmd, p)
+	args := cmd.Args()
+	if p.sub != nil {
+		h.finishLength(cmd, p.sub)
+		return
+	}
+	if p.noDecode || cmd.Err() != nil {
+		return
+	}
+	if err := h.decodeReply(cmd, p); err != nil {
+		key := ""
+		if len(args) > 1 {
+			key = argString(args[1])
+		}
+		cmd.SetErr(&Error{Command: p.name, Key: key, Err: err})
+	}
+}
+
+// argString returns the string form of a key or option argument.
+func argString(a any) string {
+	switch v := a.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	case int:
+		return strconv.Itoa(v)
+	case int64:
+		return strconv.FormatInt(v, 10)
+	}
+	return fmt.Sprint(a)
+}
+
+// xaddFields returns the index of the entry ID in XADD's args (the fields
+// follow it), or -1.
+func xaddFields(args []any) int {
+	i := 2
+	for i < len(args) {
+		switch strings.ToUpper(argString(args[i])) {
+		case "NOMKSTREAM":
+			i++
+		case "MAXLEN", "MINID":
+			i++
+			if i < len(args) {
+				if s := argString(args[i]); s == "=" || s == "~" {
+					i++
+				}
+			}
+			i++ // threshold
+			if i < len(args) && strings.EqualFold(argString(args[i]), "LIMIT") {
+				i += 2
+			}
+		default:
+			return i
+		}
+	}
+	return -1
+}
+
+// lengthScript answers STRLEN (no ARGV) or HSTRLEN (ARGV[1] is the field)
+// atomically: {0, length} for a raw value, {1, header bytes} for a frame.
+const lengthScript = `
+local v
+if #ARGV == 0 then
+  v = redis.call('GETRANGE', KEYS[1], 0, 31)
+else
+  v = redis.call('HGET', KEYS[1], ARGV[1])
+  if not v then return {0, 0} end
+end
+if string.sub(v, 1, 3) ~= '\193SQ' then
+  if #ARGV == 0 then return {0, redis.call('STRLEN', KEYS[1])} end
+  return {0, #v}
+end
+return {1, string.sub(v, 1, 32)}
+`
+
+func (h *Hook) lengthCmd(ctx context.Context, name string, args []any) *redis.Cmd {
+	a := []any{"eval", lengthScript, 1, args[1]}
+	if name == "hstrlen" && len(args) > 2 {
+		a = append(a, args[2])
+	}
+	return redis.NewCmd(ctx, a...)
+}
+
+// finishLength sets the reply of STRLEN or HSTRLEN (an *redis.IntCmd, or
+// the *redis.Cmd of Do) from the reply of lengthScript.
+func (h *Hook) finishLength(cmd redis.Cmder, sub *redis.Cmd) {
+	n, err := h.lengthOf(sub)
+	if err != nil {
+		if _, ok := err.(*Error); !ok && sub.Err() == nil {
+			err = &Error{Command: strings.ToLower(cmd.Name()), Key: argString(cmd.Args()[1]), Err: err}
+		}
+		cmd.SetErr(err)
+		return
+	}
+	switch c := cmd.(type) {
+	case *redis.IntCmd:
+		c.SetVal(n)
+	case *redis.Cmd:
+		c.SetVal(n)
+	}
+}
+
+func (h *Hook) lengthOf(sub *redis.Cmd) (int64, error) {
+	if err := sub.Err(); err != nil {
+		return 0, err
+	}
+	vals, err := sub.Slice()
+	if err != nil {
+		return 0, err
+	}
+	if len(vals) != 2 {
+		return 0, fmt.Errorf("unexpected length script reply %v", vals)
+	}
+	if n, ok := vals[1].(int64); ok {
+		return n, nil
+	}
+	s, _ := vals[1].(string)
+	hdr, err := codec.ParseHeader([]byte(s))
+	if err != nil {
+		return 0, err
+	}
+	if hdr.OriginalLen > uint64(h.dec.MaxDecodedSize()) {
+		return 0, fmt.Errorf("%w: frame declares %d bytes", codec.ErrTooLarge, hdr.OriginalLen)
+	}
+	return int64(hdr.OriginalLen), nil
+}

@@ -1,0 +1,625 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+// big is a compressible value well above the default minimum size.
+func big(tag string) string {
+	return strings.Repeat(`{"tag":"`+tag+`","note":"squeeze keeps more in the same RAM"},`, 40)
+}
+
+type pair struct {
+	hooked, plain *redis.Client
+	r             *testutil.Redis
+}
+
+// newPair starts a redis-server and returns a client with the hook and a
+// plain one on the same server.
+func newPair(t *testing.T, cfg Config, opt ...func(*redis.Options)) pair {
+	t.Helper()
+	r := testutil.StartRedis(t)
+	o := &redis.Options{Addr: r.Addr}
+	for _, f := range opt {
+		f(o)
+	}
+	hooked := redis.NewClient(o)
+	if _, err := Install(hooked, cfg); err != nil {
+		t.Fatal(err)
+	}
+	plain := redis.NewClient(&redis.Options{Addr: r.Addr})
+	t.Cleanup(func() { hooked.Close(); plain.Close() })
+	return pair{hooked, plain, r}
+}
+
+// mustFramed checks that what Redis holds is a frame, not the value.
+func mustFramed(t *testing.T, stored string, what string) {
+	t.Helper()
+	if !codec.IsFramed([]byte(stored)) {
+		t.Fatalf("%s: stored bytes are not a frame (%d bytes, %q...)", what, len(stored), stored[:min(len(stored), 20)])
+	}
+}
+
+func TestHook_Families(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
+			ctx := context.Background()
+			p := newPair(t, Config{}, func(o *redis.Options) { o.Protocol = proto })
+			h, pl := p.hooked, p.plain
+			v1, v2, v3 := big("one"), big("two"), big("three")
+
+			// Strings.
+			if err := h.Set(ctx, "s", v1, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			mustFramed(t, pl.Get(ctx, "s").Val(), "SET")
+			if got := h.Get(ctx, "s").Val(); got != v1 {
+				t.Fatalf("GET = %.30q", got)
+			}
+			h.SetNX(ctx, "snx", v2, 0)
+			h.SetEx(ctx, "sex", v3, time.Hour)
+			h.MSet(ctx, "m1", v1, "m2", "short", "m3", v3)
+			mustFramed(t, pl.Get(ctx, "m3").Val(), "MSET")
+			if pl.Get(ctx, "m2").Val() != "short" {
+				t.Fatal("short value not stored raw")
+			}
+			got, err := h.MGet(ctx, "m1", "m2", "missing", "m3", "snx", "sex").Result()
+			if err != nil || !slices.Equal(got, []any{v1, "short", nil, v3, v2, v3}) {
+				t.Fatalf("MGET = %v", err)
+			}
+			if old := h.GetSet(ctx, "s", v2).Val(); old != v1 {
+				t.Fatal("GETSET old value")
+			}
+			if old, err := h.SetArgs(ctx, "s", v3, redis.SetArgs{Get: true}).Result(); err != nil || old != v2 {
+				t.Fatalf("SET GET = %.20q, %v", old, err)
+			}
+			if v := h.GetEx(ctx, "s", time.Hour).Val(); v != v3 {
+				t.Fatal("GETEX")
+			}
+			if v := h.GetDel(ctx, "s").Val(); v != v3 {
+				t.Fatal("GETDEL")
+			}
+			if err := h.Get(ctx, "s").Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("GET after GETDEL: %v", err)
+			}
+
+			// Hashes.
+			h.HSet(ctx, "h", "a", v1, "b", "tiny", "c", v2)
+			h.HSetNX(ctx, "h", "d", v3)
+			h.HMSet(ctx, "h2", map[string]any{"x": v2})
+			mustFramed(t, pl.HGet(ctx, "h", "a").Val(), "HSET")
+			mustFramed(t, pl.HGet(ctx, "h", "d").Val(), "HSETNX")
+			mustFramed(t, pl.HGet(ctx, "h2", "x").Val(), "HMSET")
+			want := map[string]string{"a": v1, "b": "tiny", "c": v2, "d": v3}
+			if m := h.HGetAll(ctx, "h").Val(); fmt.Sprint(m) != fmt.Sprint(want) {
+				t.Fatal("HGETALL")
+			}
+			if v := h.HGet(ctx, "h", "c").Val(); v != v2 {
+				t.Fatal("HGET")
+			}
+			if vs := h.HMGet(ctx, "h", "a", "zz", "d").Val(); !slices.Equal(vs, []any{v1, nil, v3}) {
+				t.Fatal("HMGET")
+			}
+			vals := h.HVals(ctx, "h").Val()
+			slices.Sort(vals)
+			wantVals := []string{v1, "tiny", v2, v3}
+			slices.Sort(wantVals)
+			if !slices.Equal(vals, wantVals) {
+				t.Fatal("HVALS")
+			}
+			for _, kv := range h.HRandFieldWithValues(ctx, "h", 4).Val() {
+				if want[kv.Key] != kv.Value {
+					t.Fatalf("HRANDFIELD WITHVALUES %s", kv.Key)
+				}
+			}
+			page, _ := h.HScan(ctx, "h", 0, "*", 100).Val()
+			for i := 0; i+1 < len(page); i += 2 {
+				if want[page[i]] != page[i+1] {
+					t.Fatalf("HSCAN %s", page[i])
+				}
+			}
+
+			// Lists.
+			h.RPush(ctx, "l", v1, "x", v2)
+			h.LPush(ctx, "l", v3)
+			h.RPushX(ctx, "l", v1)
+			mustFramed(t, pl.LIndex(ctx, "l", 0).Val(), "LPUSH")
+			if l := h.LRange(ctx, "l", 0, -1).Val(); !slices.Equal(l, []string{v3, v1, "x", v2, v1}) {
+				t.Fatal("LRANGE")
+			}
+			h.LSet(ctx, "l", 2, v2)
+			mustFramed(t, pl.LIndex(ctx, "l", 2).Val(), "LSET")
+			if v := h.LIndex(ctx, "l", 2).Val(); v != v2 {
+				t.Fatal("LINDEX")
+			}
+			if v := h.LPop(ctx, "l").Val(); v != v3 {
+				t.Fatal("LPOP")
+			}
+			if vs := h.RPopCount(ctx, "l", 2).Val(); !slices.Equal(vs, []string{v1, v2}) {
+				t.Fatal("RPOP count")
+			}
+			if v := h.LMove(ctx, "l", "l2", "LEFT", "RIGHT").Val(); v != v1 {
+				t.Fatal("LMOVE")
+			}
+			mustFramed(t, pl.LIndex(ctx, "l2", 0).Val(), "LMOVE target")
+			if kv := h.BLPop(ctx, time.Second, "nolist", "l2").Val(); !slices.Equal(kv, []string{"l2", v1}) {
+				t.Fatal("BLPOP")
+			}
+			h.RPush(ctx, "l3", v1, v2)
+			if k, vs, err := h.LMPop(ctx, "left", 5, "l3").Result(); err != nil || k != "l3" || !slices.Equal(vs, []string{v1, v2}) {
+				t.Fatalf("LMPOP = %s, %v", k, err)
+			}
+
+			// Streams.
+			id := h.XAdd(ctx, &redis.XAddArgs{Stream: "st", MaxLen: 100, Approx: true, Values: []any{"f", v1, "g", "small"}}).Val()
+			h.XAdd(ctx, &redis.XAddArgs{Stream: "st", Values: map[string]any{"h": v2}})
+			ents := pl.XRange(ctx, "st", "-", "+").Val()
+			mustFramed(t, ents[0].Values["f"].(string), "XADD")
+			if ents[0].Values["f"] == v1 || ents[0].Values["g"] != "small" {
+				t.Fatal("XADD stored")
+			}
+			for _, msgs := range [][]redis.XMessage{
+				h.XRange(ctx, "st", "-", "+").Val(),
+				h.XRevRange(ctx, "st", "+", "-").Val(),
+				h.XRead(ctx, &redis.XReadArgs{Streams: []string{"st", "0"}}).Val()[0].Messages,
+			} {
+				if len(msgs) != 2 {
+					t.Fatalf("%d stream entries", len(msgs))
+				}
+				for _, m := range msgs {
+					if m.ID == id && (m.Values["f"] != v1 || m.Values["g"] != "small") || m.ID != id && m.Values["h"] != v2 {
+						t.Fatal("stream values not decoded")
+					}
+				}
+			}
+			h.XGroupCreate(ctx, "st", "g", "0")
+			rg := h.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{"st", ">"}}).Val()
+			if rg[0].Messages[0].Values["f"] != v1 {
+				t.Fatal("XREADGROUP")
+			}
+			cl := h.XClaim(ctx, &redis.XClaimArgs{Stream: "st", Group: "g", Consumer: "d", Messages: []string{id}}).Val()
+			if cl[0].Values["f"] != v1 {
+				t.Fatal("XCLAIM")
+			}
+			ac, _ := h.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: "st", Group: "g", Consumer: "e", Start: "0"}).Val()
+			if len(ac) == 0 || ac[0].Values["f"] != v1 {
+				t.Fatal("XAUTOCLAIM")
+			}
+		})
+	}
+}
+
+// TestHook_Do covers the generic Do path with RESP2 and RESP3 replies.
+func TestHook_Do(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
+			ctx := context.Background()
+			p := newPair(t, Config{}, func(o *redis.Options) { o.Protocol = proto })
+			h := p.hooked
+			v := big("do")
+			if err := h.Do(ctx, "SET", "k", v).Err(); err != nil {
+				t.Fatal(err)
+			}
+			mustFramed(t, p.plain.Get(ctx, "k").Val(), "Do SET")
+			if got, _ := h.Do(ctx, "GET", "k").Text(); got != v {
+				t.Fatal("Do GET")
+			}
+			h.Do(ctx, "HSET", "h", "f", v, "g", "x")
+			all, err := h.Do(ctx, "HGETALL", "h").Result()
+			if err != nil || !strings.Contains(fmt.Sprint(all), v) || strings.Contains(fmt.Sprint(all), "\xc1SQ") {
+				t.Fatalf("Do HGETALL = %v", err)
+			}
+			h.Do(ctx, "RPUSH", "l", v, v)
+			if got, _ := h.Do(ctx, "LRANGE", "l", 0, -1).StringSlice(); !slices.Equal(got, []string{v, v}) {
+				t.Fatal("Do LRANGE")
+			}
+			h.Do(ctx, "XADD", "st", "MAXLEN", "~", 10, "*", "f", v)
+			got, err := h.Do(ctx, "XREAD", "STREAMS", "st", "0").Result()
+			if err != nil || !strings.Contains(fmt.Sprint(got), v) || strings.Contains(fmt.Sprint(got), "\xc1SQ") {
+				t.Fatalf("Do XREAD = %v", err)
+			}
+			if n, err := h.Do(ctx, "STRLEN", "k").Int64(); err != nil || n != int64(len(v)) {
+				t.Fatalf("Do STRLEN = %d, %v", n, err)
+			}
+			if got, _ := h.Do(ctx, "BLPOP", "l", 1).StringSlice(); len(got) != 2 || got[1] != v {
+				t.Fatal("Do BLPOP")
+			}
+		})
+	}
+}
+
+func TestHook_RawValuesReadAsIs(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	h, pl := p.hooked, p.plain
+	values := []string{"", "plain text", big("written-by-an-old-client"), "\x00\x01\xff binary", "\xc1 not the magic"}
+	for i, v := range values {
+		k := fmt.Sprint("raw", i)
+		pl.Set(ctx, k, v, 0)
+		pl.HSet(ctx, "h"+k, "f", v)
+		pl.RPush(ctx, "l"+k, v)
+		pl.XAdd(ctx, &redis.XAddArgs{Stream: "x" + k, Values: []any{"f", v}})
+		if got, err := h.Get(ctx, k).Result(); err != nil || got != v {
+			t.Errorf("GET %q = %q, %v", v, got, err)
+		}
+		if got := h.HGet(ctx, "h"+k, "f").Val(); got != v {
+			t.Errorf("HGET %q", v)
+		}
+		if got := h.LRange(ctx, "l"+k, 0, -1).Val(); len(got) != 1 || got[0] != v {
+			t.Errorf("LRANGE %q", v)
+		}
+		if got := h.XRange(ctx, "x"+k, "-", "+").Val(); got[0].Values["f"] != v {
+			t.Errorf("XRANGE %q", v)
+		}
+		if n := h.StrLen(ctx, k).Val(); n != int64(len(v)) {
+			t.Errorf("STRLEN of raw %q = %d", v, n)
+		}
+	}
+}
+
+// TestHook_EveryCodec writes with each codec and reads back with a hook
+// configured for another codec: the frame names its codec.
+func TestHook_EveryCodec(t *testing.T) {
+	ctx := context.Background()
+	r := testutil.StartRedis(t)
+	reader := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer reader.Close()
+	if _, err := Install(reader, Config{Algorithm: codec.MustParseAlgorithm("lz4:fast")}); err != nil {
+		t.Fatal(err)
+	}
+	plain := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer plain.Close()
+	v := big("every codec")
+	for _, alg := range codec.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			w := redis.NewClient(&redis.Options{Addr: r.Addr})
+			defer w.Close()
+			enc, err := codec.NewEncoder(alg, codec.WithMinSize(0), codec.WithMinGain(-1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Install(w, Config{Encoder: enc}); err != nil {
+				t.Fatal(err)
+			}
+			k := "k:" + alg.String()
+			if err := w.Set(ctx, k, v, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			w.HSet(ctx, "h:"+k, "f", v)
+			stored := plain.Get(ctx, k).Val()
+			if alg.ID == codec.IDNone {
+				if stored != v {
+					t.Fatal("none: value not stored as it is")
+				}
+				return
+			}
+			hdr, err := codec.ParseHeader([]byte(stored))
+			if err != nil || hdr.ID != alg.ID {
+				t.Fatalf("stored header %+v, %v", hdr, err)
+			}
+			if got := reader.Get(ctx, k).Val(); got != v {
+				t.Fatal("cross-codec GET differs")
+			}
+			if got := reader.HGet(ctx, "h:"+k, "f").Val(); got != v {
+				t.Fatal("cross-codec HGET differs")
+			}
+			if n := reader.StrLen(ctx, k).Val(); n != int64(len(v)) {
+				t.Fatalf("STRLEN = %d, want %d", n, len(v))
+			}
+		})
+	}
+}
+
+func TestHook_Policy(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{MinSize: 4096, MaxDecodedSize: 1000})
+	v := big("policy") // ~2.4 KB: below MinSize
+	p.hooked.Set(ctx, "small", v, 0)
+	if got := p.plain.Get(ctx, "small").Val(); got != v {
+		t.Fatal("value below MinSize was not stored raw")
+	}
+	// A frame declaring more than MaxDecodedSize is refused on read.
+	enc, _ := codec.NewEncoder(codec.DefaultAlgorithm, codec.WithMinSize(0))
+	p.plain.Set(ctx, "huge", enc.AppendEncode(nil, []byte(v)), 0)
+	if err := p.hooked.Get(ctx, "huge").Err(); !errors.Is(err, codec.ErrTooLarge) {
+		t.Fatalf("GET above MaxDecodedSize: %v, want ErrTooLarge", err)
+	}
+	if err := p.hooked.StrLen(ctx, "huge").Err(); !errors.Is(err, codec.ErrTooLarge) {
+		t.Fatalf("STRLEN above MaxDecodedSize: %v, want ErrTooLarge", err)
+	}
+	// A corrupt frame is an error, never garbage.
+	p.plain.Set(ctx, "bad", "\xc1SQ\x01\x01\x00\x05garbage", 0)
+	var e *Error
+	err := p.hooked.Get(ctx, "bad").Err()
+	if !errors.Is(err, codec.ErrCorrupt) || !errors.As(err, &e) || e.Key != "bad" {
+		t.Fatalf("GET corrupt: %v", err)
+	}
+	// Values that begin with the magic are wrapped, so they read back exactly.
+	magic := "\xc1SQ but not a frame"
+	p.hooked.Set(ctx, "m", magic, 0)
+	if got, err := p.hooked.Get(ctx, "m").Result(); err != nil || got != magic {
+		t.Fatalf("magic-prefixed value = %q, %v", got, err)
+	}
+	if _, err := NewHook(Config{MinGain: 2}); err == nil {
+		t.Fatal("MinGain 2 accepted")
+	}
+	if _, err := NewHook(Config{MaxDecodedSize: -1}); err == nil {
+		t.Fatal("negative MaxDecodedSize accepted")
+	}
+	// The caller's arguments are left as they were.
+	cmd := p.hooked.Set(ctx, "args", v, 0)
+	if cmd.Args()[2] != v {
+		t.Fatal("SET args not restored")
+	}
+}
+
+func TestHook_Unsupported(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{Raw: func(k string) bool { return strings.HasPrefix(k, "raw:") }})
+	h, pl := p.hooked, p.plain
+	v := big("u")
+	h.Set(ctx, "s", v, 0)
+	h.RPush(ctx, "l", v)
+	h.Set(ctx, "raw:s", v, 0)
+	if pl.Get(ctx, "raw:s").Val() != v {
+		t.Fatal("raw key compressed")
+	}
+	before := pl.Get(ctx, "s").Val()
+	refused := []*redis.Cmd{
+		h.Do(ctx, "APPEND", "s", "x"),
+		h.Do(ctx, "GETRANGE", "s", 0, 3),
+		h.Do(ctx, "SETRANGE", "s", 0, "x"),
+		h.Do(ctx, "BITFIELD", "s", "GET", "u8", 0),
+		h.Do(ctx, "SETBIT", "s", 0, 1),
+		h.Do(ctx, "BITCOUNT", "s"),
+		h.Do(ctx, "LINSERT", "l", "BEFORE", v, "x"),
+		h.Do(ctx, "LREM", "l", 0, v),
+		h.Do(ctx, "LPOS", "l", v),
+		h.Do(ctx, "SORT", "l", "ALPHA"),
+		h.Do(ctx, "LCS", "s", "raw:s"),
+		h.Do(ctx, "BITOP", "AND", "raw:d", "raw:s", "s"),
+		h.Do(ctx, "EVAL", "return redis.call('GET', KEYS[1])", 1, "s"),
+		h.Do(ctx, "EVAL", "return 1", 0),
+	}
+	for _, c := range refused {
+		if !errors.Is(c.Err(), ErrUnsupported) {
+			t.Errorf("%v: err = %v, want ErrUnsupported", c.Args(), c.Err())
+		}
+	}
+	if err := h.Append(ctx, "s", "x").Err(); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "Config.Raw") {
+		t.Errorf("typed APPEND: %v", err)
+	}
+	if pl.Get(ctx, "s").Val() != before || pl.LLen(ctx, "l").Val() != 1 || pl.Exists(ctx, "raw:d").Val() != 0 {
+		t.Fatal("a refused command reached Redis")
+	}
+	// Served exactly: STRLEN and HSTRLEN report the original lengths.
+	h.HSet(ctx, "h", "f", v, "g", "short")
+	for _, tt := range []struct {
+		cmd  *redis.IntCmd
+		want int
+	}{
+		{h.StrLen(ctx, "s"), len(v)},
+		{h.StrLen(ctx, "missing"), 0},
+		{h.HStrLen(ctx, "h", "f"), len(v)},
+		{h.HStrLen(ctx, "h", "g"), 5},
+		{h.HStrLen(ctx, "h", "none"), 0},
+		{h.StrLen(ctx, "raw:s"), len(v)},
+	} {
+		if n, err := tt.cmd.Result(); err != nil || n != int64(tt.want) {
+			t.Errorf("%v = %d, %v; want %d", tt.cmd.Args(), n, err, tt.want)
+		}
+	}
+	if err := h.StrLen(ctx, "l").Err(); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("STRLEN on a list: %v", err)
+	}
+	// Raw keys: byte-level commands pass, and see the bytes as stored.
+	if n := h.Append(ctx, "raw:s", "!").Val(); n != int64(len(v)+1) {
+		t.Fatalf("APPEND on raw key = %d", n)
+	}
+	if s := h.GetRange(ctx, "raw:s", -1, -1).Val(); s != "!" {
+		t.Fatalf("GETRANGE on raw key = %q", s)
+	}
+	if err := h.Eval(ctx, "return redis.call('GET', KEYS[1])", []string{"raw:s"}).Err(); err != nil {
+		t.Fatalf("EVAL on raw key: %v", err)
+	}
+	allow := newPair(t, Config{AllowScripts: true})
+	if err := allow.hooked.Eval(ctx, "return 1", nil).Err(); err != nil {
+		t.Fatalf("AllowScripts: %v", err)
+	}
+}
+
+func TestHook_Pipelines(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	h, pl := p.hooked, p.plain
+	v := big("pipe")
+	for _, tx := range []bool{false, true} {
+		t.Run(fmt.Sprint("tx=", tx), func(t *testing.T) {
+			k := fmt.Sprint("p", tx, ":")
+			run := h.Pipelined
+			if tx {
+				run = h.TxPipelined
+			}
+			var get *redis.StringCmd
+			var hget *redis.StringCmd
+			var strlen *redis.IntCmd
+			var lr *redis.StringSliceCmd
+			_, err := run(ctx, func(pipe redis.Pipeliner) error {
+				pipe.Set(ctx, k+"s", v, 0)
+				pipe.HSet(ctx, k+"h", "f", v)
+				pipe.RPush(ctx, k+"l", v, "x")
+				get = pipe.Get(ctx, k+"s")
+				hget = pipe.HGet(ctx, k+"h", "f")
+				strlen = pipe.StrLen(ctx, k+"s")
+				lr = pipe.LRange(ctx, k+"l", 0, -1)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustFramed(t, pl.Get(ctx, k+"s").Val(), "pipelined SET")
+			if get.Val() != v || hget.Val() != v || strlen.Val() != int64(len(v)) || !slices.Equal(lr.Val(), []string{v, "x"}) {
+				t.Fatalf("pipelined replies not decoded: strlen %d", strlen.Val())
+			}
+
+			// A refused command: alone in a pipeline, the whole transaction in MULTI.
+			var set *redis.StatusCmd
+			var app *redis.IntCmd
+			_, err = run(ctx, func(pipe redis.Pipeliner) error {
+				set = pipe.Set(ctx, k+"t", v, 0)
+				app = pipe.Append(ctx, k+"s", "x")
+				return nil
+			})
+			if !errors.Is(err, ErrUnsupported) || !errors.Is(app.Err(), ErrUnsupported) {
+				t.Fatalf("pipeline with APPEND: %v / %v", err, app.Err())
+			}
+			exists := pl.Exists(ctx, k+"t").Val() == 1
+			if tx && (exists || set.Err() == nil) {
+				t.Fatal("transaction with a refused command was partly sent")
+			}
+			if !tx && (!exists || set.Err() != nil) {
+				t.Fatalf("pipeline: the other command did not run: %v", set.Err())
+			}
+			if set.Args()[2] != v {
+				t.Fatal("args not restored")
+			}
+		})
+	}
+}
+
+// startCluster starts a one-node Redis Cluster owning every slot.
+func startCluster(t *testing.T) *testutil.Redis {
+	t.Helper()
+	r := testutil.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	c := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		info, _ := c.ClusterInfo(ctx).Result()
+		if strings.Contains(info, "cluster_state:ok") {
+			return r
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("cluster did not reach state ok")
+	return nil
+}
+
+func TestHook_ClusterAndUniversal(t *testing.T) {
+	ctx := context.Background()
+	r := startCluster(t)
+	plain := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer plain.Close()
+	clients := map[string]redis.UniversalClient{
+		"cluster":           redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{r.Addr}}),
+		"universal-cluster": redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{r.Addr}, IsClusterMode: true}),
+		"universal-single":  redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{r.Addr}}),
+	}
+	v := big("cluster")
+	for name, c := range clients {
+		t.Run(name, func(t *testing.T) {
+			defer c.Close()
+			if _, err := Install(c, Config{}); err != nil {
+				t.Fatal(err)
+			}
+			k := "{" + name + "}"
+			if err := c.Set(ctx, k+"s", v, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			mustFramed(t, plain.Get(ctx, k+"s").Val(), name)
+			if got := c.Get(ctx, k+"s").Val(); got != v {
+				t.Fatal("GET")
+			}
+			var get *redis.StringCmd
+			if _, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.HSet(ctx, k+"h", "f", v)
+				get = p.HGet(ctx, k+"h", "f")
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if get.Val() != v {
+				t.Fatal("MULTI HGET")
+			}
+			var lr *redis.StringSliceCmd
+			if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				p.RPush(ctx, k+"l", v)
+				lr = p.LRange(ctx, k+"l", 0, -1)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(lr.Val(), []string{v}) {
+				t.Fatal("pipelined LRANGE")
+			}
+			if n := c.StrLen(ctx, k+"s").Val(); n != int64(len(v)) {
+				t.Fatalf("STRLEN = %d", n)
+			}
+			if err := c.Append(ctx, k+"s", "x").Err(); !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("APPEND: %v", err)
+			}
+		})
+	}
+}
+
+// TestHook_RawReplyZeroAllocs: replies that are not frames (values written
+// raw, short values) cost the hook no allocation.
+func TestHook_RawReplyZeroAllocs(t *testing.T) {
+	h, err := NewHook(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := redis.NewStringCmd(context.Background(), "get", "k")
+	cmd.SetVal(big("raw"))
+	p := prepared{name: "get"}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := h.decodeReply(cmd, p); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations decoding a raw reply, want 0", n)
+	}
+}
+
+// TestHook_Watch: optimistic transactions (WATCH + MULTI/EXEC through
+// rdb.Watch) go through the hook too.
+func TestHook_Watch(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	v := big("watch")
+	p.hooked.Set(ctx, "w", v, 0)
+	err := p.hooked.Watch(ctx, func(tx *redis.Tx) error {
+		cur, err := tx.Get(ctx, "w").Result()
+		if err != nil {
+			return err
+		}
+		if cur != v {
+			t.Fatalf("GET inside WATCH not decoded")
+		}
+		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Set(ctx, "w", cur+cur, 0)
+			return nil
+		})
+		return err
+	}, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFramed(t, p.plain.Get(ctx, "w").Val(), "SET in WATCH transaction")
+	if got := p.hooked.Get(ctx, "w").Val(); got != v+v {
+		t.Fatal("value written in WATCH transaction differs")
+	}
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+func TestBenchCounters_CLI(t *testing.T) {
+	if testing.Short() || testutil.ServerPath() == "" {
+		t.Skip("needs redis-server")
+	}
+	out, errs, code := runCLI(t, nil, "bench", "counters", "--entities", "30", "--days", "10", "--clients", "2", "--pipeline", "4", "--ops", "100", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []bench.CountersRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	if len(rows) != 8 || rows[0].Layout != bench.CountersLayoutList || rows[7].Pipeline != 4 {
+		t.Fatalf("rows = %+v", rows)
+	}
+	out, errs, code = runCLI(t, nil, "bench", "counters", "--entities", "20", "--days", "5", "--clients", "2", "--pipeline", "1", "--ops", "50", "--layouts", "hex-hash-lua,packed-bitfield")
+	if code != 0 || !strings.Contains(out, "packed-bitfield") || !strings.Contains(out, "bytes/counter") || strings.Contains(out, "list-lua") {
+		t.Fatalf("table: exit %d\n%s\n%s", code, out, errs)
+	}
+	_, errs, code = runCLI(t, nil, "bench", "counters", "--clients", "0")
+	if code != 2 || !strings.Contains(errs, "must be positive") {
+		t.Fatalf("bad flag: exit %d, %s", code, errs)
+	}
+	_, errs, code = runCLI(t, nil, "bench", "counters", "--layouts", "nope", "--entities", "1", "--days", "1")
+	if code != 1 || !strings.Contains(errs, "unknown layout") {
+		t.Fatalf("bad layout: exit %d, %s", code, errs)
+	}
+	out, _, code = runCLI(t, nil, "bench", "counters", "--help")
+	if code != 0 || !strings.Contains(out, "Examples:") {
+		t.Fatalf("help: exit %d", code)
+	}
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/codec"
+)
+
+func init() {
+	registerBench(command{Name: "docs", Summary: "seed 001's study: upload/download time of large JSON documents per codec, loopback and a shaped link", Run: runBenchDocs})
+}
+
+const benchDocsUsage = `Usage:
+  squeeze bench docs [--redis URL] [--codecs LIST] [--sizes LIST] [--repeat N]
+      [--shaped auto|on|off] [--rate 1gbit] [--rtt 0.5ms] [--quick] [--report DIR] [--json]
+
+Reproduces seed 001 ("Large documents in redis: is it worth compressing
+them"): JSON documents from 100 kB to 20 MB are uploaded (compress + SET) and
+downloaded (GET + decompress) with each codec, and the size above which
+compression makes the transfer faster is reported per codec.
+
+It measures on loopback, and, when run as root, over a constrained link that
+it builds itself: a network namespace joined by a veth pair shaped with
+tc netem (--rate, --rtt), with a redis-server inside the namespace. All of it
+is removed at the end. Without root it says so and measures loopback only.
+Kernels without netem get the rate alone (tc tbf), and the report says so.
+
+Examples:
+  squeeze bench docs --quick
+  sudo squeeze bench docs --rate 100mbit --rtt 2ms --report ./docs-report
+  squeeze bench docs --shaped off --codecs brotli:1,zstd:1 --sizes 1MB,10MB --json
+
+Flags:
+`
+
+var rateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)$`)
+
+func runBenchDocs(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("bench docs", flag.ContinueOnError)
+	fs.SetOutput(e.Stderr)
+	url := fs.String("redis", "", "Redis URL for the loopback run; default: start a throwaway redis-server")
+	codecs := fs.String("codecs", bench.DefaultDocCodecs, "codecs to compare (none is always measured)")
+	sizes := fs.String("sizes", "100kB,250kB,500kB,1MB,2MB,4MB,10MB,20MB", "document sizes")
+	repeat := fs.Int("repeat", 5, "repeats per cell (the median is reported)")
+	budget := fs.Duration("budget", 3*time.Second, "time budget per cell (at least one repeat always runs)")
+	shaped := fs.String("shaped", "auto", "the shaped link: auto (when root), on (fail without root), off")
+	rate := fs.String("rate", "1gbit", "bandwidth of the shaped link (tc syntax: 100mbit, 1gbit)")
+	rtt := fs.Duration("rtt", 500*time.Microsecond, "round-trip time of the shaped link")
+	corpus := fs.String("corpus", "", "file whose bytes make the documents (default: generated JSON)")
+	quick := fs.Bool("quick", false, "a short run: sizes 100kB,1MB,4MB,10MB, 3 repeats")
+	report := fs.String("report", "", "write an HTML report with charts, JSON and CSV into this directory")
+	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of tables")
+	fs.Usage = func() { fmt.Fprint(e.Stderr, benchDocsUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return usageError("bench docs: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageError("bench docs: unexpected argument %q", fs.Arg(0))
+	}
+	setFlags := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
+	if *quick {
+		if !setFlags["sizes"] {
+			*sizes = "100kB,1MB,4MB,10MB"
+		}
+		if !setFlags["repeat"] {
+			*repeat = 3
+		}
+	}
+	algs, err := bench.ParseAlgorithms(*codecs)
+	if err != nil {
+		return usageError("bench docs: --codecs: %v", err)
+	}
+	szs, err := bench.ParseSizes(*sizes)
+	if err != nil {
+		return usageError("bench docs: --sizes: %v", err)
+	}
+	for _, s := range szs {
+		if s == 0 || s > 256<<20 {
+			return usageError("bench docs: --sizes: %s must be between 1 byte and 256 MiB", bench.FormatSize(int64(s)))
+		}
+	}
+	if *repeat <= 0 || *repeat > 1000 {
+		return usageError("bench docs: --repeat %d must be between 1 and 1000", *repeat)
+	}
+	if *budget <= 0 {
+		return usageError("bench docs: --budget must be positive")
+	}
+	if *shaped != "auto" && *shaped != "on" && *shaped != "off" {
+		return usageError("bench docs: --shaped %q: want auto, on or off", *shaped)
+	}
+	if !rateRE.MatchString(*rate) {
+		return usageError("bench docs: --rate %q: want a tc rate such as 100mbit or 1gbit", *rate)
+	}
+	if *rtt < 0 || *rtt > 10*time.Second {
+		return usageError("bench docs: --rtt %v must be between 0 and 10s", *rtt)
+	}
+	value := func(size int) []byte { return bench.JSONDocument(bench.DefaultSeed+uint64(size), size) }
+	if *corpus != "" {
+		c, err := bench.LoadCorpus([]string{*corpus}, 0)
+		if err != nil {
+			return err
+		}
+		data := c.Samples[0].Data
+		value = func(size int) []byte { return bench.CorpusValue(data, size) }
+	}
+	docs := map[int][]byte{}
+	cached := func(size int) []byte {
+		if d, ok := docs[size]; ok {
+			return d
+		}
+		docs[size] = value(size)
+		return docs[size]
+	}
+
+	type link struct {
+		name string
+		rdb  *redis.Client
+		stop func()
+	}
+	var links []link
+	defer func() {
+		for _, l := range links {
+			l.stop()
+		}
+	}()
+	rdb, stop, err := connectRedis(ctx, e, *url)
+	if err != nil {
+		return err
+	}
+	links = append(links, link{"loopback", rdb, stop})
+	var notes []string
+	if *shaped != "off" {
+		l, err := bench.StartShapedLink(ctx, bench.LinkOptions{Rate: *rate, RTT: *rtt})
+		switch {
+		case err == nil:
+			srdb := redis.NewClient(&redis.Options{Addr: l.Addr, ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second})
+			links = append(links, link{l.Name, srdb, func() { srdb.Close(); l.Close() }})
+			fmt.Fprintf(e.Stderr, "shaped link: redis-server at %s behind %s\n", l.Addr, l.Name)
+			if l.Shaper == "tbf" {
+				notes = append(notes, "This kernel has no sch_netem: the shaped link limits the rate with tc tbf and adds no delay.")
+			}
+		case errors.Is(err, bench.ErrNotRoot) && *shaped == "auto":
+			fmt.Fprintf(e.Stderr, "bench docs: not root, so no shaped link (it needs network namespaces and tc); measuring loopback only\n")
+			notes = append(notes, "Loopback only: the shaped link needs root.")
+		default:
+			return fmt.Errorf("shaped link: %w", err)
+		}
+	}
+
+	perLink := 1 // RunDocs measures none first, as the baseline
+	for _, a := range algs {
+		if a.ID != codec.IDNone {
+			perLink++
+		}
+	}
+	b := newBar(e, len(links)*len(szs)*perLink, "bench docs")
+	var rows []bench.DocRow
+	doneBefore := 0
+	for _, l := range links {
+		r, err := bench.RunDocs(ctx, bench.DocsOptions{
+			Client: l.rdb, Link: l.name, Codecs: algs, Sizes: szs, Repeats: *repeat, CellBudget: *budget, Value: cached,
+			Progress: func(done, total int) { b.step(doneBefore+done, 0) },
+		})
+		if err != nil {
+			b.finish()
+			return err
+		}
+		doneBefore += len(r)
+		rows = append(rows, r...)
+	}
+	b.finish()
+	cross := bench.Crossovers(rows)
+	if *report != "" {
+		r := bench.Report{
+			Title:   "squeeze bench docs",
+			Command: "squeeze bench " + strings.Join(append([]string{"docs"}, args...), " "),
+			Docs:    rows, Crossovers: cross, Notes: notes, Targets: bench.CheckDocTargets(rows),
+		}
+		if err := bench.WriteReport(*report, r); err != nil {
+			return err
+		}
+		defer fmt.Fprintf(e.Stderr, "report: %s\n", reportPath(*report))
+	}
+	if *jsonOut {
+		return writeJSON(e.Stdout, rows)
+	}
+	printDocTables(e.Stdout, rows, cross)
+	return nil
+}
+
+func printDocTables(w io.Writer, rows []bench.DocRow, cross []bench.Crossover) {
+	var links, codecs []string
+	var sizes []int
+	cell := map[string]bench.DocRow{}
+	for _, r := range rows {
+		if !containsStr(links, r.Link) {
+			links = append(links, r.Link)
+		}
+		if !containsStr(codecs, r.Codec) {
+			codecs = append(codecs, r.Codec)
+		}
+		if !containsInt(sizes, r.SizeBytes) {
+			sizes = append(sizes, r.SizeBytes)
+		}
+		cell[fmt.Sprint(r.Link, r.Codec, r.SizeBytes)] = r
+	}
+	for _, l := range links {
+		for _, dir := range []string{"upload (compress + SET)", "download (GET + decompress)"} {
+			fmt.Fprintf(w, "%s, %s: median ms\n", l, dir)
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprint(tw, "Size\t")
+			for _, c := range codecs {
+				fmt.Fprintf(tw, "%s\t", c)
+			}
+			fmt.Fprintln(tw)
+			for _, s := range sizes {
+				fmt.Fprintf(tw, "%s\t", bench.FormatSize(int64(s)))
+				for _, c := range codecs {
+					r := cell[fmt.Sprint(l, c, s)]
+					v := r.UploadMs
+					if strings.HasPrefix(dir, "download") {
+						v = r.DownloadMs
+					}
+					fmt.Fprintf(tw, "%.2f\t", v)
+				}
+				fmt.Fprintln(tw)
+			}
+			tw.Flush()
+			fmt.Fprintln(w)
+		}
+	}
+	fmt.Fprintln(w, "Compression makes the transfer faster than none:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Link\tCodec\tUpload\tDownload\t")
+	for i := 0; i+1 < len(cross); i += 2 {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", cross[i].Link, cross[i].Codec, crossText(cross[i].SizeBytes), crossText(cross[i+1].SizeBytes))
+	}
+	tw.Flush()
+	printTargets(w, bench.CheckDocTargets(rows))
+}
+
+func crossText(n int) string {
+	if n < 0 {
+		return "never (in the sizes measured)"
+	}
+	return "from " + bench.FormatSize(int64(n))
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsInt(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+func init() {
+	registerBench(command{Name: "redis", Summary: "seed 000's study: read/write time and memory with and without compression", Run: runBenchRedis})
+}
+
+const benchRedisUsage = `Usage:
+  squeeze bench redis [--redis URL] [--path direct,library,proxy] [--codecs LIST]
+      [--sizes 0,16.6kB,47.5kB,221.9kB,4.2MB] [--iterations 1,10,100,1000]
+      [--repeat 10] [--corpus PATH] [--quick] [--report DIR] [--json]
+
+Reproduces the 2013 Ruby/zlib study (seed 000) on your machine: read-only,
+write-only and read-write (one write per read) workloads at five value sizes,
+each without compression and with each codec, timed over 1 to 1000 iterations
+and repeated; the median is reported with the slowdown against no compression
+on the same path. Memory is measured in Redis (MEMORY USAGE per key and the
+used_memory delta).
+
+Paths:
+  direct   go-redis alone, no squeeze (the plain baseline)
+  library  squeeze's codec in-process around go-redis: encode before SET,
+           decode after GET (what the squeeze Go library does)
+  proxy    through the squeeze proxy, started in-process on a loopback port in
+           front of the same Redis, one per codec (go-redis talks to it)
+
+Without --redis it starts a throwaway redis-server on a free loopback port and
+stops it at the end. With --redis it only writes keys starting with
+"squeeze:bench:" and deletes them when done. Values are generated JSON API
+documents unless --corpus gives a file (cut or repeated to each size).
+
+Examples:
+  squeeze bench redis --quick
+  squeeze bench redis --quick --report ./report && xdg-open ./report/index.html
+  squeeze bench redis --redis redis://127.0.0.1:6379 --codecs zstd:1,lz4,zlib:6 --json
+  squeeze bench redis --sizes 16.6kB,4.2MB --iterations 1,100 --repeat 5
+
+Flags:
+`
+
+func runBenchRedis(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("bench redis", flag.ContinueOnError)
+	fs.SetOutput(e.Stderr)
+	url := fs.String("redis", "", "Redis URL (redis://host:port/db); default: start a throwaway redis-server")
+	paths := fs.String("path", "direct,library,proxy", "paths to measure: direct, library, proxy")
+	codecs := fs.String("codecs", "zstd:1,zlib:6", "codecs on the library path besides none (zlib:6 is the seed's approach)")
+	sizes := fs.String("sizes", "0,16.6kB,47.5kB,221.9kB,4.2MB", "value sizes")
+	iters := fs.String("iterations", "1,10,100,1000", "iteration counts per timed run")
+	repeat := fs.Int("repeat", 10, "repeats per cell (the median is reported)")
+	budget := fs.Duration("budget", 2*time.Second, "time budget per cell; larger iteration counts predicted beyond it are skipped")
+	corpus := fs.String("corpus", "", "file whose bytes make the values (default: generated JSON documents)")
+	quick := fs.Bool("quick", false, "a run under a minute: iterations 1,10,100, 3 repeats, 600ms budget per cell")
+	report := fs.String("report", "", "write an HTML report with charts, JSON and CSV into this directory")
+	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of tables")
+	fs.Usage = func() { fmt.Fprint(e.Stderr, benchRedisUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return usageError("bench redis: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageError("bench redis: unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *quick {
+		if !set["iterations"] {
+			*iters = "1,10,100"
+		}
+		if !set["repeat"] {
+			*repeat = 3
+		}
+		if !set["budget"] {
+			*budget = 600 * time.Millisecond
+		}
+	}
+	o := bench.RedisOptions{Repeats: *repeat, CellBudget: *budget}
+	var err error
+	if o.Paths, err = parsePaths(*paths); err != nil {
+		return err
+	}
+	if o.Codecs, err = bench.ParseAlgorithms(*codecs); err != nil {
+		return usageError("bench redis: --codecs: %v", err)
+	}
+	if o.Sizes, err = bench.ParseSizes(*sizes); err != nil {
+		return usageError("bench redis: --sizes: %v", err)
+	}
+	for _, s := range o.Sizes {
+		if s > 256<<20 {
+			return usageError("bench redis: --sizes: %s is above the 256 MiB this study allows", bench.FormatSize(int64(s)))
+		}
+	}
+	if o.Iterations, err = parseInts(*iters); err != nil {
+		return usageError("bench redis: --iterations: %v", err)
+	}
+	if *repeat <= 0 || *repeat > 1000 {
+		return usageError("bench redis: --repeat %d must be between 1 and 1000", *repeat)
+	}
+	if *budget <= 0 {
+		return usageError("bench redis: --budget must be positive")
+	}
+	if *corpus != "" {
+		c, err := bench.LoadCorpus([]string{*corpus}, 0)
+		if err != nil {
+			return err
+		}
+		data := c.Samples[0].Data
+		o.Value = func(size int) []byte { return bench.CorpusValue(data, size) }
+	}
+
+	rdb, stop, err := connectRedis(ctx, e, *url)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	o.Client = rdb
+
+	b := newBar(e, 1, "bench redis")
+	o.Progress = func(done, total int) {
+		if b.pb != nil && b.pb.GetMax() != total {
+			b.pb.ChangeMax(total)
+		}
+		b.step(done, total)
+	}
+	start := time.Now()
+	res, err := bench.RunRedis(ctx, o)
+	b.finish()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stderr, "bench redis: %d cells in %s", len(res.Rows), time.Since(start).Round(100*time.Millisecond))
+	if len(res.Skipped) > 0 {
+		fmt.Fprintf(e.Stderr, "; %d skipped by the %v budget per cell (largest: %s)", len(res.Skipped), *budget, res.Skipped[len(res.Skipped)-1])
+	}
+	fmt.Fprintln(e.Stderr)
+	if *report != "" {
+		r := bench.Report{
+			Title:   "squeeze bench redis",
+			Command: "squeeze bench " + strings.Join(append([]string{"redis"}, args...), " "),
+			Redis:   res.Rows, Memory: res.Memory, Targets: bench.CheckTargets(res, codec.DefaultAlgorithm.String()),
+			Notes: []string{fmt.Sprintf("Values: %s. Repeats per cell: %d (median reported). Cells predicted above %v were skipped: %d.",
+				valueSource(*corpus), *repeat, *budget, len(res.Skipped))},
+		}
+		if err := bench.WriteReport(*report, r); err != nil {
+			return err
+		}
+		defer fmt.Fprintf(e.Stderr, "report: %s\n", reportPath(*report))
+	}
+	if *jsonOut {
+		return writeJSON(e.Stdout, res.Rows)
+	}
+	printRedisTables(e.Stdout, res)
+	return nil
+}
+
+func valueSource(corpus string) string {
+	if corpus == "" {
+		return "generated JSON API documents"
+	}
+	return "bytes of " + corpus
+}
+
+func parsePaths(s string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		switch p {
+		case "":
+			continue
+		case bench.PathDirect, bench.PathLibrary, bench.PathProxy:
+			out = append(out, p)
+		default:
+			return nil, usageError("bench redis: --path: unknown path %q (direct, library, proxy)", p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, usageError("bench redis: --path is empty")
+	}
+	return out, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 || n > 10_000_000 {
+			return nil, fmt.Errorf("invalid count %q (a whole number from 1 to 10000000)", f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty list %q", s)
+	}
+	return out, nil
+}
+
+// connectRedis connects to url, or starts a throwaway redis-server when url
+// is empty. stop closes the client and stops the server.
+func connectRedis(ctx context.Context, e env, url string) (*redis.Client, func(), error) {
+	release := func() {}
+	if url == "" {
+		dir, err := os.MkdirTemp("", "squeeze-bench-")
+		if err != nil {
+			return nil, nil, err
+		}
+		srv, err := testutil.Start(dir)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, nil, fmt.Errorf("start throwaway redis-server: %w", err)
+		}
+		// While we own a server, a closed output pipe (squeeze ... | head)
+		// must not kill squeeze before it stops the server: with SIGPIPE
+		// notified, such writes fail with EPIPE instead.
+		pipe := make(chan os.Signal, 1)
+		signal.Notify(pipe, syscall.SIGPIPE)
+		release = func() {
+			srv.Stop()
+			os.RemoveAll(dir)
+			signal.Stop(pipe)
+		}
+		url = srv.URL()
+		fmt.Fprintf(e.Stderr, "started a throwaway redis-server on %s\n", srv.Addr)
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		release()
+		return nil, nil, usageError("--redis: %v", err)
+	}
+	opt.ReadTimeout = 30 * time.Second
+	opt.WriteTimeout = 30 * time.Second
+	rdb := redis.NewClient(opt)
+	stop := func() {
+		rdb.Close()
+		release()
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("redis %s: %w", url, err)
+	}
+	return rdb, stop, nil
+}
+
+// printRedisTables prints, per workload and size, the time per operation at
+// the largest iteration count measured, the slowdown, and the memory table.
+func printRedisTables(w io.Writer, res bench.RedisResult) {
+	type key struct {
+		path, codec, wl string
+		size            int
+	}
+	last := map[key]bench.RedisRow{}
+	var order []key
+	for _, r := range res.Rows {
+		k := key{r.Path, r.Codec, r.Workload, r.SizeBytes}
+		if _, ok := last[k]; !ok {
+			order = append(order, k)
+		}
+		if r.Iterations >= last[k].Iterations {
+			last[k] = r
+		}
+	}
+	seed := map[string]float64{}
+	for _, s := range bench.SeedSlowdowns {
+		seed[s.Workload+"/"+strconv.Itoa(s.SizeBytes)] = s.SlowdownPct
+	}
+	seedFor := func(wl string, size int) string {
+		for _, s := range bench.SeedSlowdowns {
+			if s.Workload == wl && (s.SizeBytes == size || s.SizeBytes > 0 && absf(float64(size-s.SizeBytes)) <= 0.02*float64(s.SizeBytes)) {
+				return fmt.Sprintf("%+.1f%%", s.SlowdownPct)
+			}
+		}
+		return ""
+	}
+	fmt.Fprintln(w, "Time per operation (median of repeats, at the largest iteration count measured)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "Workload\tSize\tPath\tCodec\tIterations\tµs/op\tSlowdown\tSeed zlib slowdown\tMemory saved\t")
+	for _, k := range order {
+		r := last[k]
+		slow, seedCol := "", ""
+		if r.Codec != "none" {
+			slow = fmt.Sprintf("%+.1f%%", r.SlowdownPct)
+			if r.Codec == "zlib:6" && r.Path == bench.PathLibrary {
+				seedCol = seedFor(r.Workload, r.SizeBytes)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%.1f%%\t\n", r.Workload, bench.FormatSize(int64(r.SizeBytes)), r.Path, r.Codec,
+			r.Iterations, r.NsPerOp/1e3, slow, seedCol, r.MemorySavedPct)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nMemory in Redis per key")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "Size\tCodec\tStored bytes\tMEMORY USAGE\tused_memory delta\tdataset delta\tSaved (MEMORY USAGE)\tSaved (used_memory)\tSaved (dataset)\t")
+	for _, m := range res.Memory {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f%%\t%.1f%%\t\n", bench.FormatSize(int64(m.SizeBytes)), m.Codec, m.StoredBytes,
+			m.MemoryUsageBytes, m.UsedMemoryDeltaBytes, m.DatasetDeltaBytes, m.SavedPct, m.UsedMemorySavedPct, m.DatasetSavedPct)
+	}
+	tw.Flush()
+	printTargets(w, bench.CheckTargets(res, codec.DefaultAlgorithm.String()))
+}
+
+// printTargets prints issue 5's figures to reach with their verdicts.
+func printTargets(w io.Writer, checks []bench.TargetCheck) {
+	if len(checks) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFigures to reach (issue 5)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Target\tSize\tMeasured\tResult\t")
+	for _, c := range checks {
+		verdict := "met"
+		if !c.Pass {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", c.Target, bench.FormatSize(int64(c.SizeByte)), c.Measured, verdict)
+	}
+	tw.Flush()
+}
+
+func absf(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+func TestBenchCodecs_JSON(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "doc.json")
+	if err := os.WriteFile(file, bench.JSONDocument(7, 200e3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCLI(t, nil, "bench", "codecs", "--corpus", file, "--block", "64KiB",
+		"--codecs", "none,zstd:1,lz4,s2,brotli:1", "--time", "1ms", "--json", "--report", filepath.Join(dir, "rep"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("--json output is not a JSON array: %v\n%s", err, out)
+	}
+	if len(rows) != 5 {
+		t.Fatalf("%d rows, want 5", len(rows))
+	}
+	for _, r := range rows {
+		for _, f := range []string{"codec", "level", "input_bytes", "output_bytes", "ratio", "compress_mb_s", "decompress_mb_s"} {
+			if _, ok := r[f]; !ok {
+				t.Errorf("row lacks %q: %v", f, r)
+			}
+		}
+		if r["input_bytes"].(float64) != 200e3 || r["samples"].(float64) != 4 {
+			t.Errorf("200 kB in 64 KiB blocks: row %v", r)
+		}
+		if r["codec"] != "none" && r["ratio"].(float64) < 2 {
+			t.Errorf("%v: ratio %v on a JSON document", r["codec"], r["ratio"])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rep", "index.html")); err != nil {
+		t.Errorf("no report: %v", err)
+	}
+}
+
+func TestBenchCodecs_Table(t *testing.T) {
+	out, stderr, code := runCLI(t, nil, "bench", "codecs", "--codecs", "zstd:1,s2", "--time", "1ms")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"Codec", "Result (bytes)", "Improvement", "Compress MB/s", "Decompress MB/s", "Ratio", "zstd", "s2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(stderr, "corpus built-in: 20 values") {
+		t.Errorf("stderr does not name the built-in corpus: %s", stderr)
+	}
+}
+
+func TestBenchCodecs_FromRedis(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	c := newTestClient(t, srv.Addr)
+	for i := 0; i < 5; i++ {
+		c.Set(t.Context(), "doc:"+string(rune('a'+i)), bench.JSONDocument(uint64(i), 3000), 0)
+	}
+	out, stderr, code := runCLI(t, nil, "bench", "codecs", "--from-redis", srv.URL(), "--sample", "3", "--codecs", "zstd:1", "--time", "1ms", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rows []bench.CodecResult
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Samples != 3 || rows[0].InputBytes != 9000 {
+		t.Fatalf("rows %+v, want 3 samples of 3000 bytes", rows)
+	}
+}
+
+func TestBenchRedis_Quick(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	dir := t.TempDir()
+	out, stderr, code := runCLI(t, nil, "bench", "redis", "--quick", "--redis", srv.URL(),
+		"--sizes", "0,16.6kB", "--iterations", "1,2", "--repeat", "1", "--json", "--report", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("--json output is not a JSON array: %v\n%s", err, out)
+	}
+	// direct none + library and proxy with none, zstd:1, zlib:6; 3
+	// workloads; 2 sizes; 2 counts.
+	if len(rows) != 7*3*2*2 {
+		t.Fatalf("%d rows, want 84", len(rows))
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		for _, f := range []string{"path", "codec", "workload", "size_bytes", "ns_per_op", "slowdown_pct", "memory_saved_pct"} {
+			if _, ok := r[f]; !ok {
+				t.Fatalf("row lacks %q: %v", f, r)
+			}
+		}
+		seen[r["path"].(string)+" "+r["codec"].(string)+" "+r["workload"].(string)] = true
+	}
+	for _, want := range []string{"direct none read", "library zlib:6 write", "library zstd:1 readwrite", "proxy zstd:1 read", "proxy none write"} {
+		if !seen[want] {
+			t.Errorf("no rows for %s", want)
+		}
+	}
+	for _, p := range []string{"index.html", "results.json", "redis.csv", "memory.csv", "charts/memory.png", "charts/redis-read-16600.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, p)); err != nil || st.Size() == 0 {
+			t.Errorf("report file %s missing or empty: %v", p, err)
+		}
+	}
+	if !strings.Contains(stderr, "report: "+dir+"/index.html") {
+		t.Errorf("stderr does not say where the report is: %s", stderr)
+	}
+}
+
+func TestBenchDocs_Loopback(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	out, stderr, code := runCLI(t, nil, "bench", "docs", "--redis", srv.URL(), "--shaped", "off",
+		"--codecs", "zstd:1,lz4", "--sizes", "100kB,200kB", "--repeat", "1", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3*2 {
+		t.Fatalf("%d rows, want 6", len(rows))
+	}
+	for _, r := range rows {
+		for _, f := range []string{"codec", "link", "size_bytes", "upload_ms", "download_ms"} {
+			if _, ok := r[f]; !ok {
+				t.Fatalf("row lacks %q: %v", f, r)
+			}
+		}
+	}
+}
+
+func TestBench_BadFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"block and whole", []string{"bench", "codecs", "--block", "4KiB", "--whole"}, "exclude each other"},
+		{"bad block", []string{"bench", "codecs", "--block", "lots"}, "invalid size"},
+		{"bad codec", []string{"bench", "codecs", "--codecs", "zstd:99"}, "--codecs"},
+		{"missing corpus", []string{"bench", "codecs", "--corpus", "/nonexistent/file"}, "no such file"},
+		{"corpus and redis", []string{"bench", "codecs", "--corpus", "x", "--from-redis", "redis://127.0.0.1:1"}, "not both"},
+		{"bad sample", []string{"bench", "codecs", "--from-redis", "redis://127.0.0.1:1", "--sample", "0"}, "--sample"},
+		{"unknown path", []string{"bench", "redis", "--path", "pigeon"}, "unknown path"},
+		{"bad sizes", []string{"bench", "redis", "--sizes", "16.6kB,big"}, "--sizes"},
+		{"bad iterations", []string{"bench", "redis", "--iterations", "1,0"}, "--iterations"},
+		{"bad repeat", []string{"bench", "redis", "--repeat", "0"}, "--repeat"},
+		{"bad shaped", []string{"bench", "docs", "--shaped", "maybe"}, "--shaped"},
+		{"bad rate", []string{"bench", "docs", "--rate", "fast"}, "--rate"},
+		{"zero doc size", []string{"bench", "docs", "--sizes", "0"}, "between 1 byte"},
+		{"demo argument", []string{"demo", "now"}, "unexpected argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := runCLI(t, nil, tt.args...)
+			if code == 0 || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want failure mentioning %q", code, stderr, tt.want)
+			}
+		})
+	}
+}
+
+func TestBench_Help(t *testing.T) {
+	for _, args := range [][]string{{"bench", "codecs", "--help"}, {"bench", "redis", "--help"}, {"bench", "docs", "--help"}, {"demo", "--help"}} {
+		_, stderr, code := runCLI(t, nil, args...)
+		if code != 0 || !strings.Contains(stderr, "Examples:") {
+			t.Errorf("%v: exit %d, help without examples:\n%s", args, code, stderr)
+		}
+	}
+}
+
+func newTestClient(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/codec"
+)
+
+func init() {
+	register(command{Name: "demo", Summary: "see squeeze work in a minute: round trip through Redis, then bench redis --quick with a report", Run: runDemo})
+}
+
+const demoUsage = `Usage:
+  squeeze demo [--redis URL] [--report DIR]
+
+Shows what squeeze does, in under a minute, on a fresh machine:
+  1. compresses a generated 221.9 kB JSON document with the default codec,
+     stores it in Redis, reads it back and checks it byte for byte;
+  2. runs "squeeze bench redis --quick --report DIR": read and write time with
+     and without compression, and the memory Redis uses, as a table and an
+     HTML report (charts, JSON, CSV) that opens from disk.
+
+Without --redis it starts a throwaway redis-server on a free loopback port
+(Debian: apt-get install -y redis-server) and stops it at the end.
+
+Examples:
+  squeeze demo
+  squeeze demo --report /tmp/squeeze-report
+  squeeze demo --redis redis://127.0.0.1:6379
+
+Flags:
+`
+
+func runDemo(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(e.Stderr)
+	url := fs.String("redis", "", "Redis URL; default: start a throwaway redis-server")
+	report := fs.String("report", "report", "directory for the HTML report")
+	fs.Usage = func() { fmt.Fprint(e.Stderr, demoUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return usageError("demo: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageError("demo: unexpected argument %q", fs.Arg(0))
+	}
+	rdb, stop, err := connectRedis(ctx, e, *url) // starts a throwaway server when url is empty
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if *url == "" {
+		*url = "redis://" + rdb.Options().Addr
+	}
+
+	// 1. One value, end to end.
+	doc := bench.JSONDocument(bench.DefaultSeed, 221900)
+	enc, err := codec.NewEncoder(codec.DefaultAlgorithm)
+	if err != nil {
+		return err
+	}
+	dec, err := codec.NewDecoder()
+	if err != nil {
+		return err
+	}
+	// Five round trips; the median time of each half is shown.
+	key := bench.KeyPrefix + "demo"
+	var stored, got, back []byte
+	var up, down []float64
+	for i := 0; i < 5; i++ {
+		t0 := time.Now()
+		stored = enc.AppendEncode(stored[:0], doc)
+		if err := rdb.Set(ctx, key, stored, 0).Err(); err != nil {
+			return fmt.Errorf("SET %s: %w", key, err)
+		}
+		t1 := time.Now()
+		if got, err = rdb.Get(ctx, key).Bytes(); err != nil {
+			return fmt.Errorf("GET %s: %w", key, err)
+		}
+		if back, err = dec.AppendDecode(back[:0], got); err != nil {
+			return fmt.Errorf("decode %s: %w", key, err)
+		}
+		t2 := time.Now()
+		if !bytes.Equal(back, doc) {
+			return fmt.Errorf("BUG: the document read back differs from the one written")
+		}
+		up = append(up, t1.Sub(t0).Seconds())
+		down = append(down, t2.Sub(t1).Seconds())
+	}
+	usage, err := rdb.MemoryUsage(ctx, key, 0).Result()
+	if err != nil {
+		return fmt.Errorf("MEMORY USAGE %s: %w", key, err)
+	}
+	rdb.Del(ctx, key)
+	h, err := codec.ParseHeader(got)
+	if err != nil {
+		return fmt.Errorf("stored value: %w", err)
+	}
+	fmt.Fprintf(e.Stdout, "1. Round trip of a %s JSON document with %s:\n", bench.FormatSize(int64(len(doc))), enc.Algorithm())
+	fmt.Fprintf(e.Stdout, "   stored %d bytes (%.1f%% smaller; Redis MEMORY USAGE %d bytes), frame v%d codec %s, original length %d\n",
+		len(stored), bench.SavedPct(float64(len(stored)), float64(len(doc))), usage, h.Version, h.ID, h.OriginalLen)
+	fmt.Fprintf(e.Stdout, "   compress + SET %v, GET + decompress %v (medians of 5), read back byte for byte equal\n\n",
+		time.Duration(bench.Median(up)*1e9).Round(time.Microsecond), time.Duration(bench.Median(down)*1e9).Round(time.Microsecond))
+
+	// 2. The seed study, quick.
+	fmt.Fprintf(e.Stdout, "2. squeeze bench redis --quick --report %s\n\n", *report)
+	if err := runBenchRedis(ctx, e, []string{"--redis", *url, "--quick", "--report", *report}); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(filepath.Join(*report, "index.html"))
+	if err != nil {
+		abs = filepath.Join(*report, "index.html")
+	}
+	fmt.Fprintf(e.Stdout, "\nReport: %s (open it in a browser; it needs no network)\n", abs)
+	return nil
+}
