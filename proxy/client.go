@@ -272,6 +272,15 @@ func (c *client) onPush(msg []byte) {
 func (c *client) handle(ctx context.Context, args [][]byte) bool {
 	info := lookup(args[0])
 	start := time.Now()
+	if c.pinned != nil && c.pinned.isDead() {
+		// The private connection's state (transaction, subscriptions,
+		// database, protocol) is gone: end the client's connection as a
+		// failed Redis would, after saying why.
+		cl := c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: the private upstream connection of this client was lost; reconnect"))
+		cl.close = true
+		c.enqueue(cl)
+		return false
+	}
 	if info.flags&flagQuit != 0 {
 		cl := c.localCall(info.name, []byte("+OK\r\n"))
 		cl.close = true
