@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/squeeze-kv/squeeze/resp"
@@ -48,6 +49,7 @@ type client struct {
 	writtenSeq uint64
 
 	writerDone chan struct{} // closed when writeLoop returns
+	helloProto atomic.Int64  // protocol from the last HELLO reply, 0 if it failed
 
 	drainOnce sync.Once
 	draining  chan struct{}
@@ -385,14 +387,7 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 	case info.flags&flagDiscard != 0:
 		c.inMulti = false
 	case info.flags&flagHello != 0:
-		if len(args) > 1 {
-			switch string(args[1]) {
-			case "2":
-				c.proto = 2
-			case "3":
-				c.proto = 3
-			}
-		}
+		c.helloProto.Store(0)
 	case info.flags&flagReset != 0:
 		c.proto, c.inMulti, c.replyOff, c.skip = 2, false, false, 0
 	case info.flags&(flagSubscribe|flagMonitor) != 0 && (c.proto == 2 || info.flags&flagMonitor != 0):
@@ -413,8 +408,38 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 		c.batch = append(c.batch, cl)
 		c.enqueue(cl)
 	}
+	if info.flags&flagHello != 0 && cl != nil {
+		// The protocol changes only if HELLO succeeds (HELLO 3 AUTH with a
+		// wrong password does not): wait for the reply, which the writer
+		// reads the protocol from.
+		c.flush()
+		c.waitWritten(cl.seq)
+		if p := c.helloProto.Load(); p == 2 || p == 3 {
+			c.proto = int(p)
+		}
+	}
 	_ = ctx
 	return true
+}
+
+// helloReplyProto returns the "proto" field of a successful HELLO reply, or 0.
+func helloReplyProto(reply []byte) int64 {
+	v, _, err := resp.ReadValue(reply)
+	if err != nil || (v.Type != resp.Map && v.Type != resp.Array) {
+		return 0
+	}
+	it := v.Elements()
+	for {
+		k, ok := it.Next()
+		if !ok {
+			return 0
+		}
+		val, _ := it.Next()
+		if string(k.Str) == "proto" && val.Type == resp.Integer {
+			n, _ := resp.ParseInt(val.Str)
+			return n
+		}
+	}
 }
 
 // writeLoop writes replies in order and flushes when nothing more is ready.
@@ -484,6 +509,9 @@ func (c *client) writeLoop() {
 		}
 		if cl.cmd != "" {
 			c.s.metrics.command(cl.cmd, time.Since(cl.start))
+		}
+		if cl.cmd == "HELLO" && cl.err == nil {
+			c.helloProto.Store(helloReplyProto(cl.reply))
 		}
 		closeAfter := cl.close
 		if cl.seq != 0 {
