@@ -20,7 +20,10 @@ type client struct {
 	out chan *call
 	// push carries RESP3 push messages and relayed pub/sub or MONITOR
 	// traffic from the pinned connection to the writer.
-	push chan []byte
+	push chan pushMsg
+	// pinDone is the highest pinSeq whose reply has been consumed, by the
+	// writer or by the reader's own round trips.
+	pinDone atomic.Uint64
 
 	pinMu    sync.Mutex // guards pinned for forceClose
 	pinned   *upConn
@@ -64,7 +67,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 		nc:       nc,
 		id:       s.nextID.Add(1),
 		out:      make(chan *call, s.maxInFlight()),
-		push:     make(chan []byte, 128),
+		push:     make(chan pushMsg, 128),
 		proto:    2,
 		rbuf:     make([]byte, 0, 16<<10),
 		args:     make([][]byte, 0, 16),
@@ -239,6 +242,7 @@ func (c *client) roundtrip(req []byte) *call {
 	up.send(req, c.one[:])
 	c.one[0] = nil
 	<-cl.done
+	c.notePin(cl.pinSeq)
 	return cl
 }
 
@@ -262,9 +266,9 @@ func (c *client) pin() error {
 
 // onPush runs on the pinned connection's reader for push messages and
 // relayed replies.
-func (c *client) onPush(msg []byte) {
+func (c *client) onPush(msg []byte, seq uint64) {
 	select {
-	case c.push <- append([]byte(nil), msg...):
+	case c.push <- pushMsg{append([]byte(nil), msg...), seq}:
 	case <-c.writerDone: // nobody will write it
 	}
 }
@@ -458,15 +462,25 @@ func (c *client) writeLoop() {
 			w = nil
 		}
 	}
-	pushMsg := func(m []byte) {
-		v, _, err := resp.ReadValue(m)
-		mark := len(w)
-		if err == nil {
-			w, err = c.wrw.walk(w, v, shapeAny, nil, nil)
+	var held []pushMsg // pushes that came after replies not written yet
+	writePushes := func() {
+		done := c.pinDone.Load()
+		for len(held) > 0 && held[0].seq <= done {
+			m := held[0].msg
+			held = held[1:]
+			v, _, err := resp.ReadValue(m)
+			mark := len(w)
+			if err == nil {
+				w, err = c.wrw.walk(w, v, shapeAny, nil, nil)
+			}
+			if err != nil {
+				w = append(w[:mark], m...)
+			}
 		}
-		if err != nil {
-			w = append(w[:mark], m...)
-		}
+	}
+	pushMsg := func(p pushMsg) {
+		held = append(held, p)
+		writePushes()
 	}
 	for {
 		var cl *call
@@ -513,6 +527,8 @@ func (c *client) writeLoop() {
 		if cl.cmd == "HELLO" && cl.err == nil {
 			c.helloProto.Store(helloReplyProto(cl.reply))
 		}
+		c.notePin(cl.pinSeq)
+		writePushes()
 		closeAfter := cl.close
 		if cl.seq != 0 {
 			c.writtenMu.Lock()
@@ -540,4 +556,22 @@ func (c *client) waitWritten(seq uint64) {
 		c.writtenC.Wait()
 	}
 	c.writtenMu.Unlock()
+}
+
+// pushMsg is a push message (or relayed reply) and the number of calls its
+// connection had completed before it.
+type pushMsg struct {
+	msg []byte
+	seq uint64
+}
+
+// notePin records that the reply of the pinned call with sequence seq has
+// been consumed, so pushes that came after it may be written.
+func (c *client) notePin(seq uint64) {
+	for {
+		cur := c.pinDone.Load()
+		if seq <= cur || c.pinDone.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
 }

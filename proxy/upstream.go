@@ -98,15 +98,16 @@ type call struct {
 	err   error  // upstream failure; reply is then empty
 	done  chan struct{}
 
-	kind  shape   // how to rewrite the reply
-	tx    []shape // for EXEC: the shapes of the queued commands
-	args  []byte  // copy of the arguments the reply rewrite may name in errors
-	argv  []int   // end offsets of each argument in args
-	cmd   string  // command name for metrics and errors (static string)
-	local bool    // reply prepared by the proxy; nothing was sent
-	close bool    // close the client after writing this reply
-	start time.Time
-	seq   uint64 // order among the client's calls with replies
+	kind   shape   // how to rewrite the reply
+	tx     []shape // for EXEC: the shapes of the queued commands
+	args   []byte  // copy of the arguments the reply rewrite may name in errors
+	argv   []int   // end offsets of each argument in args
+	cmd    string  // command name for metrics and errors (static string)
+	local  bool    // reply prepared by the proxy; nothing was sent
+	close  bool    // close the client after writing this reply
+	start  time.Time
+	seq    uint64 // order among the client's calls with replies
+	pinSeq uint64 // completion order on a pinned connection, 0 elsewhere
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -127,7 +128,7 @@ func (c *call) release() {
 	if cap(c.args) > maxPooledReply {
 		c.args = nil
 	}
-	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close, c.seq = c.reply[:0], nil, 0, c.tx[:0], "", false, false, 0
+	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", false, false, 0, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
 	callPool.Put(c)
 }
@@ -167,9 +168,13 @@ type upConn struct {
 	failOnce sync.Once
 	// onPush receives RESP3 push messages and, in relay mode, every reply
 	// (pub/sub, MONITOR). Nil on shared connections.
-	onPush func(msg []byte)
-	relay  atomic.Bool // set when the reader passes a relay call
-	srv    *Server
+	// seq is the number of calls this connection has completed before the
+	// message, so the client writes the message after those replies.
+	onPush func(msg []byte, seq uint64)
+	// completed counts the calls the reader has completed (reader only).
+	completed uint64
+	relay     atomic.Bool // set when the reader passes a relay call
+	srv       *Server
 	// Guarded by mu: requests queued while another sender writes, a
 	// spare buffer, and whether a sender is writing.
 	wbuf, spare []byte
@@ -177,7 +182,7 @@ type upConn struct {
 }
 
 // dialUp connects to Redis, authenticates and selects the database.
-func (s *Server) dialUp(ctx context.Context, onPush func([]byte)) (*upConn, error) {
+func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upConn, error) {
 	u := s.up
 	d := net.Dialer{Timeout: s.dialTimeout(), KeepAlive: 30 * time.Second}
 	nc, err := d.DialContext(ctx, u.Network, u.Addr)
@@ -410,7 +415,7 @@ func (c *upConn) readLoop() {
 		}
 		start += len(v.Raw)
 		if c.onPush != nil && (v.Type == resp.Push || c.relayMode()) {
-			c.onPush(v.Raw)
+			c.onPush(v.Raw, c.completed)
 			continue
 		}
 		var cl *call
@@ -418,7 +423,7 @@ func (c *upConn) readLoop() {
 		case cl = <-c.pending:
 		default:
 			if c.onPush != nil {
-				c.onPush(v.Raw)
+				c.onPush(v.Raw, c.completed)
 				continue
 			}
 			c.fail(errors.New("upstream sent a reply nobody asked for"))
@@ -427,6 +432,10 @@ func (c *upConn) readLoop() {
 		cl.reply = append(cl.reply[:0], v.Raw...)
 		if cl.kind == shapeRelay {
 			c.relay.Store(true)
+		}
+		if c.onPush != nil {
+			c.completed++
+			cl.pinSeq = c.completed
 		}
 		cl.finish()
 		if start == len(buf) {
