@@ -32,6 +32,7 @@ type client struct {
 	tx       []shape     // shapes of the commands queued in MULTI
 	txSets   []candidate // values SET in the open transaction
 	relay    bool        // RESP2 pub/sub or MONITOR: replies are relayed as they come
+	relayGen uint64      // the pinned connection's relayEnds when relay began
 	replyOff bool        // CLIENT REPLY OFF
 	skip     int         // CLIENT REPLY SKIP: commands whose reply Redis skips
 
@@ -278,6 +279,9 @@ func (c *client) onPush(msg []byte, seq uint64) {
 func (c *client) handle(ctx context.Context, args [][]byte) bool {
 	info := lookup(args[0])
 	start := time.Now()
+	if c.relay && c.pinned != nil && c.pinned.relayEnds.Load() > c.relayGen {
+		c.relay = false // Redis left the subscribed state
+	}
 	if c.pinned != nil && c.pinned.isDead() {
 		// The private connection's state (transaction, subscriptions,
 		// database, protocol) is gone: end the client's connection as a
@@ -398,7 +402,9 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 		if cl != nil {
 			cl.kind = shapeRelay
 		}
-		c.relay = true
+		if !c.relay {
+			c.relay, c.relayGen = true, c.pinned.relayEnds.Load()
+		}
 	}
 	if info.flags&flagInspect != 0 {
 		// Commands before MULTI must have run before probing the keys.
@@ -513,6 +519,17 @@ func (c *client) writeLoop() {
 					pushMsg(m)
 					write()
 				}
+			}
+		}
+		// Pushes delivered before this call finished came first on the
+		// wire: take them in now so they are written in their place.
+	drainPush:
+		for {
+			select {
+			case m := <-c.push:
+				pushMsg(m)
+			default:
+				break drainPush
 			}
 		}
 		if cl.err != nil {

@@ -173,8 +173,12 @@ type upConn struct {
 	onPush func(msg []byte, seq uint64)
 	// completed counts the calls the reader has completed (reader only).
 	completed uint64
-	relay     atomic.Bool // set when the reader passes a relay call
-	srv       *Server
+	relay     atomic.Bool   // set when the reader passes a relay call
+	relayEnds atomic.Uint64 // how many times relay mode ended
+	// Reader only: relay of MONITOR, and subscription counts.
+	monitor     bool
+	subs, ssubs int64
+	srv         *Server
 	// Guarded by mu: requests queued while another sender writes, a
 	// spare buffer, and whether a sender is writing.
 	wbuf, spare []byte
@@ -415,6 +419,9 @@ func (c *upConn) readLoop() {
 		}
 		start += len(v.Raw)
 		if c.onPush != nil && (v.Type == resp.Push || c.relayMode()) {
+			if c.relayMode() {
+				c.trackRelay(v)
+			}
 			c.onPush(v.Raw, c.completed)
 			continue
 		}
@@ -431,7 +438,9 @@ func (c *upConn) readLoop() {
 		}
 		cl.reply = append(cl.reply[:0], v.Raw...)
 		if cl.kind == shapeRelay {
+			c.monitor = cl.cmd == "MONITOR"
 			c.relay.Store(true)
+			c.trackRelay(v)
 		}
 		if c.onPush != nil {
 			c.completed++
@@ -448,6 +457,50 @@ func (c *upConn) readLoop() {
 }
 
 func (c *upConn) relayMode() bool { return c.relay.Load() }
+
+// trackRelay follows a RESP2 subscriber's subscription counts in relayed
+// replies and ends relay mode when Redis leaves the subscribed state: when
+// an unsubscribe reply counts no channels, patterns or shard channels left,
+// or on RESET. A MONITOR relay ends only with RESET. Reader only.
+func (c *upConn) trackRelay(v resp.Value) {
+	if v.Type == resp.SimpleString && string(v.Str) == "RESET" {
+		c.endRelay()
+		return
+	}
+	if c.monitor || v.Type != resp.Array || v.N != 3 {
+		return
+	}
+	it := v.Elements()
+	kind, _ := it.Next()
+	it.Next()
+	count, _ := it.Next()
+	if kind.Type != resp.BulkString || count.Type != resp.Integer {
+		return
+	}
+	n, _ := resp.ParseInt(count.Str)
+	switch string(kind.Str) {
+	case "subscribe", "psubscribe":
+		c.subs = n
+	case "ssubscribe":
+		c.ssubs = n
+	case "unsubscribe", "punsubscribe":
+		c.subs = n
+		if c.subs == 0 && c.ssubs == 0 {
+			c.endRelay()
+		}
+	case "sunsubscribe":
+		c.ssubs = n
+		if c.subs == 0 && c.ssubs == 0 {
+			c.endRelay()
+		}
+	}
+}
+
+func (c *upConn) endRelay() {
+	c.relay.Store(false)
+	c.monitor, c.subs, c.ssubs = false, 0, 0
+	c.relayEnds.Add(1)
+}
 
 // pool holds the shared upstream connections and redials dead ones.
 type pool struct {
