@@ -416,14 +416,14 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 	}
 	if cl != nil {
 		c.batch = append(c.batch, cl)
-		c.enqueue(cl)
+		c.enqueue(cl) // the writer owns cl from here on
 	}
 	if info.flags&flagHello != 0 && cl != nil {
 		// The protocol changes only if HELLO succeeds (HELLO 3 AUTH with a
 		// wrong password does not): wait for the reply, which the writer
 		// reads the protocol from.
 		c.flush()
-		c.waitWritten(cl.seq)
+		c.waitWritten(c.seq)
 		if p := c.helloProto.Load(); p == 2 || p == 3 {
 			c.proto = int(p)
 		}
