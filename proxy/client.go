@@ -152,7 +152,7 @@ func (c *client) readLoop(ctx context.Context) (gone bool) {
 			if len(args) == 0 {
 				continue
 			}
-			if !c.handle(ctx, args) {
+			if !c.handle(args) {
 				c.flush()
 				return false
 			}
@@ -276,7 +276,7 @@ func (c *client) onPush(msg []byte, seq uint64) {
 
 // handle processes one command. It returns false when the connection must
 // end (QUIT).
-func (c *client) handle(ctx context.Context, args [][]byte) bool {
+func (c *client) handle(args [][]byte) bool {
 	info := lookup(args[0])
 	start := time.Now()
 	if c.relay && c.pinned != nil && c.pinned.relayEnds.Load() > c.relayGen {
@@ -310,7 +310,7 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 	if info.flags&flagInspect != 0 && !arityOK(info.arity, len(args)) {
 		info = unknownCmd // Redis will reply with its arity error
 	}
-	if info.flags&flagInspect != 0 && !c.inMulti && !c.relay && c.replyOff == false && c.skip == 0 {
+	if info.flags&flagInspect != 0 && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
 		cl := c.inspect(info, args)
 		cl.start = start
 		c.enqueue(cl)
@@ -428,7 +428,6 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 			c.proto = int(p)
 		}
 	}
-	_ = ctx
 	return true
 }
 
