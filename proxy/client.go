@@ -17,7 +17,16 @@ type client struct {
 	s   *Server
 	nc  net.Conn
 	id  uint64
-	out chan *call
+	// The calls in order, from the reader to the writer. The reader
+	// appends; the writer takes the head once it is ready. ready wakes the
+	// writer (a call completed or was queued complete); space wakes a
+	// reader waiting for room.
+	qmu     sync.Mutex
+	queue   []*call
+	qhead   int
+	qclosed bool
+	ready   chan struct{}
+	space   chan struct{}
 	// push carries RESP3 push messages and relayed pub/sub or MONITOR
 	// traffic from the pinned connection to the writer.
 	push chan pushMsg
@@ -67,7 +76,8 @@ func (s *Server) newClient(nc net.Conn) *client {
 		s:        s,
 		nc:       nc,
 		id:       s.nextID.Add(1),
-		out:      make(chan *call, s.maxInFlight()),
+		ready:    make(chan struct{}, 1),
+		space:    make(chan struct{}, 1),
 		push:     make(chan pushMsg, 128),
 		proto:    2,
 		rbuf:     make([]byte, 0, 16<<10),
@@ -99,7 +109,10 @@ func (c *client) serve(ctx context.Context) {
 		// connection still owes (a blocked BLPOP) so the writer can end.
 		c.closePinned()
 	}
-	close(c.out)
+	c.qmu.Lock()
+	c.qclosed = true
+	c.qmu.Unlock()
+	c.wake()
 	<-c.writerDone
 	c.closePinned()
 	c.nc.Close()
@@ -182,18 +195,64 @@ func (c *client) localCall(cmd string, reply []byte) *call {
 	cl.local = true
 	cl.reply = append(cl.reply[:0], reply...)
 	cl.start = time.Now()
+	cl.notify = c.ready
 	cl.finish()
 	return cl
 }
 
-// enqueue hands a call to the writer in order. If the writer is full, the
-// batch goes upstream first so that the calls the writer waits for can end.
-func (c *client) enqueue(cl *call) {
+// wake nudges the writer.
+func (c *client) wake() {
 	select {
-	case c.out <- cl:
+	case c.ready <- struct{}{}:
 	default:
+	}
+}
+
+// enqueue hands a call to the writer in order. If MaxInFlight calls are
+// waiting, the batch goes upstream first so that the calls the writer
+// waits for can end, and the reader waits for room: a slow client stops
+// being read instead of making the proxy buffer its replies.
+func (c *client) enqueue(cl *call) {
+	max := c.s.maxInFlight()
+	for {
+		c.qmu.Lock()
+		if len(c.queue)-c.qhead < max {
+			c.queue = append(c.queue, cl)
+			c.qmu.Unlock()
+			break
+		}
+		c.qmu.Unlock()
 		c.flush()
-		c.out <- cl
+		<-c.space
+	}
+	if cl.ready.Load() {
+		c.wake()
+	}
+}
+
+// next returns the call at the head of the queue, or nil, and whether the
+// reader is done.
+func (c *client) next() (*call, bool) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if c.qhead < len(c.queue) {
+		return c.queue[c.qhead], c.qclosed
+	}
+	return nil, c.qclosed
+}
+
+// pop removes the head of the queue.
+func (c *client) pop() {
+	c.qmu.Lock()
+	c.queue[c.qhead] = nil
+	c.qhead++
+	if c.qhead == len(c.queue) {
+		c.queue, c.qhead = c.queue[:0], 0
+	}
+	c.qmu.Unlock()
+	select {
+	case c.space <- struct{}{}:
+	default:
 	}
 }
 
@@ -374,6 +433,7 @@ func (c *client) handle(args [][]byte) bool {
 	var cl *call
 	if expect {
 		cl = newCall()
+		cl.notify = c.ready
 		cl.cmd, cl.kind, cl.start = info.name, kind, start
 		c.seq++
 		cl.seq = c.seq
@@ -488,38 +548,23 @@ func (c *client) writeLoop() {
 		writePushes()
 	}
 	for {
-		var cl *call
-		var ok bool
-		select {
-		case cl, ok = <-c.out:
-		default:
-			write()
-			select {
-			case cl, ok = <-c.out:
-			case m := <-c.push:
-				pushMsg(m)
-				continue
-			}
-		}
-		if !ok {
+		cl, closed := c.next()
+		if cl == nil && closed {
 			write()
 			return
 		}
-		select {
-		case <-cl.done:
-		default:
+		if cl == nil || !cl.ready.Load() {
+			// Nothing more is ready: write what we have, then sleep
+			// until a call completes or a push arrives.
 			write()
-		wait:
-			for {
-				select {
-				case <-cl.done:
-					break wait
-				case m := <-c.push:
-					pushMsg(m)
-					write()
-				}
+			select {
+			case <-c.ready:
+			case m := <-c.push:
+				pushMsg(m)
 			}
+			continue
 		}
+		c.pop()
 		// Pushes delivered before this call finished came first on the
 		// wire: take them in now so they are written in their place.
 	drainPush:

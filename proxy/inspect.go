@@ -223,6 +223,7 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) *call {
 		if err != nil || !isMarker(v) {
 			r.reply = fixResp3(r.reply, c.proto)
 			r.cmd, r.local = info.name, true
+			r.notify = c.ready
 			r.finish()
 			return r
 		}

@@ -107,6 +107,11 @@ type call struct {
 	close  bool    // close the client after writing this reply
 	start  time.Time
 	seq    uint64 // order among the client's calls with replies
+	// notify is the client writer's wake-up channel for queued calls (nil
+	// for round trips, which use done); ready is set when the call is
+	// complete.
+	notify chan struct{}
+	ready  atomic.Bool
 	pinSeq uint64 // completion order on a pinned connection, 0 elsewhere
 }
 
@@ -130,10 +135,24 @@ func (c *call) release() {
 	}
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", false, false, 0, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
+	c.notify = nil
+	c.ready.Store(false)
 	callPool.Put(c)
 }
 
-func (c *call) finish() { c.done <- struct{}{} }
+// finish marks the call complete: a queued call sets its ready flag and
+// nudges its client's writer; a round-trip call signals done.
+func (c *call) finish() {
+	if n := c.notify; n != nil {
+		c.ready.Store(true)
+		select {
+		case n <- struct{}{}:
+		default:
+		}
+		return
+	}
+	c.done <- struct{}{}
+}
 
 // arg returns the i-th saved argument.
 func (c *call) arg(i int) []byte {
