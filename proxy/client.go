@@ -14,9 +14,9 @@ import (
 // client is one client connection: a reader goroutine (serve) and a writer
 // goroutine (writeLoop) joined by the out channel of calls in order.
 type client struct {
-	s   *Server
-	nc  net.Conn
-	id  uint64
+	s  *Server
+	nc net.Conn
+	id uint64
 	// The calls in order, from the reader to the writer. The reader
 	// appends; the writer takes the head once it is ready. ready wakes the
 	// writer (a call completed or was queued complete); space wakes a

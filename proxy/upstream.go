@@ -98,15 +98,15 @@ type call struct {
 	err   error  // upstream failure; reply is then empty
 	done  chan struct{}
 
-	kind   shape   // how to rewrite the reply
-	tx     []shape // for EXEC: the shapes of the queued commands
-	args   []byte  // copy of the arguments the reply rewrite may name in errors
-	argv   []int   // end offsets of each argument in args
-	cmd    string  // command name for metrics and errors (static string)
-	local  bool    // reply prepared by the proxy; nothing was sent
-	close  bool    // close the client after writing this reply
-	start  time.Time
-	seq    uint64 // order among the client's calls with replies
+	kind  shape   // how to rewrite the reply
+	tx    []shape // for EXEC: the shapes of the queued commands
+	args  []byte  // copy of the arguments the reply rewrite may name in errors
+	argv  []int   // end offsets of each argument in args
+	cmd   string  // command name for metrics and errors (static string)
+	local bool    // reply prepared by the proxy; nothing was sent
+	close bool    // close the client after writing this reply
+	start time.Time
+	seq   uint64 // order among the client's calls with replies
 	// notify is the client writer's wake-up channel for queued calls (nil
 	// for round trips, which use done); ready is set when the call is
 	// complete.
