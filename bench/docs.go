@@ -61,9 +61,7 @@ func RunDocs(ctx context.Context, o DocsOptions) ([]DocRow, error) {
 			return nil, err
 		}
 	}
-	if o.Codecs[0].ID != codec.IDNone {
-		o.Codecs = append([]codec.Algorithm{{ID: codec.IDNone}}, o.Codecs...)
-	}
+	o.Codecs = append([]codec.Algorithm{{ID: codec.IDNone}}, withoutNone(o.Codecs)...)
 	if len(o.Sizes) == 0 {
 		o.Sizes = DefaultDocSizes
 	}

@@ -144,6 +144,7 @@ func StartShapedLink(ctx context.Context, o LinkOptions) (*ShapedLink, error) {
 		return nil, err
 	}
 	l.srv.Stdout, l.srv.Stderr = logf, logf
+	dieWithParent(l.srv)
 	err = l.srv.Start()
 	logf.Close()
 	if err != nil {

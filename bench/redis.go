@@ -27,12 +27,10 @@ const KeyPrefix = "squeeze:bench:"
 type RedisOptions struct {
 	// Client is the Redis to measure against. Required.
 	Client *redis.Client
-	// Paths to measure: PathDirect and/or PathLibrary (PathProxy needs
-	// ProxyClient). Default both.
+	// Paths to measure: PathDirect, PathLibrary and PathProxy. Default
+	// direct and library. The proxy path starts one in-process squeeze proxy
+	// per codec on a loopback port in front of Client's server.
 	Paths []string
-	// ProxyClient, if set, is a client connected through the squeeze proxy;
-	// it is used for PathProxy, with the proxy doing the compression.
-	ProxyClient *redis.Client
 	// Codecs measured on the library path besides "none" (which is always
 	// measured, as the baseline). Default zstd:1 (squeeze's default) and
 	// zlib:6 (the seed's approach).
@@ -67,15 +65,12 @@ func (o *RedisOptions) defaults() error {
 	}
 	for _, p := range o.Paths {
 		switch p {
-		case PathDirect, PathLibrary:
-		case PathProxy:
-			if o.ProxyClient == nil {
-				return errors.New("bench: path proxy needs a ProxyClient")
-			}
+		case PathDirect, PathLibrary, PathProxy:
 		default:
 			return fmt.Errorf("bench: unknown path %q (direct, library, proxy)", p)
 		}
 	}
+	o.Codecs = withoutNone(o.Codecs) // none is always measured, as the baseline
 	if len(o.Codecs) == 0 {
 		o.Codecs = []codec.Algorithm{codec.DefaultAlgorithm, {ID: codec.IDZlib, Level: 6}}
 	}
@@ -150,17 +145,22 @@ func RunRedis(ctx context.Context, o RedisOptions) (RedisResult, error) {
 		case PathDirect:
 			variants = append(variants, variant{path: p, codec: "none", rdb: o.Client})
 		case PathLibrary, PathProxy:
-			rdb := o.Client
-			if p == PathProxy {
-				rdb = o.ProxyClient
-			}
 			for _, a := range append([]codec.Algorithm{{ID: codec.IDNone}}, o.Codecs...) {
-				v := variant{path: p, codec: a.String(), rdb: rdb}
+				v := variant{path: p, codec: a.String(), rdb: o.Client}
 				if p == PathLibrary {
 					if v.enc, err = codec.NewEncoder(a); err != nil {
 						return RedisResult{}, fmt.Errorf("%s: %w", a, err)
 					}
 					v.dec = dec
+				} else {
+					// The proxy compresses and decompresses; the client sees
+					// plain values.
+					rdb, stop, err := proxyFor(ctx, o.Client, a)
+					if err != nil {
+						return RedisResult{}, err
+					}
+					defer stop()
+					v.rdb = rdb
 				}
 				variants = append(variants, v)
 			}
@@ -464,6 +464,17 @@ func CorpusValue(data []byte, size int) []byte {
 	out := make([]byte, 0, size)
 	for len(data) > 0 && len(out) < size {
 		out = append(out, data[:min(len(data), size-len(out))]...)
+	}
+	return out
+}
+
+// withoutNone returns algs without codec none.
+func withoutNone(algs []codec.Algorithm) []codec.Algorithm {
+	var out []codec.Algorithm
+	for _, a := range algs {
+		if a.ID != codec.IDNone {
+			out = append(out, a)
+		}
 	}
 	return out
 }

@@ -60,7 +60,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 		nc:       nc,
 		id:       s.nextID.Add(1),
 		out:      make(chan *call, s.maxInFlight()),
-		push:     make(chan []byte, 1024),
+		push:     make(chan []byte, 128),
 		proto:    2,
 		rbuf:     make([]byte, 0, 16<<10),
 		args:     make([][]byte, 0, 16),

@@ -124,9 +124,17 @@ func (r *rewriter) decode(dst, frame []byte, c *call, i int) ([]byte, error) {
 	}
 	dst = resp.AppendHeader(dst, resp.BulkString, int(h.OriginalLen))
 	n := len(dst)
-	dst, err = r.s.decoder().AppendDecode(dst, frame)
+	out, err := r.s.decoder().AppendDecode(dst, frame)
 	if err != nil {
-		return dst, &DecodeError{Key: keyOf(c, i), Err: err}
+		return dst[:n], &DecodeError{Key: keyOf(c, i), Err: err}
+	}
+	// AppendDecode may return its result with the capacity cut to the
+	// length; when it wrote into dst's array, keep dst's capacity so that
+	// the CRLF below does not reallocate.
+	if cap(dst) >= len(out) && &dst[:1][0] == &out[:1][0] {
+		dst = dst[:len(out)]
+	} else {
+		dst = out
 	}
 	if uint64(len(dst)-n) != h.OriginalLen {
 		return dst, &DecodeError{Key: keyOf(c, i), Err: fmt.Errorf("%w: decoded %d bytes, header says %d", codec.ErrCorrupt, len(dst)-n, h.OriginalLen)}

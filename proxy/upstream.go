@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/squeeze-kv/squeeze/resp"
@@ -165,8 +166,12 @@ type upConn struct {
 	// onPush receives RESP3 push messages and, in relay mode, every reply
 	// (pub/sub, MONITOR). Nil on shared connections.
 	onPush func(msg []byte)
-	relay  bool // guarded by mu; set when the reader passes a relay call
+	relay  atomic.Bool // set when the reader passes a relay call
 	srv    *Server
+	// Guarded by mu: requests queued while another sender writes, a
+	// spare buffer, and whether a sender is writing.
+	wbuf, spare []byte
+	writing     bool
 }
 
 // dialUp connects to Redis, authenticates and selects the database.
@@ -236,13 +241,21 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte)) (*upConn, erro
 		}
 		nc.SetDeadline(time.Time{})
 	}
-	c := &upConn{nc: nc, pending: make(chan *call, 1<<16), closed: make(chan struct{}), onPush: onPush, srv: s}
+	depth := 1 << 16 // shared: many clients' calls in flight
+	if onPush != nil {
+		depth = 4096
+	}
+	c := &upConn{nc: nc, pending: make(chan *call, depth), closed: make(chan struct{}), onPush: onPush, srv: s}
 	go c.readLoop()
 	return c, nil
 }
 
-// send writes one batch of requests whose calls are calls, atomically with
-// respect to other writers. On a dead connection the calls fail at once.
+// send queues one batch of requests whose calls are calls, atomically with
+// respect to other senders, and writes it. If another sender is writing at
+// that moment, it leaves the batch to that sender, which writes everything
+// queued meanwhile with one more system call: uncontended batches go out
+// at once, and under load the batches of many clients reach Redis together.
+// On a dead connection the calls fail at once.
 func (c *upConn) send(req []byte, calls []*call) {
 	c.mu.Lock()
 	if c.dead {
@@ -257,11 +270,30 @@ func (c *upConn) send(req []byte, calls []*call) {
 	for _, cl := range calls {
 		c.pending <- cl
 	}
-	_, err := c.nc.Write(req)
-	c.mu.Unlock()
-	if err != nil {
-		c.fail(fmt.Errorf("write to upstream: %w", err))
+	c.wbuf = append(c.wbuf, req...)
+	if c.writing {
+		c.mu.Unlock()
+		return
 	}
+	c.writing = true
+	for len(c.wbuf) > 0 {
+		buf := c.wbuf
+		c.wbuf = c.spare[:0]
+		c.mu.Unlock()
+		_, err := c.nc.Write(buf)
+		c.mu.Lock()
+		if cap(buf) <= 1<<20 {
+			c.spare = buf[:0]
+		}
+		if err != nil {
+			c.writing = false
+			c.mu.Unlock()
+			c.fail(fmt.Errorf("write to upstream: %w", err))
+			return
+		}
+	}
+	c.writing = false
+	c.mu.Unlock()
 }
 
 // fail marks the connection dead and fails every call in flight.
@@ -362,9 +394,7 @@ func (c *upConn) readLoop() {
 		}
 		cl.reply = append(cl.reply[:0], v.Raw...)
 		if cl.kind == shapeRelay {
-			c.mu.Lock()
-			c.relay = true
-			c.mu.Unlock()
+			c.relay.Store(true)
 		}
 		cl.finish()
 		if start == len(buf) {
@@ -376,11 +406,7 @@ func (c *upConn) readLoop() {
 	}
 }
 
-func (c *upConn) relayMode() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.relay
-}
+func (c *upConn) relayMode() bool { return c.relay.Load() }
 
 // pool holds the shared upstream connections and redials dead ones.
 type pool struct {

@@ -162,9 +162,11 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 		}
 	}
 
-	perLink := len(algs)
-	if algs[0].ID != codec.IDNone {
-		perLink++ // RunDocs adds the baseline
+	perLink := 1 // RunDocs measures none first, as the baseline
+	for _, a := range algs {
+		if a.ID != codec.IDNone {
+			perLink++
+		}
 	}
 	b := newBar(e, len(links)*len(szs)*perLink, "bench docs")
 	var rows []bench.DocRow

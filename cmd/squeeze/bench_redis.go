@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -23,7 +25,7 @@ func init() {
 }
 
 const benchRedisUsage = `Usage:
-  squeeze bench redis [--redis URL] [--path direct,library] [--codecs LIST]
+  squeeze bench redis [--redis URL] [--path direct,library,proxy] [--codecs LIST]
       [--sizes 0,16.6kB,47.5kB,221.9kB,4.2MB] [--iterations 1,10,100,1000]
       [--repeat 10] [--corpus PATH] [--quick] [--report DIR] [--json]
 
@@ -38,7 +40,8 @@ Paths:
   direct   go-redis alone, no squeeze (the plain baseline)
   library  squeeze's codec in-process around go-redis: encode before SET,
            decode after GET (what the squeeze Go library does)
-  proxy    through the squeeze proxy (not built yet on this branch)
+  proxy    through the squeeze proxy, started in-process on a loopback port in
+           front of the same Redis, one per codec (go-redis talks to it)
 
 Without --redis it starts a throwaway redis-server on a free loopback port and
 stops it at the end. With --redis it only writes keys starting with
@@ -58,7 +61,7 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("bench redis", flag.ContinueOnError)
 	fs.SetOutput(e.Stderr)
 	url := fs.String("redis", "", "Redis URL (redis://host:port/db); default: start a throwaway redis-server")
-	paths := fs.String("path", "direct,library", "paths to measure: direct, library, proxy")
+	paths := fs.String("path", "direct,library,proxy", "paths to measure: direct, library, proxy")
 	codecs := fs.String("codecs", "zstd:1,zlib:6", "codecs on the library path besides none (zlib:6 is the seed's approach)")
 	sizes := fs.String("sizes", "0,16.6kB,47.5kB,221.9kB,4.2MB", "value sizes")
 	iters := fs.String("iterations", "1,10,100,1000", "iteration counts per timed run")
@@ -184,10 +187,8 @@ func parsePaths(s string) ([]string, error) {
 		switch p {
 		case "":
 			continue
-		case bench.PathDirect, bench.PathLibrary:
+		case bench.PathDirect, bench.PathLibrary, bench.PathProxy:
 			out = append(out, p)
-		case bench.PathProxy:
-			return nil, usageError("bench redis: --path proxy: the squeeze proxy is not built yet on this branch; measure direct,library for now")
 		default:
 			return nil, usageError("bench redis: --path: unknown path %q (direct, library, proxy)", p)
 		}
@@ -220,24 +221,33 @@ func parseInts(s string) ([]int, error) {
 // connectRedis connects to url, or starts a throwaway redis-server when url
 // is empty. stop closes the client and stops the server.
 func connectRedis(ctx context.Context, e env, url string) (*redis.Client, func(), error) {
-	var srv *testutil.Redis
-	var dir string
+	release := func() {}
 	if url == "" {
-		var err error
-		dir, err = os.MkdirTemp("", "squeeze-bench-")
+		dir, err := os.MkdirTemp("", "squeeze-bench-")
 		if err != nil {
 			return nil, nil, err
 		}
-		srv, err = testutil.Start(dir)
+		srv, err := testutil.Start(dir)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, nil, fmt.Errorf("start throwaway redis-server: %w", err)
+		}
+		// While we own a server, a closed output pipe (squeeze ... | head)
+		// must not kill squeeze before it stops the server: with SIGPIPE
+		// notified, such writes fail with EPIPE instead.
+		pipe := make(chan os.Signal, 1)
+		signal.Notify(pipe, syscall.SIGPIPE)
+		release = func() {
+			srv.Stop()
+			os.RemoveAll(dir)
+			signal.Stop(pipe)
 		}
 		url = srv.URL()
 		fmt.Fprintf(e.Stderr, "started a throwaway redis-server on %s\n", srv.Addr)
 	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
+		release()
 		return nil, nil, usageError("--redis: %v", err)
 	}
 	opt.ReadTimeout = 30 * time.Second
@@ -245,10 +255,7 @@ func connectRedis(ctx context.Context, e env, url string) (*redis.Client, func()
 	rdb := redis.NewClient(opt)
 	stop := func() {
 		rdb.Close()
-		if srv != nil {
-			srv.Stop()
-			os.RemoveAll(dir)
-		}
+		release()
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -95,9 +95,10 @@ func TestBenchRedis_Quick(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("--json output is not a JSON array: %v\n%s", err, out)
 	}
-	// direct none + library none, zstd:1, zlib:6; 3 workloads; 2 sizes; 2 counts.
-	if len(rows) != 4*3*2*2 {
-		t.Fatalf("%d rows, want 48", len(rows))
+	// direct none + library and proxy with none, zstd:1, zlib:6; 3
+	// workloads; 2 sizes; 2 counts.
+	if len(rows) != 7*3*2*2 {
+		t.Fatalf("%d rows, want 84", len(rows))
 	}
 	seen := map[string]bool{}
 	for _, r := range rows {
@@ -108,7 +109,7 @@ func TestBenchRedis_Quick(t *testing.T) {
 		}
 		seen[r["path"].(string)+" "+r["codec"].(string)+" "+r["workload"].(string)] = true
 	}
-	for _, want := range []string{"direct none read", "library zlib:6 write", "library zstd:1 readwrite"} {
+	for _, want := range []string{"direct none read", "library zlib:6 write", "library zstd:1 readwrite", "proxy zstd:1 read", "proxy none write"} {
 		if !seen[want] {
 			t.Errorf("no rows for %s", want)
 		}
@@ -158,7 +159,6 @@ func TestBench_BadFlags(t *testing.T) {
 		{"missing corpus", []string{"bench", "codecs", "--corpus", "/nonexistent/file"}, "no such file"},
 		{"corpus and redis", []string{"bench", "codecs", "--corpus", "x", "--from-redis", "redis://127.0.0.1:1"}, "not both"},
 		{"bad sample", []string{"bench", "codecs", "--from-redis", "redis://127.0.0.1:1", "--sample", "0"}, "--sample"},
-		{"proxy not built", []string{"bench", "redis", "--path", "proxy"}, "not built yet"},
 		{"unknown path", []string{"bench", "redis", "--path", "pigeon"}, "unknown path"},
 		{"bad sizes", []string{"bench", "redis", "--sizes", "16.6kB,big"}, "--sizes"},
 		{"bad iterations", []string{"bench", "redis", "--iterations", "1,0"}, "--iterations"},

@@ -1,0 +1,186 @@
+package proxy
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+// TestProxy_SameAsRedis runs single-connection transcripts on Redis and
+// through the proxy (in front of another Redis) and compares every reply.
+func TestProxy_SameAsRedis(t *testing.T) {
+	direct := testutil.StartRedis(t)
+	e := startEnv(t)
+	big := compressible(3000, 9)
+	scripts := map[string][][]string{
+		"client reply": {{"CLIENT", "REPLY", "OFF"}, {"SET", "a", big}, {"CLIENT", "REPLY", "ON"}, {"GET", "a"}, {"CLIENT", "REPLY", "SKIP"}, {"GET", "a"}, {"STRLEN", "a"}},
+		"select":       {{"SELECT", "3"}, {"SET", "db3", big}, {"SELECT", "0"}, {"GET", "db3"}, {"SELECT", "3"}, {"GET", "db3"}, {"SWAPDB", "0", "3"}},
+		"hello reset":  {{"HELLO", "3"}, {"HSET", "h", "f", big}, {"HGETALL", "h"}, {"RESET"}, {"HGETALL", "h"}, {"HELLO", "2", "SETNAME", "x"}, {"CLIENT", "GETNAME"}},
+		"multi":        {{"MULTI"}, {"SET", "m", big}, {"GET", "m"}, {"STRLEN", "m"}, {"APPEND", "m", "tail"}, {"GETRANGE", "m", "-6", "-1"}, {"EXEC"}, {"MULTI"}, {"GET", "m"}, {"DISCARD"}, {"EXEC"}},
+		"multi error":  {{"MULTI"}, {"SET", "m", big}, {"NOSUCHCMD"}, {"GET"}, {"EXEC"}, {"GET", "m"}},
+		"errors":       {{"NOSUCHCMD", "x"}, {"GET"}, {"STRLEN"}, {"SET", "k"}, {"APPEND", "k"}, {"LPUSH", "l", big}, {"GET", "l"}, {"STRLEN", "l"}, {"HSTRLEN", "l", "x"}},
+		"blocking":     {{"RPUSH", "bl", big}, {"BLPOP", "bl", "1"}, {"BLPOP", "bl", "0.01"}, {"BLMPOP", "0.01", "1", "bl", "LEFT"}},
+		"quit":         {{"SET", "q", big}, {"QUIT"}, {"GET", "q"}},
+	}
+	for name, cmds := range scripts {
+		t.Run(name, func(t *testing.T) {
+			a, b := dialRaw(t, direct.Addr), dialRaw(t, e.addr)
+			a.do("FLUSHALL")
+			b.do("FLUSHALL")
+			a.send(cmds...)
+			b.send(cmds...)
+			for i := 0; ; i++ {
+				ra, rb := a.read(), b.read()
+				// Client ids count connections, which differ.
+				ra, rb = clientID.ReplaceAllString(ra, "id:N"), clientID.ReplaceAllString(rb, "id:N")
+				if ra != rb {
+					t.Fatalf("reply %d differs:\nredis: %.200q\nproxy: %.200q", i, ra, rb)
+				}
+				if ra == "" {
+					if strings.EqualFold(cmds[len(cmds)-1][0], "QUIT") || i >= expectedReplies(cmds) {
+						break
+					}
+					t.Fatalf("reply %d: connection closed", i)
+				}
+				if i > 3*len(cmds) {
+					t.Fatal("too many replies")
+				}
+				// Stop once the replies seen cover the commands (no timeouts).
+				if i == expectedReplies(cmds)-1 {
+					break
+				}
+			}
+		})
+	}
+}
+
+var clientID = regexp.MustCompile(`\$2\r\nid\r\n:[0-9]+`)
+
+// expectedReplies counts the replies Redis sends for cmds (CLIENT REPLY OFF
+// and SKIP silence some; QUIT ends the connection).
+func expectedReplies(cmds [][]string) int {
+	n, off, skip := 0, false, 0
+	for _, c := range cmds {
+		name := strings.ToUpper(c[0])
+		if name == "CLIENT" && len(c) > 2 && strings.EqualFold(c[1], "REPLY") {
+			switch strings.ToUpper(c[2]) {
+			case "OFF":
+				off = true
+				continue
+			case "SKIP":
+				skip = 2
+			case "ON":
+				off = false
+			}
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if !off {
+			n++
+		}
+		if name == "QUIT" {
+			break
+		}
+	}
+	return n
+}
+
+func TestProxy_Inline(t *testing.T) {
+	e := startEnv(t)
+	p := dialRaw(t, e.addr)
+	p.write([]byte("SET greeting \"hello\\x20world\"\r\nGET greeting\nPING\r\n"))
+	for _, want := range []string{"+OK\r\n", bulk("hello world"), "+PONG\r\n"} {
+		if got := p.read(); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+}
+
+func TestProxy_PubSub(t *testing.T) {
+	e := startEnv(t)
+	big := compressible(4000, 4)
+	for _, proto := range []string{"2", "3"} {
+		sub, pub := dialRaw(t, e.addr), dialRaw(t, e.addr)
+		if proto == "3" {
+			sub.do("HELLO", "3")
+		}
+		sub.send([]string{"SUBSCRIBE", "c" + proto, "ch" + proto})
+		want := []string{"*3\r\n$9\r\nsubscribe\r\n$2\r\nc" + proto + "\r\n:1\r\n", "*3\r\n$9\r\nsubscribe\r\n$3\r\nch" + proto + "\r\n:2\r\n"}
+		if proto == "3" {
+			for i := range want {
+				want[i] = ">" + want[i][1:]
+			}
+		}
+		for _, w := range want {
+			if got := sub.read(); got != w {
+				t.Fatalf("RESP%s subscribe: %q, want %q", proto, got, w)
+			}
+		}
+		if got := pub.do("PUBLISH", "ch"+proto, big); got != ":1\r\n" {
+			t.Fatalf("PUBLISH: %q", got)
+		}
+		msg := "*3\r\n$7\r\nmessage\r\n$3\r\nch" + proto + "\r\n" + bulk(big)
+		if proto == "3" {
+			msg = ">" + msg[1:]
+		}
+		if got := sub.read(); got != msg {
+			t.Fatalf("RESP%s message: %.100q", proto, got)
+		}
+		if proto == "3" { // RESP3 allows commands while subscribed
+			pub.do("SET", "k", big)
+			if got := sub.do("GET", "k"); got != bulk(big) {
+				t.Fatalf("GET while subscribed: %.100q", got)
+			}
+		}
+	}
+}
+
+func TestProxy_BlockingAndWatch(t *testing.T) {
+	e := startEnv(t)
+	big := compressible(8000, 6)
+	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	a.send([]string{"BLPOP", "jobs", "5"})
+	time.Sleep(50 * time.Millisecond)
+	if got := b.do("RPUSH", "jobs", big); got != ":1\r\n" {
+		t.Fatal(got)
+	}
+	if got := a.read(); got != "*2\r\n"+bulk("jobs")+bulk(big) {
+		t.Fatalf("BLPOP: %.100q", got)
+	}
+	// WATCH: another client's write aborts the transaction.
+	a.do("SET", "w", big)
+	a.do("WATCH", "w")
+	b.do("SET", "w", "changed")
+	a.do("MULTI")
+	a.do("GET", "w")
+	if got := a.do("EXEC"); got != "*-1\r\n" {
+		t.Fatalf("EXEC after a watched write: %q", got)
+	}
+	// Client tracking (RESP3): the invalidation push arrives.
+	a.do("HELLO", "3")
+	a.do("CLIENT", "TRACKING", "ON")
+	if got := a.do("GET", "w"); got != bulk("changed") {
+		t.Fatalf("GET: %q", got)
+	}
+	b.do("SET", "w", big)
+	if got := a.read(); !strings.HasPrefix(got, ">2\r\n$10\r\ninvalidate\r\n") {
+		t.Fatalf("tracking push: %q", got)
+	}
+}
+
+func TestProxy_Monitor(t *testing.T) {
+	e := startEnv(t)
+	m, c := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	if got := m.do("MONITOR"); got != "+OK\r\n" {
+		t.Fatalf("MONITOR: %q", got)
+	}
+	c.do("SET", "monitored", "v")
+	if got := m.read(); !strings.Contains(got, `"SET" "monitored" "v"`) {
+		t.Fatalf("monitor line: %q", got)
+	}
+}

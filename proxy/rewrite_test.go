@@ -1,0 +1,174 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+func newTestServer(t testing.TB) *Server {
+	enc, err := codec.NewEncoder(codec.DefaultAlgorithm, codec.WithMinSize(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Upstream: "redis://127.0.0.1:1", Encoder: enc}
+	if err := s.init(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func argv(ss ...string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+func TestValueArgs(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []int // indexes compressed
+	}{
+		{[]string{"SET", "k", "v", "EX", "10"}, []int{2}},
+		{[]string{"SETEX", "k", "10", "v"}, []int{3}},
+		{[]string{"MSET", "a", "1", "b", "2"}, []int{2, 4}},
+		{[]string{"HSET", "h", "f", "v", "g", "w"}, []int{3, 5}},
+		{[]string{"LPUSH", "l", "a", "b"}, []int{2, 3}},
+		{[]string{"LINSERT", "l", "BEFORE", "p", "e"}, []int{3, 4}},
+		{[]string{"LPOS", "l", "e", "RANK", "2"}, []int{2}},
+		{[]string{"LREM", "l", "0", "e"}, []int{3}},
+		{[]string{"XADD", "s", "*", "f", "v", "g", "w"}, []int{4, 6}},
+		{[]string{"XADD", "s", "NOMKSTREAM", "MAXLEN", "~", "10", "LIMIT", "5", "1-1", "f", "v"}, []int{10}},
+		{[]string{"XADD", "s", "MINID", "0", "*", "f", "v"}, []int{6}},
+		{[]string{"GET", "k"}, nil},
+	}
+	for _, tt := range tests {
+		info := lookup([]byte(tt.args[0]))
+		args := argv(tt.args...)
+		first, step := valueArgs(info.vals, args)
+		var got []int
+		for i := range args {
+			if step != 0 && i >= first && (i-first)%step == 0 {
+				got = append(got, i)
+			}
+		}
+		if len(got) != len(tt.want) {
+			t.Errorf("%q: compressed %v, want %v", tt.args, got, tt.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tt.want[i] {
+				t.Errorf("%q: compressed %v, want %v", tt.args, got, tt.want)
+			}
+		}
+	}
+}
+
+// TestRewrite_Allocs: parsing, request rewriting with compression, and
+// reply rewriting with decompression allocate nothing in steady state.
+func TestRewrite_Allocs(t *testing.T) {
+	s := newTestServer(t)
+	r := &rewriter{s: s}
+	value := []byte(compressible(4096, 1))
+	in := resp.AppendCommand(nil, []byte("SET"), []byte("key"), value)
+	frame := s.Encoder.AppendEncode(nil, value)
+	replies := map[shape][]byte{
+		shapeValue:   resp.AppendBulk(nil, frame),
+		shapeValues:  resp.AppendBulk(resp.AppendArray(nil, 2), frame),
+		shapePairs:   resp.AppendBulk(resp.AppendBulkString(resp.AppendHeader(nil, resp.Map, 1), "f"), frame),
+		shapeEntries: resp.AppendBulk(resp.AppendBulkString(resp.AppendArray(resp.AppendBulkString(resp.AppendArray(resp.AppendArray(nil, 1), 2), "1-1"), 2), "f"), frame),
+	}
+	replies[shapeValues] = resp.AppendNullBulk(replies[shapeValues])
+	args := make([][]byte, 0, 8)
+	req := make([]byte, 0, 64<<10)
+	out := make([]byte, 0, 64<<10)
+	c := newCall()
+	c.cmd = "GET"
+	c.saveArgs(argv("GET", "key"))
+	for sh, reply := range replies {
+		c.kind = sh
+		c.reply = append(c.reply[:0], reply...)
+		if got := r.appendReply(out[:0], c); string(got) == string(reply) || len(got) < len(value) {
+			t.Fatalf("shape %d: reply not decoded: %.80q", sh, got)
+		}
+	}
+	n := testing.AllocsPerRun(200, func() {
+		var err error
+		args, _, err = resp.ReadCommand(args, in, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := lookup(args[0])
+		req = r.appendRequest(req[:0], info, args)
+		for sh, reply := range replies {
+			c.kind = sh
+			c.reply = append(c.reply[:0], reply...)
+			out = r.appendReply(out[:0], c)
+		}
+	})
+	if n != 0 && !raceEnabled {
+		t.Fatalf("%v allocations per command, want 0", n)
+	}
+}
+
+func BenchmarkRewrite(b *testing.B) {
+	s := newTestServer(b)
+	r := &rewriter{s: s}
+	value := []byte(compressible(4096, 1))
+	in := resp.AppendCommand(nil, []byte("SET"), []byte("key"), value)
+	c := newCall()
+	c.kind = shapeValue
+	c.reply = resp.AppendBulk(nil, s.Encoder.AppendEncode(nil, value))
+	args := make([][]byte, 0, 8)
+	var req, out []byte
+	b.SetBytes(int64(len(value)))
+	b.ReportAllocs()
+	for b.Loop() {
+		args, _, _ = resp.ReadCommand(args, in, 0)
+		req = r.appendRequest(req[:0], lookup(args[0]), args)
+		out = r.appendReply(out[:0], c)
+	}
+}
+
+// FuzzAppendReply rewrites arbitrary replies (and replies with frames and
+// corrupt frames spliced in) with every shape: it must never panic, and it
+// must return exactly one RESP value.
+func FuzzAppendReply(f *testing.F) {
+	s := newTestServer(f)
+	frame := s.Encoder.AppendEncode(nil, []byte(compressible(300, 1)))
+	bad := append([]byte(nil), frame...)
+	bad[len(bad)-1] ^= 1
+	for _, seed := range [][]byte{
+		resp.AppendBulk(nil, frame),
+		resp.AppendBulk(resp.AppendArray(nil, 2), frame),
+		[]byte("*2\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$-1\r\n_\r\n"),
+		[]byte("%1\r\n$1\r\nk\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*0\r\n"),
+		[]byte("|1\r\n+a\r\n+b\r\n$1\r\nx\r\n"),
+		resp.AppendBulk(resp.AppendArray(nil, 1), bad),
+	} {
+		f.Add(seed, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, sh uint8) {
+		// Splice a real frame in place of a marker so decoding runs.
+		b = []byte(strings.ReplaceAll(string(b), "$4\r\nFRAM\r\n", string(resp.AppendBulk(nil, frame))))
+		v, _, err := resp.ReadValue(b)
+		if err != nil {
+			return
+		}
+		r := &rewriter{s: s}
+		c := newCall()
+		defer c.release()
+		c.cmd = "GET"
+		c.reply = append(c.reply, v.Raw...)
+		c.kind = shape(sh % uint8(shapeRelay+1))
+		c.saveArgs(argv("GET", "k"))
+		out := r.appendReply(nil, c)
+		if _, rest, err := resp.ReadValue(out); err != nil || len(rest) != 0 {
+			t.Fatalf("shape %d: output is not one value: %v, %d bytes left: %q", c.kind, err, len(rest), out)
+		}
+	})
+}

@@ -1,0 +1,99 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+func TestParseUpstream(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Upstream
+		wantErr string
+	}{
+		{"redis://127.0.0.1:6379", Upstream{Network: "tcp", Addr: "127.0.0.1:6379"}, ""},
+		{"127.0.0.1:7000", Upstream{Network: "tcp", Addr: "127.0.0.1:7000"}, ""},
+		{"redis://localhost", Upstream{Network: "tcp", Addr: "localhost:6379"}, ""},
+		{"redis://:secret@h:1/3", Upstream{Network: "tcp", Addr: "h:1", Password: "secret", DB: 3}, ""},
+		{"redis://secret@h:1", Upstream{Network: "tcp", Addr: "h:1", Password: "secret"}, ""},
+		{"redis://user:pw@h:1/0", Upstream{Network: "tcp", Addr: "h:1", Username: "user", Password: "pw"}, ""},
+		{"unix:///run/redis.sock?db=2", Upstream{Network: "unix", Addr: "/run/redis.sock", DB: 2}, ""},
+		{"http://h:1", Upstream{}, "scheme must be redis"},
+		{"redis://h:1/x", Upstream{}, "not a number"},
+		{"unix://", Upstream{}, "missing socket path"},
+	}
+	for _, tt := range tests {
+		got, err := ParseUpstream(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: err %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got.Network != tt.want.Network || got.Addr != tt.want.Addr || got.Username != tt.want.Username || got.Password != tt.want.Password || got.DB != tt.want.DB {
+			t.Errorf("%s: got %+v %v, want %+v", tt.in, got, err, tt.want)
+		}
+	}
+	if u, _ := ParseUpstream("rediss://h:1"); u.TLS == nil || u.TLS.ServerName != "h" {
+		t.Errorf("rediss: no TLS config: %+v", u)
+	}
+}
+
+// TestProxy_UpstreamAuthDBUnix: the password and database come from the
+// URL, and unix sockets work.
+func TestProxy_UpstreamAuthDBUnix(t *testing.T) {
+	r := testutil.StartRedis(t)
+	if r.Socket == "" {
+		t.Skip("no unix socket (path too long)")
+	}
+	// Set the password after start: testutil's readiness check pings
+	// without one.
+	if got := dialRaw(t, r.Addr).do("CONFIG", "SET", "requirepass", "s3cret"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	for _, url := range []string{"redis://:s3cret@" + r.Addr + "/2", "unix://:s3cret@" + r.Socket + "?db=2"} {
+		e := startProxy(t, url, r)
+		p := dialRaw(t, e.addr)
+		if got := p.do("SET", "in2", compressible(1000, 1)); got != "+OK\r\n" {
+			t.Fatalf("%s: SET: %q", url, got)
+		}
+		d := dialRaw(t, r.Addr)
+		d.do("AUTH", "s3cret")
+		d.do("SELECT", "2")
+		if got := d.do("EXISTS", "in2"); got != ":1\r\n" {
+			t.Fatalf("%s: key not in db 2: %q", url, got)
+		}
+		d.do("DEL", "in2")
+	}
+	e := startProxy(t, "redis://:wrong@"+r.Addr, r)
+	if got := dialRaw(t, e.addr).do("PING"); !strings.Contains(got, "refused AUTH") {
+		t.Fatalf("wrong password: %q", got)
+	}
+}
+
+// TestServer_ShutdownDrains: Shutdown lets commands already read finish,
+// a blocked BLPOP included, then closes the connection.
+func TestServer_ShutdownDrains(t *testing.T) {
+	e := startEnv(t)
+	c := dialRaw(t, e.addr)
+	big := compressible(5000, 2)
+	c.do("SET", "k", big)
+	c.send([]string{"GET", "k"}, []string{"BLPOP", "none", "0.3"}, []string{"GET", "k"})
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.srv.Shutdown(ctx) }()
+	for i, want := range []string{bulk(big), "*-1\r\n", bulk(big), ""} {
+		if got := c.read(); got != want {
+			t.Fatalf("reply %d: %.80q, want %.80q", i, got, want)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}

@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// readTranscript parses a testdata/proxy session (see its README.md).
+func readTranscript(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	subst := map[string]string{"$BIG": compressible(3000, 7), "$HUGE": compressible(300_000, 8)}
+	var cmds [][]string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		args, _, err := resp.ReadCommand(nil, []byte(line+"\n"), 0)
+		if err != nil {
+			t.Fatalf("%s: %q: %v", path, line, err)
+		}
+		cmd := make([]string, len(args))
+		for i, a := range args {
+			cmd[i] = string(a)
+			if v, ok := subst[cmd[i]]; ok {
+				cmd[i] = v
+			}
+		}
+		cmds = append(cmds, cmd)
+	}
+	return cmds
+}
+
+// TestTranscripts runs every testdata/proxy session on Redis directly and
+// through the proxy and requires identical replies.
+func TestTranscripts(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/proxy/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no transcripts in testdata/proxy")
+	}
+	direct := testutil.StartRedis(t)
+	e := startEnv(t)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			cmds := readTranscript(t, file)
+			a, b := dialRaw(t, direct.Addr), dialRaw(t, e.addr)
+			a.do("FLUSHALL")
+			b.do("FLUSHALL")
+			a.send(cmds...)
+			b.send(cmds...)
+			for i := 0; i < expectedReplies(cmds); i++ {
+				ra, rb := a.read(), b.read()
+				ra, rb = clientID.ReplaceAllString(ra, "id:N"), clientID.ReplaceAllString(rb, "id:N")
+				if ra == "" {
+					t.Fatalf("reply %d: connection closed", i)
+				}
+				if ra != rb {
+					t.Fatalf("reply %d differs:\nredis: %.300q\nproxy: %.300q", i, ra, rb)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Measures "squeeze proxy" against Redis directly with redis-benchmark, and
+# prints throughput ratios measured in one run on this machine:
+#
+#   1. compression off (--min-size 1GiB): SET/GET, -c 50, without and with -P 16
+#   2. compression on (default codec), 47.5 kB JSON documents: SET/GET rates
+#      and the Redis memory those documents take, direct vs through the proxy.
+#
+# Each measurement alternates direct and proxied runs ROUNDS times and takes
+# the median rate, because a shared 2-core machine is noisy.
+#
+# Usage: bash scripts/bench-proxy.sh            (N=200000 ROUNDS=3)
+#        N=50000 ROUNDS=1 bash scripts/bench-proxy.sh   (quick look)
+#        DOC=path/to/doc.json bash scripts/bench-proxy.sh
+# Needs redis-server and redis-benchmark (bash scripts/setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-200000}
+ROUNDS=${ROUNDS:-3}
+DOCN=${DOCN:-20000}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+go build -o "$work/squeeze" ./cmd/squeeze
+
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
+waitport() { for _ in $(seq 200); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "port $1 did not answer" >&2; exit 1; }
+start_redis() {
+  redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --loglevel warning --daemonize no >/dev/null 2>&1 &
+  pids+=($!); waitport "$1"
+}
+start_proxy() { # port upstream-port extra-flags...
+  local port=$1 up=$2; shift 2
+  "$work/squeeze" proxy --listen "127.0.0.1:$port" --upstream "redis://127.0.0.1:$up" --log-level warn "$@" 2>>"$work/proxy.log" &
+  pids+=($!); waitport "$port"
+}
+
+# rate PORT ARGS... : requests per second of one redis-benchmark run (first test).
+# The test name may hold commas and quotes (a JSON argument): count fields
+# from the end of the line.
+rate() { local port=$1; shift; redis-benchmark -p "$port" --csv "$@" 2>/dev/null | awk -F',' 'END {gsub(/"/, "", $(NF-6)); print $(NF-6)}'; }
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+
+# compare NAME DIRECT_PORT PROXY_PORT ARGS... : median rates and their ratio.
+compare() {
+  local name=$1 dport=$2 pport=$3; shift 3
+  local d=() p=()
+  for _ in $(seq "$ROUNDS"); do
+    d+=("$(rate "$dport" "$@")")
+    p+=("$(rate "$pport" "$@")")
+  done
+  local dm pm
+  dm=$(printf '%s\n' "${d[@]}" | median)
+  pm=$(printf '%s\n' "${p[@]}" | median)
+  printf '%-34s %12.0f %12.0f %8sx\n' "$name" "$dm" "$pm" "$(ratio "$pm" "$dm")"
+}
+
+RD=$(freeport); start_redis "$RD"        # direct runs
+RP=$(freeport); start_redis "$RP"        # behind the proxies
+POFF=$(freeport); start_proxy "$POFF" "$RP" --min-size 1GiB
+PON=$(freeport); start_proxy "$PON" "$RP"
+
+echo "squeeze proxy vs Redis, $(nproc) cores, $(redis-server --version | awk '{print $3}'), N=$N, median of $ROUNDS"
+printf '%-34s %12s %12s %9s\n' "benchmark" "direct rps" "proxy rps" "ratio"
+echo "--- compression off (--min-size 1GiB)"
+compare "SET -c 50"       "$RD" "$POFF" -t set -c 50 -n "$N"
+compare "GET -c 50"       "$RD" "$POFF" -t get -c 50 -n "$N"
+compare "SET -c 50 -P 16" "$RD" "$POFF" -t set -c 50 -n "$N" -P 16
+compare "GET -c 50 -P 16" "$RD" "$POFF" -t get -c 50 -n "$N" -P 16
+
+# A 47.5 kB JSON document: DOC, else a slice of a public JSON corpus when
+# present, else generated records.
+doc="$work/doc.json"
+if [ -n "${DOC:-}" ]; then head -c 47500 "$DOC" > "$doc"
+elif [ -f /work/shared/corpus/citm_catalog.json ]; then head -c 47500 /work/shared/corpus/citm_catalog.json > "$doc"
+else
+  : > "$doc"
+  i=0
+  while [ "$(stat -c %s "$doc")" -lt 47500 ]; do
+    printf '{"id":%d,"name":"user %d","email":"user%d@example.com","active":%s,"score":%d,"tags":["redis","cache","json"],"address":{"city":"Springfield","zip":"%05d"}},\n' \
+      $i $i $i $([ $((i % 3)) = 0 ] && echo true || echo false) $((i * 37 % 1000)) $((i * 7919 % 100000)) >> "$doc"
+    i=$((i + 1))
+  done
+  truncate -s 47500 "$doc"
+fi
+val=$(cat "$doc")
+echo "--- compression on (zstd:1, min-size 64), 47.5 kB JSON documents, keyspace 1000"
+redis-cli -p "$RD" FLUSHALL >/dev/null; redis-cli -p "$RP" FLUSHALL >/dev/null
+base_d=$(redis-cli -p "$RD" INFO memory | awk -F: '/^used_memory:/ {print $2+0}')
+base_p=$(redis-cli -p "$RP" INFO memory | awk -F: '/^used_memory:/ {print $2+0}')
+compare "SET doc -c 50" "$RD" "$PON" -c 50 -n "$DOCN" -r 1000 SET 'doc:__rand_int__' "$val"
+compare "GET doc -c 50" "$RD" "$PON" -c 50 -n "$DOCN" -r 1000 GET 'doc:__rand_int__'
+keys_d=$(redis-cli -p "$RD" DBSIZE); keys_p=$(redis-cli -p "$RP" DBSIZE)
+mem_d=$(( $(redis-cli -p "$RD" INFO memory | awk -F: '/^used_memory:/ {print $2+0}') - base_d ))
+mem_p=$(( $(redis-cli -p "$RP" INFO memory | awk -F: '/^used_memory:/ {print $2+0}') - base_p ))
+stored=$(redis-cli -p "$RP" STRLEN doc:000000000001 2>/dev/null || echo "?")
+printf '%-34s %12s %12s\n' "keys" "$keys_d" "$keys_p"
+printf '%-34s %12d %12d %8sx\n' "Redis used_memory for the docs" "$mem_d" "$mem_p" "$(ratio "$mem_p" "$mem_d")"
+awk -v d="$mem_d" -v p="$mem_p" -v s="$stored" 'BEGIN {printf "memory saved through the proxy: %.1f%% (one document: 47500 bytes raw, %s bytes stored)\n", 100*(1-p/d), s}'
