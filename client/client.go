@@ -258,7 +258,9 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 // complete.
 type prepared struct {
 	name     string
-	saved    []savedArg // original args replaced by frames
+	first    savedArg   // the first arg replaced by a frame (most commands have one)
+	more     []savedArg // the others
+	nsaved   int
 	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN, GETRANGE, SUBSTR)
 	refused  bool
 	noDecode bool // the command's key is raw
@@ -458,7 +460,12 @@ func (h *Hook) encodeArg(args []any, i int, p *prepared) {
 		putFrameBuf(bp)
 		return
 	}
-	p.saved = append(p.saved, savedArg{i, args[i], bp})
+	if sa := (savedArg{i, args[i], bp}); p.nsaved == 0 {
+		p.first = sa
+	} else {
+		p.more = append(p.more, sa)
+	}
+	p.nsaved++
 	args[i] = frame
 }
 
@@ -467,11 +474,17 @@ func (h *Hook) encodeArg(args []any, i int, p *prepared) {
 // instead of sending it.
 func (h *Hook) undo(cmd redis.Cmder, p prepared) {
 	args := cmd.Args()
-	for _, s := range p.saved {
+	restore := func(s savedArg) {
 		args[s.i] = s.v
 		if s.buf != nil {
 			putFrameBuf(s.buf)
 		}
+	}
+	if p.nsaved > 0 {
+		restore(p.first)
+	}
+	for _, s := range p.more {
+		restore(s)
 	}
 }
 
