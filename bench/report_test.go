@@ -208,6 +208,9 @@ func TestWriteReport_BadDir(t *testing.T) {
 func TestSeedComparison(t *testing.T) {
 	r := sampleReport()
 	r.Seed = SeedSlowdowns
+	// zstd:1 alone reached x100: the comparison must stay at x10, where
+	// zlib:6 was measured too.
+	r.Redis = append(r.Redis, RedisRow{Path: PathLibrary, Codec: "zstd:1", Workload: WorkloadRead, SizeBytes: 16600, Iterations: 100, SlowdownPct: 999})
 	rows := seedComparison(r)
 	if len(rows) != len(SeedSlowdowns) {
 		t.Fatalf("%d rows, want %d", len(rows), len(SeedSlowdowns))
@@ -216,6 +219,11 @@ func TestSeedComparison(t *testing.T) {
 		if row.Size == "16.6 kB" || row.Size == "0 B" {
 			if !row.HasMeasur || row.Measured[0].Codec != "zlib:6" {
 				t.Errorf("%s %s: measured %v, want zlib:6 first", row.Workload, row.Size, row.Measured)
+			}
+			for _, m := range row.Measured {
+				if m.Iterations != 10 || m.Pct == 999 {
+					t.Errorf("%s %s: %+v, want the x10 figures both codecs have", row.Workload, row.Size, m)
+				}
 			}
 		} else if row.HasMeasur {
 			t.Errorf("%s %s: measured %v for a size not in the run", row.Workload, row.Size, row.Measured)

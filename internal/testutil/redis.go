@@ -128,6 +128,7 @@ func startOnce(bin, dir string, port int, args []string) (*Redis, error) {
 	argv = append(argv, args...)
 	cmd := exec.Command(bin, argv...)
 	cmd.Dir = dir
+	dieWithParent(cmd)
 	logf, err := os.Create(filepath.Join(dir, "redis-"+strconv.Itoa(port)+".log"))
 	if err != nil {
 		return nil, err
