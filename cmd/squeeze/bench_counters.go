@@ -115,7 +115,7 @@ func newStageBar(w io.Writer) func(stage string, done, total int64) {
 			cur = stage
 			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(w),
 				progressbar.OptionSetDescription(fmt.Sprintf("%-28s", stage)),
-				progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+				progressbar.OptionShowCount(),
 				progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond))
 		}
 		bar.Set64(done)

@@ -28,6 +28,10 @@ func TestBenchCounters_CLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "packed-bitfield") || !strings.Contains(out, "bytes/counter") || strings.Contains(out, "list-lua") {
 		t.Fatalf("table: exit %d\n%s\n%s", code, out, errs)
 	}
+	out, errs, code = runCLI(t, nil, "bench", "counters", "--unix", "--entities", "10", "--days", "5", "--clients", "2", "--pipeline", "1", "--ops", "20", "--layouts", "packed-bitfield", "--json")
+	if code != 0 || !strings.Contains(out, `"network": "unix"`) {
+		t.Fatalf("--unix: exit %d\n%s\n%s", code, out, errs)
+	}
 	_, errs, code = runCLI(t, nil, "bench", "counters", "--clients", "0")
 	if code != 2 || !strings.Contains(errs, "must be positive") {
 		t.Fatalf("bad flag: exit %d, %s", code, errs)
