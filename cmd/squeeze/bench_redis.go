@@ -54,12 +54,10 @@ Examples:
   squeeze bench redis --redis redis://127.0.0.1:6379 --codecs zstd:1,lz4,zlib:6 --json
   squeeze bench redis --sizes 16.6kB,4.2MB --iterations 1,100 --repeat 5
 
-Flags:
 `
 
 func runBenchRedis(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("bench redis", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet(e, "bench redis", benchRedisUsage)
 	url := fs.String("redis", "", "Redis URL (redis://host:port/db); default: start a throwaway redis-server")
 	paths := fs.String("path", "direct,library,proxy", "paths to measure: direct, library, proxy")
 	codecs := fs.String("codecs", "zstd:1,zlib:6", "codecs on the library path besides none (zlib:6 is the seed's approach)")
@@ -71,12 +69,8 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 	quick := fs.Bool("quick", false, "a run under a minute: iterations 1,10,100, 3 repeats, 600ms budget per cell")
 	report := fs.String("report", "", "write an HTML report with charts, JSON and CSV into this directory")
 	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of tables")
-	fs.Usage = func() { fmt.Fprint(e.Stderr, benchRedisUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError("bench redis: %v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("bench redis: unexpected argument %q", fs.Arg(0))
