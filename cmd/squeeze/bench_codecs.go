@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
@@ -94,17 +93,16 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 		if *sample <= 0 || *sample > 1_000_000 {
 			return usageError("bench codecs: --sample %d must be between 1 and 1000000", *sample)
 		}
-		opt, err := redis.ParseURL(*fromRedis)
+		rdb, err := openRedis(ctx, *fromRedis, 0)
 		if err != nil {
-			return usageError("bench codecs: --from-redis: %v", err)
+			return err
 		}
-		rdb := redis.NewClient(opt)
 		defer rdb.Close()
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		c, err = bench.SampleRedis(sctx, rdb, *sample)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("sample %s: %w", *fromRedis, err)
+			return fmt.Errorf("sample %s: %w", redactURL(*fromRedis), err)
 		}
 	case len(corpus) > 0:
 		if c, err = bench.LoadCorpus(corpus, blockSize); err != nil {

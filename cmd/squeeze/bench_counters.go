@@ -76,6 +76,13 @@ func runBenchCounters(ctx context.Context, e env, args []string) error {
 	if *entities <= 0 || *days <= 0 || *clients <= 0 || *pipeline <= 0 || *ops <= 0 || *dur <= 0 || *rounds <= 0 {
 		return usageError("--entities, --days, --clients, --pipeline, --ops, --duration and --rounds must be positive")
 	}
+	if *url != "" { // fail fast, and clearly, when nothing answers there
+		rdb, err := openRedis(ctx, *url, 0)
+		if err != nil {
+			return err
+		}
+		rdb.Close()
+	}
 	cfg := bench.CountersConfig{
 		RedisURL: *url, Entities: *entities, Days: *days, Clients: *clients,
 		Pipeline: *pipeline, Ops: *ops, Duration: *dur, Layouts: strings.Split(*layouts, ","), Driver: *driver, Rounds: *rounds, Unix: *unix,

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -239,25 +241,53 @@ func connectRedis(ctx context.Context, e env, url string) (*redis.Client, func()
 		url = srv.URL()
 		fmt.Fprintf(e.Stderr, "started a throwaway redis-server on %s\n", srv.Addr)
 	}
-	opt, err := redis.ParseURL(url)
+	rdb, err := openRedis(ctx, url, 30*time.Second)
 	if err != nil {
 		release()
-		return nil, nil, usageError("--redis: %v", err)
+		return nil, nil, err
 	}
-	opt.ReadTimeout = 30 * time.Second
-	opt.WriteTimeout = 30 * time.Second
-	rdb := redis.NewClient(opt)
-	stop := func() {
-		rdb.Close()
-		release()
+	return rdb, func() { rdb.Close(); release() }, nil
+}
+
+// redisProbeTimeout bounds how long a command waits for a Redis server
+// named by the user to answer its first PING (a variable for tests).
+var redisProbeTimeout = 5 * time.Second
+
+// openRedis parses rawURL (a usage error when it does not parse), opens a
+// client whose commands time out after ioTimeout (0: go-redis's defaults),
+// and checks within redisProbeTimeout that a Redis server answers PING, so
+// that an unreachable or silent address fails fast with a clear message
+// instead of a bare "i/o timeout" from the first real command. Messages
+// name the address without its password (redactURL, in proxy.go).
+func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*redis.Client, error) {
+	opt, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, usageError("--redis %s: %v", redactURL(rawURL), err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("redis %s: %w", url, err)
+	// The probe: no retries, short timeouts.
+	popt := *opt
+	popt.DialTimeout, popt.ReadTimeout, popt.WriteTimeout = redisProbeTimeout, redisProbeTimeout, redisProbeTimeout
+	popt.MaxRetries, popt.PoolSize = -1, 1
+	probe := redis.NewClient(&popt)
+	pctx, cancel := context.WithTimeout(ctx, redisProbeTimeout)
+	err = probe.Ping(pctx).Err()
+	cancel()
+	probe.Close()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+			return nil, fmt.Errorf("redis at %s: no reply to PING within %v (is a Redis server listening there?)", redactURL(rawURL), redisProbeTimeout)
+		}
+		return nil, fmt.Errorf("redis at %s: %w", redactURL(rawURL), err)
 	}
-	return rdb, stop, nil
+	if ioTimeout > 0 {
+		opt.ReadTimeout, opt.WriteTimeout = ioTimeout, ioTimeout
+	}
+	return redis.NewClient(opt), nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // printRedisTables prints, per workload and size, the time per operation at

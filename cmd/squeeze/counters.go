@@ -80,7 +80,7 @@ func addCountersFlags(fs *flag.FlagSet) countersFlags {
 }
 
 // open validates the shared flags and connects; the caller closes the client.
-func (f countersFlags) open() (*counters.Store, *redis.Client, error) {
+func (f countersFlags) open(ctx context.Context) (*counters.Store, *redis.Client, error) {
 	typ, err := counters.ParseType(*f.typ)
 	if err != nil {
 		return nil, nil, usageError("--type: %v", err)
@@ -89,15 +89,23 @@ func (f countersFlags) open() (*counters.Store, *redis.Client, error) {
 	if err != nil {
 		return nil, nil, usageError("--overflow: %v", err)
 	}
-	opt, err := redis.ParseURL(*f.url)
+	cfg := counters.Config{Prefix: *f.prefix, Type: typ, Slots: *f.slots, Overflow: ov}
+	// Check the series before connecting: a bad --slots is a usage error
+	// whether Redis is up or not. NewClient does not connect.
+	unconnected := redis.NewClient(&redis.Options{})
+	_, err = counters.New(unconnected, cfg)
+	unconnected.Close()
 	if err != nil {
-		return nil, nil, usageError("--redis: %v", err)
+		return nil, nil, usageError("%v", err)
 	}
-	rdb := redis.NewClient(opt)
-	s, err := counters.New(rdb, counters.Config{Prefix: *f.prefix, Type: typ, Slots: *f.slots, Overflow: ov})
+	rdb, err := openRedis(ctx, *f.url, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := counters.New(rdb, cfg)
 	if err != nil {
 		rdb.Close()
-		return nil, nil, usageError("%v", err)
+		return nil, nil, err
 	}
 	return s, rdb, nil
 }
@@ -147,7 +155,7 @@ func runCountersGet(ctx context.Context, e env, args []string) error {
 		}
 		to = from + 1
 	}
-	s, rdb, err := f.open()
+	s, rdb, err := f.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -226,7 +234,7 @@ func runCountersIncr(ctx context.Context, e env, args []string) error {
 			return usageError("delta %q is not an integer", pos[2])
 		}
 	}
-	s, rdb, err := f.open()
+	s, rdb, err := f.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -305,7 +313,7 @@ func runCountersMigrate(ctx context.Context, e env, args []string) error {
 	default:
 		return usageError("counters migrate takes SOURCE ENTITY, or --scan PATTERN and no arguments")
 	}
-	s, rdb, err := f.open()
+	s, rdb, err := f.open(ctx)
 	if err != nil {
 		return err
 	}

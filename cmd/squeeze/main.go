@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=v1.2.3".
@@ -51,7 +53,15 @@ func usageError(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
 }
 
+// quietRedisLogger drops go-redis's own log lines ("redis: ... pool.go:770:
+// connection pool: failed to dial ..."): commands report the same failure
+// once, as their error.
+type quietRedisLogger struct{}
+
+func (quietRedisLogger) Printf(context.Context, string, ...any) {}
+
 func main() {
+	redis.SetLogger(quietRedisLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:])
 	stop()
