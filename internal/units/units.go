@@ -57,6 +57,7 @@ func oneDecimal(f float64) string {
 // SizeFlag is a flag.Value holding a byte count parsed with ParseSize.
 type SizeFlag int64
 
+// String returns the size in bytes.
 func (f *SizeFlag) String() string { return strconv.FormatInt(int64(*f), 10) }
 
 // Set parses s with ParseSize.
