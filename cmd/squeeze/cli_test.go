@@ -47,3 +47,20 @@ func TestCLI_BadFlagOneLine(t *testing.T) {
 		})
 	}
 }
+
+// TestCLI_HelpCommand: "squeeze help CMD [SUB]" shows the help of that
+// command or subcommand; an unknown name is an error (it used to print the
+// general help and exit 0).
+func TestCLI_HelpCommand(t *testing.T) {
+	for _, cmd := range everyCommand {
+		want, _, _ := runCLI(t, nil, append(append([]string(nil), cmd...), "--help")...)
+		got, stderr, code := runCLI(t, nil, append([]string{"help"}, cmd...)...)
+		if code != 0 || stderr != "" || got != want {
+			t.Errorf("help %v: exit %d, stderr %q, same text as --help: %v", cmd, code, stderr, got == want)
+		}
+	}
+	stdout, stderr, code := runCLI(t, nil, "help", "nosuch")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, `unknown command "nosuch"`) {
+		t.Errorf("help nosuch: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

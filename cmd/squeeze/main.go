@@ -71,10 +71,12 @@ func main() {
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, e env, args []string) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				return exitCode(e, c.Run(ctx, e, []string{"--help"}))
+		if len(args) > 1 { // "help encode", "help bench codecs", "help counters get"
+			c, ok := commands[args[1]]
+			if !ok {
+				return exitCode(e, usageError("unknown command %q (run \"squeeze help\")", args[1]))
 			}
+			return exitCode(e, c.Run(ctx, e, append(append([]string(nil), args[2:]...), "--help")))
 		}
 		printHelp(e.Stdout)
 		return 0
