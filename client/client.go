@@ -96,6 +96,7 @@ type Error struct {
 	Err     error
 }
 
+// Error says which command on which key failed and why.
 func (e *Error) Error() string {
 	if errors.Is(e.Err, ErrUnsupported) {
 		return fmt.Sprintf("%v: %s on key %q would act on the stored (compressed) bytes; mark the key raw with Config.Raw to store it uncompressed", e.Err, strings.ToUpper(e.Command), e.Key)
@@ -103,6 +104,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("client: %s %q: decode stored value: %v", strings.ToUpper(e.Command), e.Key, e.Err)
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Hook is a redis.Hook that compresses values and decompresses replies. It
