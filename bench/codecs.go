@@ -18,7 +18,7 @@ const DefaultCodecList = "none,zstd:1,zstd:3,zstd:7,zstd:11,lz4,lz4:hc9,s2,s2:be
 // ParseAlgorithms parses a comma-separated codec list such as
 // "zstd:1,lz4,s2". "all" stands for every codec at every level.
 func ParseAlgorithms(list string) ([]codec.Algorithm, error) {
-	if strings.TrimSpace(list) == "all" {
+	if strings.EqualFold(strings.TrimSpace(list), "all") { // as codec names, any case
 		return codec.Algorithms(), nil
 	}
 	var out []codec.Algorithm

@@ -139,7 +139,8 @@ func readLimited(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("corpus: read %s: %w", path, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("corpus: %s is larger than %d MiB; pass --block SIZE to cut it into values", path, limit>>20)
+		// --block does not help here: the whole file is read before it is cut.
+		return nil, fmt.Errorf("corpus: %s is larger than %d bytes (%d MiB), the most squeeze reads from one file; measure a part of it (head -c 256M FILE > part)", path, limit, limit>>20)
 	}
 	return data, nil
 }

@@ -187,3 +187,39 @@ func TestParseSize(t *testing.T) {
 		t.Errorf("FormatSize(16600) = %q", s)
 	}
 }
+
+// TestReadLimited_TooLarge: a file above the limit is refused with a message
+// that does not send the user to --block (which cannot help: the whole file
+// is read before it is cut).
+func TestReadLimited_TooLarge(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(p, []byte(strings.Repeat("x", 11)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readLimited(p, 10); err == nil || strings.Contains(err.Error(), "--block") || !strings.Contains(err.Error(), "larger than 10 bytes") {
+		t.Fatalf("err = %v", err)
+	}
+	if b, err := readLimited(p, 11); err != nil || len(b) != 11 {
+		t.Fatalf("at the limit: %d bytes, %v", len(b), err)
+	}
+}
+
+// TestParseAlgorithms_Lists: "all" is matched in any case, like codec names
+// ("ALL" was refused as an unknown codec while "ZSTD:1" was accepted), and
+// bad lists are errors.
+func TestParseAlgorithms_Lists(t *testing.T) {
+	for _, all := range []string{"all", "ALL", " All "} {
+		algs, err := ParseAlgorithms(all)
+		if err != nil || len(algs) < 10 {
+			t.Errorf("ParseAlgorithms(%q) = %d codecs, %v", all, len(algs), err)
+		}
+	}
+	if algs, err := ParseAlgorithms("ZSTD:1, lz4,,zstd:1"); err != nil || len(algs) != 2 {
+		t.Errorf("mixed case, spaces, duplicates: %v, %v", algs, err)
+	}
+	for _, bad := range []string{"", " , ", "zstd:99", "all,zstd", "pigeon"} {
+		if _, err := ParseAlgorithms(bad); err == nil {
+			t.Errorf("ParseAlgorithms(%q) accepted", bad)
+		}
+	}
+}

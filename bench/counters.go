@@ -190,6 +190,24 @@ func (c *CountersConfig) defaults() {
 	}
 }
 
+// Validate reports a configuration RunCounters would refuse (an unknown
+// layout or driver, more than 16384 days) without connecting to anything,
+// so that a command line can reject it as bad usage.
+func (c CountersConfig) Validate() error {
+	for _, l := range c.Layouts {
+		if !validLayout(l) {
+			return fmt.Errorf("bench counters: unknown layout %q (want %s)", l, strings.Join(CountersLayouts, ", "))
+		}
+	}
+	if c.Driver != "" && c.Driver != CountersDriverRESP && c.Driver != CountersDriverGoRedis {
+		return fmt.Errorf("bench counters: unknown driver %q (want %s or %s)", c.Driver, CountersDriverRESP, CountersDriverGoRedis)
+	}
+	if c.Days > 16384 {
+		return fmt.Errorf("bench counters: %d days is more than this study's 16384", c.Days)
+	}
+	return nil
+}
+
 // RunCounters loads Entities x Days counters in each layout into a fresh
 // database, records the used_memory delta, then measures increments of
 // random (entity, day) counters with Clients parallel connections, one
@@ -197,18 +215,10 @@ func (c *CountersConfig) defaults() {
 // rounds. Rows come in layout order, unpipelined before pipelined. Any
 // command error stops the run.
 func RunCounters(ctx context.Context, cfg CountersConfig) ([]CountersRow, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg.defaults()
-	for _, l := range cfg.Layouts {
-		if !validLayout(l) {
-			return nil, fmt.Errorf("bench counters: unknown layout %q (want %s)", l, strings.Join(CountersLayouts, ", "))
-		}
-	}
-	if cfg.Driver != CountersDriverRESP && cfg.Driver != CountersDriverGoRedis {
-		return nil, fmt.Errorf("bench counters: unknown driver %q (want %s or %s)", cfg.Driver, CountersDriverRESP, CountersDriverGoRedis)
-	}
-	if cfg.Days > 16384 {
-		return nil, fmt.Errorf("bench counters: %d days is more than this study's 16384", cfg.Days)
-	}
 	depths := []int{1}
 	if cfg.Pipeline > 1 {
 		depths = append(depths, cfg.Pipeline)

@@ -143,6 +143,22 @@ func TestRunCounters(t *testing.T) {
 	if rdb.Get(ctx, "precious").Val() != "1" {
 		t.Fatal("the study touched a non-empty database")
 	}
+	// A given empty server: layouts run in turn and the database is left empty.
+	r2 := testutil.StartRedis(t)
+	rows, err = RunCounters(ctx, CountersConfig{RedisURL: r2.URL(), Entities: 20, Days: 7, Clients: 2, Pipeline: 4, Ops: 40, Driver: CountersDriverGoRedis})
+	if err != nil || len(rows) != 2*len(CountersLayouts) {
+		t.Fatalf("--redis run: %d rows, %v", len(rows), err)
+	}
+	for _, r := range rows {
+		if r.Driver != CountersDriverGoRedis || r.Network != "tcp" || r.BytesPerCounter <= 0 {
+			t.Errorf("row %+v", r)
+		}
+	}
+	c2 := redis.NewClient(&redis.Options{Addr: r2.Addr})
+	defer c2.Close()
+	if n := c2.DBSize(ctx).Val(); n != 0 {
+		t.Fatalf("the study left %d keys on the given server", n)
+	}
 	if _, err := RunCounters(ctx, CountersConfig{Layouts: []string{"nope"}}); err == nil {
 		t.Fatal("unknown layout accepted")
 	}

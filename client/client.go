@@ -30,8 +30,9 @@
 // Commands that would act on the stored bytes of a value instead of the value
 // itself are either served exactly or refused with an error wrapping
 // ErrUnsupported, never answered wrong: STRLEN and HSTRLEN are served exactly
-// (from the frame header, atomically, with a small script); APPEND, GETRANGE,
-// SUBSTR, SETRANGE, the bit commands, LCS, LINSERT, LREM, LPOS, SORT and
+// (from the frame header, atomically, with a small script), and so are
+// GETRANGE and SUBSTR (from the decoded value); APPEND, SETRANGE, the bit
+// commands, LCS, LINSERT, LREM, LPOS, SORT and
 // scripts (EVAL, FCALL...) are refused unless Config.Raw says every key they
 // touch is stored uncompressed (or, for scripts, Config.AllowScripts is set).
 package client
@@ -95,6 +96,7 @@ type Error struct {
 	Err     error
 }
 
+// Error says which command on which key failed and why.
 func (e *Error) Error() string {
 	if errors.Is(e.Err, ErrUnsupported) {
 		return fmt.Sprintf("%v: %s on key %q would act on the stored (compressed) bytes; mark the key raw with Config.Raw to store it uncompressed", e.Err, strings.ToUpper(e.Command), e.Key)
@@ -102,6 +104,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("client: %s %q: decode stored value: %v", strings.ToUpper(e.Command), e.Key, e.Err)
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Hook is a redis.Hook that compresses values and decompresses replies. It
@@ -257,8 +260,10 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 // complete.
 type prepared struct {
 	name     string
-	saved    []savedArg // original args replaced by frames
-	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN)
+	first    savedArg   // the first arg replaced by a frame (most commands have one)
+	more     []savedArg // the others
+	nsaved   int
+	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN, GETRANGE, SUBSTR)
 	refused  bool
 	noDecode bool // the command's key is raw
 	rawIdx   []bool
@@ -360,7 +365,17 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 			p.refused = true
 			return p, &Error{Command: p.name, Key: key, Err: ErrUnsupported}
 		}
-	case "append", "getrange", "substr", "setrange", "setbit", "getbit", "bitcount", "bitpos",
+	case "getrange", "substr":
+		if h.isRaw(key) {
+			p.noDecode = true
+			return p, nil
+		}
+		if sub := h.rangeCmd(ctx, cmd, args); sub != nil {
+			p.sub = sub
+			return p, nil
+		}
+		// Malformed: send as is, Redis answers with its own error.
+	case "append", "setrange", "setbit", "getbit", "bitcount", "bitpos",
 		"bitfield", "bitfield_ro", "linsert", "lrem", "lpos", "sort", "sort_ro":
 		if !h.isRaw(key) {
 			p.refused = true
@@ -447,7 +462,12 @@ func (h *Hook) encodeArg(args []any, i int, p *prepared) {
 		putFrameBuf(bp)
 		return
 	}
-	p.saved = append(p.saved, savedArg{i, args[i], bp})
+	if sa := (savedArg{i, args[i], bp}); p.nsaved == 0 {
+		p.first = sa
+	} else {
+		p.more = append(p.more, sa)
+	}
+	p.nsaved++
 	args[i] = frame
 }
 
@@ -456,11 +476,17 @@ func (h *Hook) encodeArg(args []any, i int, p *prepared) {
 // instead of sending it.
 func (h *Hook) undo(cmd redis.Cmder, p prepared) {
 	args := cmd.Args()
-	for _, s := range p.saved {
+	restore := func(s savedArg) {
 		args[s.i] = s.v
 		if s.buf != nil {
 			putFrameBuf(s.buf)
 		}
+	}
+	if p.nsaved > 0 {
+		restore(p.first)
+	}
+	for _, s := range p.more {
+		restore(s)
 	}
 }
 
@@ -469,7 +495,11 @@ func (h *Hook) finish(cmd redis.Cmder, p prepared) {
 	h.undo(cmd, p)
 	args := cmd.Args()
 	if p.sub != nil {
-		h.finishLength(cmd, p.sub)
+		if p.name == "getrange" || p.name == "substr" {
+			h.finishRange(cmd, p.sub)
+		} else {
+			h.finishLength(cmd, p.sub)
+		}
 		return
 	}
 	if p.noDecode || cmd.Err() != nil {
@@ -592,4 +622,94 @@ func (h *Hook) lengthOf(sub *redis.Cmd) (int64, error) {
 		return 0, fmt.Errorf("%w: frame declares %d bytes", codec.ErrTooLarge, hdr.OriginalLen)
 	}
 	return int64(hdr.OriginalLen), nil
+}
+
+// rangeScript answers GETRANGE atomically: {0, range} for a raw value, as
+// Redis computes it, or {1, value} for a frame, whose range the hook takes
+// from the decoded value.
+const rangeScript = `
+if redis.call('GETRANGE', KEYS[1], 0, 2) ~= '\193SQ' then
+  return {0, redis.call('GETRANGE', KEYS[1], ARGV[1], ARGV[2])}
+end
+return {1, redis.call('GET', KEYS[1])}
+`
+
+// rangeCmd returns the script command serving GETRANGE or SUBSTR exactly,
+// or nil when cmd is not well formed (then Redis answers it).
+func (h *Hook) rangeCmd(ctx context.Context, cmd redis.Cmder, args []any) *redis.Cmd {
+	switch cmd.(type) {
+	case *redis.StringCmd, *redis.Cmd:
+	default:
+		return nil
+	}
+	if len(args) != 4 {
+		return nil
+	}
+	if _, _, ok := rangeArgs(args); !ok {
+		return nil
+	}
+	return redis.NewCmd(ctx, "eval", rangeScript, 1, args[1], args[2], args[3])
+}
+
+func rangeArgs(args []any) (start, end int64, ok bool) {
+	start, err1 := strconv.ParseInt(argString(args[2]), 10, 64)
+	end, err2 := strconv.ParseInt(argString(args[3]), 10, 64)
+	return start, end, err1 == nil && err2 == nil
+}
+
+// substring applies Redis's GETRANGE rules (t_string.c) to v.
+func substring(v string, start, end int64) string {
+	n := int64(len(v))
+	if start < 0 && end < 0 && start > end {
+		return ""
+	}
+	if start < 0 {
+		start += n
+	}
+	if end < 0 {
+		end += n
+	}
+	start, end = max(start, 0), max(end, 0)
+	if end >= n {
+		end = n - 1
+	}
+	if start > end || n == 0 {
+		return ""
+	}
+	return v[start : end+1]
+}
+
+// finishRange sets the reply of GETRANGE or SUBSTR from rangeScript's.
+func (h *Hook) finishRange(cmd redis.Cmder, sub *redis.Cmd) {
+	setErr := func(err error) {
+		if _, ok := err.(*Error); !ok && sub.Err() == nil {
+			err = &Error{Command: strings.ToLower(cmd.Name()), Key: argString(cmd.Args()[1]), Err: err}
+		}
+		cmd.SetErr(err)
+	}
+	if err := sub.Err(); err != nil {
+		setErr(err)
+		return
+	}
+	vals, err := sub.Slice()
+	if err != nil || len(vals) != 2 {
+		setErr(fmt.Errorf("unexpected range script reply %v (%v)", vals, err))
+		return
+	}
+	s, _ := vals[1].(string)
+	if framed, _ := vals[0].(int64); framed == 1 {
+		d, err := h.decodeString(s)
+		if err != nil {
+			setErr(err)
+			return
+		}
+		start, end, _ := rangeArgs(cmd.Args())
+		s = substring(d, start, end)
+	}
+	switch c := cmd.(type) {
+	case *redis.StringCmd:
+		c.SetVal(s)
+	case *redis.Cmd:
+		c.SetVal(s)
+	}
 }

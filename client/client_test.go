@@ -377,7 +377,6 @@ func TestHook_Unsupported(t *testing.T) {
 	before := pl.Get(ctx, "s").Val()
 	refused := []*redis.Cmd{
 		h.Do(ctx, "APPEND", "s", "x"),
-		h.Do(ctx, "GETRANGE", "s", 0, 3),
 		h.Do(ctx, "SETRANGE", "s", 0, "x"),
 		h.Do(ctx, "BITFIELD", "s", "GET", "u8", 0),
 		h.Do(ctx, "SETBIT", "s", 0, 1),
@@ -621,5 +620,49 @@ func TestHook_Watch(t *testing.T) {
 	mustFramed(t, p.plain.Get(ctx, "w").Val(), "SET in WATCH transaction")
 	if got := p.hooked.Get(ctx, "w").Val(); got != v+v {
 		t.Fatal("value written in WATCH transaction differs")
+	}
+}
+
+// TestHook_GetRange checks GETRANGE and SUBSTR on compressed values give
+// exactly what Redis gives on the same value stored raw.
+func TestHook_GetRange(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	v := big("range")
+	p.hooked.Set(ctx, "c", v, 0)
+	p.plain.Set(ctx, "r", v, 0)
+	p.plain.Set(ctx, "short", "hello", 0)
+	mustFramed(t, p.plain.Get(ctx, "c").Val(), "SET")
+	n := int64(len(v))
+	ranges := [][2]int64{{0, 3}, {0, -1}, {-5, -1}, {-1, -5}, {5, 2}, {n - 3, n + 100}, {-n - 10, 4}, {0, 0}, {n, n + 1}, {-3, 2}, {10, -10}}
+	for _, r := range ranges {
+		want := p.plain.GetRange(ctx, "r", r[0], r[1]).Val()
+		got, err := p.hooked.GetRange(ctx, "c", r[0], r[1]).Result()
+		if err != nil || got != want {
+			t.Errorf("GETRANGE %v = %q, %v; want %q", r, got, err, want)
+		}
+		if sub, _ := p.hooked.Do(ctx, "SUBSTR", "c", r[0], r[1]).Text(); sub != want {
+			t.Errorf("SUBSTR %v = %q; want %q", r, sub, want)
+		}
+		if got := p.hooked.GetRange(ctx, "short", r[0], r[1]).Val(); got != p.plain.GetRange(ctx, "short", r[0], r[1]).Val() {
+			t.Errorf("GETRANGE on raw value %v = %q", r, got)
+		}
+	}
+	if got := p.hooked.GetRange(ctx, "missing", 0, 10).Val(); got != "" {
+		t.Errorf("GETRANGE missing = %q", got)
+	}
+	p.plain.RPush(ctx, "list", "x")
+	if err := p.hooked.GetRange(ctx, "list", 0, 1).Err(); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("GETRANGE on a list: %v", err)
+	}
+	if err := p.hooked.Do(ctx, "GETRANGE", "c", "x", 1).Err(); err == nil || !strings.Contains(err.Error(), "not an integer") {
+		t.Errorf("GETRANGE with a bad index: %v", err)
+	}
+	var gr *redis.StringCmd
+	if _, err := p.hooked.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		gr = pipe.GetRange(ctx, "c", -5, -1)
+		return nil
+	}); err != nil || gr.Val() != v[n-5:] {
+		t.Fatalf("GETRANGE in MULTI = %q, %v", gr.Val(), err)
 	}
 }

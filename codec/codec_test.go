@@ -317,8 +317,8 @@ func TestChecksumOff(t *testing.T) {
 }
 
 func TestZeroAllocs(t *testing.T) {
-	if testing.CoverMode() != "" {
-		t.Skip("coverage instrumentation allocates")
+	if testing.CoverMode() != "" || raceEnabled {
+		t.Skip("coverage instrumentation and the race detector allocate")
 	}
 	in := sampleJSON(16600)
 	dec := mustDecoder(t)

@@ -31,6 +31,7 @@ const (
 	Wrapped
 )
 
+// String returns the outcome's name as the CLI prints it ("compressed", "raw", ...).
 func (o Outcome) String() string {
 	switch o {
 	case Compressed:

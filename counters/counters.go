@@ -244,10 +244,12 @@ type IncrError struct {
 	Err   error
 }
 
+// Error names the failed increment and its cause.
 func (e *IncrError) Error() string {
 	return fmt.Sprintf("counters: increment %d (%s slot %d by %d): %v", e.Index, e.Incr.Entity, e.Incr.Slot, e.Incr.Delta, e.Err)
 }
 
+// Unwrap returns the cause (ErrOverflow, a Redis error ...), for errors.Is.
 func (e *IncrError) Unwrap() error { return e.Err }
 
 // IncrMany applies the increments of ops in one pipeline (one round trip)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
@@ -48,12 +46,10 @@ Examples:
   squeeze bench codecs --from-redis redis://127.0.0.1:6379/0 --sample 500
   squeeze bench codecs --codecs all --report ./report
 
-Flags:
 `
 
 func runBenchCodecs(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("bench codecs", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet(e, "bench codecs", benchCodecsUsage)
 	var corpus stringList
 	fs.Var(&corpus, "corpus", "file or directory to compress (repeatable); default: the built-in corpus")
 	block := fs.String("block", "", "cut files into values of this size (e.g. 4KiB, 64KiB, 1MB)")
@@ -65,12 +61,8 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 	minTime := fs.Duration("time", 300*time.Millisecond, "measure each codec at least this long (whole rounds over the corpus)")
 	seed := fs.Uint64("seed", bench.DefaultSeed, "seed of the built-in corpus")
 	report := fs.String("report", "", "also write an HTML report with charts, JSON and CSV into this directory")
-	fs.Usage = func() { fmt.Fprint(e.Stderr, benchCodecsUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError("bench codecs: %v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("bench codecs: unexpected argument %q (files go after --corpus)", fs.Arg(0))
@@ -101,17 +93,16 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 		if *sample <= 0 || *sample > 1_000_000 {
 			return usageError("bench codecs: --sample %d must be between 1 and 1000000", *sample)
 		}
-		opt, err := redis.ParseURL(*fromRedis)
+		rdb, err := openRedis(ctx, *fromRedis, 0)
 		if err != nil {
-			return usageError("bench codecs: --from-redis: %v", err)
+			return err
 		}
-		rdb := redis.NewClient(opt)
 		defer rdb.Close()
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		c, err = bench.SampleRedis(sctx, rdb, *sample)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("sample %s: %w", *fromRedis, err)
+			return fmt.Errorf("sample %s: %w", redactURL(*fromRedis), err)
 		}
 	case len(corpus) > 0:
 		if c, err = bench.LoadCorpus(corpus, blockSize); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,8 +29,8 @@ Loads ENTITIES x DAYS u16 day counters in four layouts, each into a fresh
 database, and reports:
   bytes_per_counter  used_memory delta over the bulk load / counters
   ops_per_s          increments of random counters by --clients parallel
-                     connections, one at a time, then in --pipeline-deep
-                     pipelines
+                     connections, one at a time, then in pipelines
+                     --pipeline deep
 Layouts: list-lua (a list of decimal counters + LINDEX/LSET script),
 hex-hash-lua (the seed's 4 hex chars per day in a hash field + its script),
 key-per-counter (INCRBY), packed-bitfield (squeeze's counters package).
@@ -43,10 +44,12 @@ Without --redis a throwaway redis-server is started per layout (it must be
 installed); all are loaded first, then the increments run in --rounds
 rounds interleaved across layouts, so that the machine's background load
 falls on all alike. With --redis the database must be empty; the layouts run
-one after the other and it is flushed after each. The issue's scale (100000 x 365, one key per counter included)
-needs about 4 GiB of RAM on the server.
+one after the other and it is flushed after each. The default scale, the
+issue's (100000 x 365, one key per counter included), needs about 4 GiB of
+RAM on the server; --quick needs a few hundred MB.
 
 Examples:
+  squeeze bench counters --quick
   squeeze bench counters
   squeeze bench counters --entities 10000 --days 90 --json
   squeeze bench counters --unix --layouts hex-hash-lua,packed-bitfield
@@ -66,7 +69,8 @@ func runBenchCounters(ctx context.Context, e env, args []string) error {
 	rounds := fs.Int("rounds", 4, "split each measurement into this many rounds, interleaved across layouts")
 	layouts := fs.String("layouts", strings.Join(bench.CountersLayouts, ","), "comma-separated layouts to measure")
 	driver := fs.String("driver", bench.CountersDriverRESP, "increment client: resp (lean raw connections: measures the server) or go-redis (the counters package's API: measures client and server)")
-	asJSON := fs.Bool("json", false, "print JSON rows for machines")
+	asJSON := fs.Bool("json", false, "print a JSON array of result rows instead of a table")
+	quick := fs.Bool("quick", false, "a short run: 10000 entities x 90 days, 50000 increments or 5s per measurement, 2 rounds")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -76,9 +80,38 @@ func runBenchCounters(ctx context.Context, e env, args []string) error {
 	if *entities <= 0 || *days <= 0 || *clients <= 0 || *pipeline <= 0 || *ops <= 0 || *dur <= 0 || *rounds <= 0 {
 		return usageError("--entities, --days, --clients, --pipeline, --ops, --duration and --rounds must be positive")
 	}
+	var layoutList []string
+	for _, l := range strings.Split(*layouts, ",") {
+		layoutList = append(layoutList, strings.TrimSpace(l))
+	}
+	if *quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]struct {
+			p *int
+			n int
+		}{"entities": {entities, 10000}, "days": {days, 90}, "ops": {ops, 50000}, "rounds": {rounds, 2}} {
+			if !set[name] {
+				*v.p = v.n
+			}
+		}
+		if !set["duration"] {
+			*dur = 5 * time.Second
+		}
+	}
+	if err := (bench.CountersConfig{Layouts: layoutList, Driver: *driver, Days: *days}).Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	if *url != "" { // fail fast, and clearly, when nothing answers there
+		rdb, err := openRedis(ctx, *url, 0)
+		if err != nil {
+			return err
+		}
+		rdb.Close()
+	}
 	cfg := bench.CountersConfig{
 		RedisURL: *url, Entities: *entities, Days: *days, Clients: *clients,
-		Pipeline: *pipeline, Ops: *ops, Duration: *dur, Layouts: strings.Split(*layouts, ","), Driver: *driver, Rounds: *rounds, Unix: *unix,
+		Pipeline: *pipeline, Ops: *ops, Duration: *dur, Layouts: layoutList, Driver: *driver, Rounds: *rounds, Unix: *unix,
 	}
 	if f, ok := e.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		cfg.Progress = newStageBar(f)
@@ -115,7 +148,7 @@ func newStageBar(w io.Writer) func(stage string, done, total int64) {
 			cur = stage
 			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(w),
 				progressbar.OptionSetDescription(fmt.Sprintf("%-28s", stage)),
-				progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+				progressbar.OptionShowCount(),
 				progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond))
 		}
 		bar.Set64(done)

@@ -28,13 +28,44 @@ func TestBenchCounters_CLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "packed-bitfield") || !strings.Contains(out, "bytes/counter") || strings.Contains(out, "list-lua") {
 		t.Fatalf("table: exit %d\n%s\n%s", code, out, errs)
 	}
+	out, errs, code = runCLI(t, nil, "bench", "counters", "--unix", "--entities", "10", "--days", "5", "--clients", "2", "--pipeline", "1", "--ops", "20", "--layouts", "packed-bitfield", "--json")
+	if code != 0 || !strings.Contains(out, `"network": "unix"`) {
+		t.Fatalf("--unix: exit %d\n%s\n%s", code, out, errs)
+	}
 	_, errs, code = runCLI(t, nil, "bench", "counters", "--clients", "0")
 	if code != 2 || !strings.Contains(errs, "must be positive") {
 		t.Fatalf("bad flag: exit %d, %s", code, errs)
 	}
-	_, errs, code = runCLI(t, nil, "bench", "counters", "--layouts", "nope", "--entities", "1", "--days", "1")
-	if code != 1 || !strings.Contains(errs, "unknown layout") {
-		t.Fatalf("bad layout: exit %d, %s", code, errs)
+	out, errs, code = runCLI(t, nil, "bench", "counters", "--layouts", "hex-hash-lua, packed-bitfield", "--entities", "10", "--days", "5", "--clients", "2", "--pipeline", "1", "--ops", "20")
+	if code != 0 || !strings.Contains(out, "packed-bitfield") {
+		t.Fatalf("layouts with a space: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestBenchCounters_BadUsage: a bad layout, driver or day count is bad usage
+// (exit 2, before any server starts), not a run failure (exit 1).
+func TestBenchCounters_BadUsage(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--layouts", "nope"}, "unknown layout"},
+		{[]string{"--layouts", "packed-bitfield,"}, `unknown layout ""`},
+		{[]string{"--driver", "carrier-pigeon"}, "unknown driver"},
+		{[]string{"--days", "20000"}, "more than this study's 16384"},
+		{[]string{"--quick", "--days", "20000"}, "more than this study's 16384"},
+	} {
+		_, errs, code := runCLI(t, nil, append([]string{"bench", "counters"}, tt.args...)...)
+		if code != 2 || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 with %q", tt.args, code, errs, tt.want)
+		}
+	}
+}
+
+func TestBenchCounters_Help(t *testing.T) {
+	out, errs, code := runCLI(t, nil, "bench", "counters", "--help")
+	if code != 0 || errs != "" || !strings.Contains(out, "squeeze bench counters --quick") || strings.Contains(out, "--pipeline-deep") {
+		t.Fatalf("help: exit %d\n%s", code, out)
 	}
 	out, _, code = runCLI(t, nil, "bench", "counters", "--help")
 	if code != 0 || !strings.Contains(out, "Examples:") {

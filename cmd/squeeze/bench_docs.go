@@ -41,14 +41,12 @@ Examples:
   sudo squeeze bench docs --rate 100mbit --rtt 2ms --report ./docs-report
   squeeze bench docs --shaped off --codecs brotli:1,zstd:1 --sizes 1MB,10MB --json
 
-Flags:
 `
 
 var rateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)$`)
 
 func runBenchDocs(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("bench docs", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet(e, "bench docs", benchDocsUsage)
 	url := fs.String("redis", "", "Redis URL for the loopback run; default: start a throwaway redis-server")
 	codecs := fs.String("codecs", bench.DefaultDocCodecs, "codecs to compare (none is always measured)")
 	sizes := fs.String("sizes", "100kB,250kB,500kB,1MB,2MB,4MB,10MB,20MB", "document sizes")
@@ -61,12 +59,8 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 	quick := fs.Bool("quick", false, "a short run: sizes 100kB,1MB,4MB,10MB, 3 repeats")
 	report := fs.String("report", "", "write an HTML report with charts, JSON and CSV into this directory")
 	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of tables")
-	fs.Usage = func() { fmt.Fprint(e.Stderr, benchDocsUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError("bench docs: %v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("bench docs: unexpected argument %q", fs.Arg(0))

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -54,12 +56,10 @@ Examples:
   squeeze bench redis --redis redis://127.0.0.1:6379 --codecs zstd:1,lz4,zlib:6 --json
   squeeze bench redis --sizes 16.6kB,4.2MB --iterations 1,100 --repeat 5
 
-Flags:
 `
 
 func runBenchRedis(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("bench redis", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet(e, "bench redis", benchRedisUsage)
 	url := fs.String("redis", "", "Redis URL (redis://host:port/db); default: start a throwaway redis-server")
 	paths := fs.String("path", "direct,library,proxy", "paths to measure: direct, library, proxy")
 	codecs := fs.String("codecs", "zstd:1,zlib:6", "codecs on the library path besides none (zlib:6 is the seed's approach)")
@@ -71,12 +71,8 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 	quick := fs.Bool("quick", false, "a run under a minute: iterations 1,10,100, 3 repeats, 600ms budget per cell")
 	report := fs.String("report", "", "write an HTML report with charts, JSON and CSV into this directory")
 	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of tables")
-	fs.Usage = func() { fmt.Fprint(e.Stderr, benchRedisUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError("bench redis: %v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("bench redis: unexpected argument %q", fs.Arg(0))
@@ -245,25 +241,53 @@ func connectRedis(ctx context.Context, e env, url string) (*redis.Client, func()
 		url = srv.URL()
 		fmt.Fprintf(e.Stderr, "started a throwaway redis-server on %s\n", srv.Addr)
 	}
-	opt, err := redis.ParseURL(url)
+	rdb, err := openRedis(ctx, url, 30*time.Second)
 	if err != nil {
 		release()
-		return nil, nil, usageError("--redis: %v", err)
+		return nil, nil, err
 	}
-	opt.ReadTimeout = 30 * time.Second
-	opt.WriteTimeout = 30 * time.Second
-	rdb := redis.NewClient(opt)
-	stop := func() {
-		rdb.Close()
-		release()
+	return rdb, func() { rdb.Close(); release() }, nil
+}
+
+// redisProbeTimeout bounds how long a command waits for a Redis server
+// named by the user to answer its first PING (a variable for tests).
+var redisProbeTimeout = 5 * time.Second
+
+// openRedis parses rawURL (a usage error when it does not parse), opens a
+// client whose commands time out after ioTimeout (0: go-redis's defaults),
+// and checks within redisProbeTimeout that a Redis server answers PING, so
+// that an unreachable or silent address fails fast with a clear message
+// instead of a bare "i/o timeout" from the first real command. Messages
+// name the address without its password (redactURL, in proxy.go).
+func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*redis.Client, error) {
+	opt, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, usageError("--redis %s: %v", redactURL(rawURL), err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("redis %s: %w", url, err)
+	// The probe: no retries, short timeouts.
+	popt := *opt
+	popt.DialTimeout, popt.ReadTimeout, popt.WriteTimeout = redisProbeTimeout, redisProbeTimeout, redisProbeTimeout
+	popt.MaxRetries, popt.PoolSize = -1, 1
+	probe := redis.NewClient(&popt)
+	pctx, cancel := context.WithTimeout(ctx, redisProbeTimeout)
+	err = probe.Ping(pctx).Err()
+	cancel()
+	probe.Close()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+			return nil, fmt.Errorf("redis at %s: no reply to PING within %v (is a Redis server listening there?)", redactURL(rawURL), redisProbeTimeout)
+		}
+		return nil, fmt.Errorf("redis at %s: %w", redactURL(rawURL), err)
 	}
-	return rdb, stop, nil
+	if ioTimeout > 0 {
+		opt.ReadTimeout, opt.WriteTimeout = ioTimeout, ioTimeout
+	}
+	return redis.NewClient(opt), nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // printRedisTables prints, per workload and size, the time per operation at

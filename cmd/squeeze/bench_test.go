@@ -180,9 +180,9 @@ func TestBench_BadFlags(t *testing.T) {
 
 func TestBench_Help(t *testing.T) {
 	for _, args := range [][]string{{"bench", "codecs", "--help"}, {"bench", "redis", "--help"}, {"bench", "docs", "--help"}, {"demo", "--help"}} {
-		_, stderr, code := runCLI(t, nil, args...)
-		if code != 0 || !strings.Contains(stderr, "Examples:") {
-			t.Errorf("%v: exit %d, help without examples:\n%s", args, code, stderr)
+		stdout, stderr, code := runCLI(t, nil, args...)
+		if code != 0 || !strings.Contains(stdout, "Examples:") || stderr != "" {
+			t.Errorf("%v: exit %d, help without examples on stdout:\n%s\nstderr: %s", args, code, stdout, stderr)
 		}
 	}
 }

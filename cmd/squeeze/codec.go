@@ -19,8 +19,9 @@ func init() {
 	register(command{Name: "inspect", Summary: "print the header of a stored value, or why it is not a valid frame", Run: runInspect})
 }
 
-// newFlagSet returns a flag set that prints usage to e.Stdout on --help and
-// returns errors instead of exiting.
+// newFlagSet returns a flag set whose usage (the text, then the flags) goes
+// to e.Stdout on --help. Parse it with parseFlags, which keeps the flag
+// package from printing anything on a bad flag.
 func newFlagSet(e env, name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.Stderr)
@@ -34,15 +35,25 @@ func newFlagSet(e env, name, usage string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args; bad flags become usage errors, --help flag.ErrHelp.
+// parseFlags parses args. --help prints the usage and returns flag.ErrHelp
+// (exit 0); a bad flag returns a one-line usage error (exit 2) and prints
+// nothing itself: the flag package would print the error and the whole
+// usage to stderr.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError("%s: %v", fs.Name(), err)
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return err
 	}
-	return nil
+	return usageError("%s: %v (see \"squeeze %s --help\")", fs.Name(), err, fs.Name())
 }
 
 const encodeUsage = `
@@ -104,8 +115,11 @@ Bytes that are not a frame are written as they are (values stored raw). A
 corrupt, truncated or oversized frame, or one with an unknown codec, exits
 with status 1 and a one-line reason; nothing is written then.
 
-Example:
-  redis-cli --no-raw GET mykey | ... ; squeeze decode < stored.bin > value.json
+Examples:
+  squeeze decode < stored.bin > value.json
+  squeeze encode < doc.json | squeeze decode | cmp - doc.json
+  redis-cli -x SET mykey < doc.sqz      # store a frame made by squeeze encode
+  redis-cli GET mykey | head -c -1 | squeeze decode   # redis-cli adds a newline
 `
 
 func runDecode(ctx context.Context, e env, args []string) error {
@@ -140,6 +154,11 @@ Usage: squeeze inspect [--json] < stored
 Prints the header fields of a stored value (codec, sizes, ratio, checksum),
 says when the value is stored raw, and verifies the payload: a corrupt frame
 is reported with the reason and exit status 1.
+
+Examples:
+  squeeze inspect < stored.bin
+  squeeze encode --codec brotli:1 < page.html | squeeze inspect --json
+  redis-cli GET mykey | head -c -1 | squeeze inspect   # redis-cli adds a newline
 `
 
 func runInspect(ctx context.Context, e env, args []string) error {
@@ -147,6 +166,9 @@ func runInspect(ctx context.Context, e env, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("inspect reads standard input and takes no arguments (got %q; use: squeeze inspect < FILE)", fs.Arg(0))
 	}
 	in, err := io.ReadAll(e.Stdin)
 	if err != nil {

@@ -119,3 +119,12 @@ func TestInspect_JSONAndRaw(t *testing.T) {
 		t.Fatalf("bad inspect: %d %q %q", code, out, stderr)
 	}
 }
+
+// TestInspect_RejectsArguments: "squeeze inspect FILE" used to ignore FILE
+// and wait on standard input (a hang on a terminal).
+func TestInspect_RejectsArguments(t *testing.T) {
+	out, stderr, code := runCLI(t, []byte("plain"), "inspect", "frame.bin")
+	if code != 2 || out != "" || !strings.Contains(stderr, "squeeze inspect < FILE") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}

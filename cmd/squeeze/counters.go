@@ -80,7 +80,7 @@ func addCountersFlags(fs *flag.FlagSet) countersFlags {
 }
 
 // open validates the shared flags and connects; the caller closes the client.
-func (f countersFlags) open() (*counters.Store, *redis.Client, error) {
+func (f countersFlags) open(ctx context.Context) (*counters.Store, *redis.Client, error) {
 	typ, err := counters.ParseType(*f.typ)
 	if err != nil {
 		return nil, nil, usageError("--type: %v", err)
@@ -89,15 +89,23 @@ func (f countersFlags) open() (*counters.Store, *redis.Client, error) {
 	if err != nil {
 		return nil, nil, usageError("--overflow: %v", err)
 	}
-	opt, err := redis.ParseURL(*f.url)
+	cfg := counters.Config{Prefix: *f.prefix, Type: typ, Slots: *f.slots, Overflow: ov}
+	// Check the series before connecting: a bad --slots is a usage error
+	// whether Redis is up or not. NewClient does not connect.
+	unconnected := redis.NewClient(&redis.Options{})
+	_, err = counters.New(unconnected, cfg)
+	unconnected.Close()
 	if err != nil {
-		return nil, nil, usageError("--redis: %v", err)
+		return nil, nil, usageError("%v", err)
 	}
-	rdb := redis.NewClient(opt)
-	s, err := counters.New(rdb, counters.Config{Prefix: *f.prefix, Type: typ, Slots: *f.slots, Overflow: ov})
+	rdb, err := openRedis(ctx, *f.url, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := counters.New(rdb, cfg)
 	if err != nil {
 		rdb.Close()
-		return nil, nil, usageError("%v", err)
+		return nil, nil, err
 	}
 	return s, rdb, nil
 }
@@ -108,6 +116,62 @@ func parseSlot(s string) (int, error) {
 		return 0, usageError("slot %q is not an integer", s)
 	}
 	return n, nil
+}
+
+// parseCountersArgs parses flags wherever they are among the arguments
+// ("get user42 17 --redis URL" as well as "get --redis URL user42 17"), and
+// returns the arguments. A negative number ("-5") is an argument, and so is
+// everything after "--".
+func parseCountersArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		i := 0
+		for ; i < len(rest) && !looksLikeFlag(rest[i]); i++ {
+			if rest[i] == "--" {
+				return append(pos, rest[i+1:]...), nil
+			}
+			pos = append(pos, rest[i])
+		}
+		if i == len(rest) {
+			return pos, nil
+		}
+		args = rest[i:]
+	}
+}
+
+func looksLikeFlag(a string) bool {
+	if len(a) < 2 || a[0] != '-' {
+		return false
+	}
+	_, err := strconv.ParseInt(a, 10, 64)
+	return err != nil
+}
+
+// checkEntity refuses an empty ENTITY, which would name the bare prefix.
+func checkEntity(entity string) error {
+	if entity == "" {
+		return usageError("ENTITY must not be empty")
+	}
+	return nil
+}
+
+// checkSeries refuses a key that holds more bytes than a series of this
+// --type and --slots: reading or incrementing it would silently give wrong
+// values (a u32 series read as u16, or another application's string).
+func checkSeries(ctx context.Context, s *counters.Store, rdb *redis.Client, entity string) error {
+	n, err := rdb.StrLen(ctx, s.Key(entity)).Result()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", s.Key(entity), err)
+	}
+	if n > int64(s.SeriesBytes()) {
+		c := s.Config()
+		return fmt.Errorf("%s holds %d bytes, more than the %d of a series of %d %s slots: not a series of this --type and --slots", s.Key(entity), n, s.SeriesBytes(), c.Slots, c.Type)
+	}
+	return nil
 }
 
 const countersGetUsage = `
@@ -125,15 +189,18 @@ Examples:
 func runCountersGet(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "counters get", countersGetUsage)
 	f := addCountersFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	pos, err := parseCountersArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 2 {
-		return usageError("counters get takes ENTITY and SLOT or FROM:TO (got %d arguments)", fs.NArg())
+	if len(pos) != 2 {
+		return usageError("counters get takes ENTITY and SLOT or FROM:TO (got %d arguments)", len(pos))
 	}
-	entity, spec := fs.Arg(0), fs.Arg(1)
+	entity, spec := pos[0], pos[1]
+	if err := checkEntity(entity); err != nil {
+		return err
+	}
 	from, to := 0, 0
-	var err error
 	if a, b, ok := strings.Cut(spec, ":"); ok {
 		if from, err = parseSlot(a); err != nil {
 			return err
@@ -147,13 +214,16 @@ func runCountersGet(ctx context.Context, e env, args []string) error {
 		}
 		to = from + 1
 	}
-	s, rdb, err := f.open()
+	s, rdb, err := f.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
 	if from < 0 || to > s.Config().Slots || from > to {
 		return usageError("slots %s not within 0:%d", spec, s.Config().Slots)
+	}
+	if err := checkSeries(ctx, s, rdb, entity); err != nil {
+		return err
 	}
 	vals, err := s.AppendRange(ctx, nil, entity, from, to)
 	if err != nil {
@@ -198,23 +268,21 @@ fails with an error and changes nothing.
 Examples:
   squeeze counters incr user42 17
   squeeze counters incr --type u8 --overflow sat user42 17 250
-  squeeze counters incr user42 17 -5      # flags go before ENTITY
+  squeeze counters incr user42 17 -5 --redis redis://127.0.0.1:6380
 `
 
 func runCountersIncr(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "counters incr", countersIncrUsage)
 	f := addCountersFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	pos, err := parseCountersArgs(fs, args) // ENTITY SLOT [DELTA]
+	if err != nil {
 		return err
-	}
-	var pos []string // ENTITY SLOT [DELTA]; a "--" before a negative DELTA is allowed
-	for _, a := range fs.Args() {
-		if a != "--" {
-			pos = append(pos, a)
-		}
 	}
 	if len(pos) < 2 || len(pos) > 3 {
 		return usageError("counters incr takes ENTITY SLOT [DELTA] (got %d arguments)", len(pos))
+	}
+	if err := checkEntity(pos[0]); err != nil {
+		return err
 	}
 	slot, err := parseSlot(pos[1])
 	if err != nil {
@@ -226,13 +294,16 @@ func runCountersIncr(ctx context.Context, e env, args []string) error {
 			return usageError("delta %q is not an integer", pos[2])
 		}
 	}
-	s, rdb, err := f.open()
+	s, rdb, err := f.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
 	if slot < 0 || slot >= s.Config().Slots {
 		return usageError("slot %d not within 0..%d", slot, s.Config().Slots-1)
+	}
+	if err := checkSeries(ctx, s, rdb, pos[0]); err != nil {
+		return err
 	}
 	created, err := s.Create(ctx, pos[0])
 	if err != nil {
@@ -273,7 +344,9 @@ source value by value. The source is deleted only with --delete and only after
 that check. --expect N requires exactly N values: it catches hex strings that
 the article's script lengthened by writing a negative value.
 With --scan, every key matching PATTERN is migrated to the entity of the same
-name (so keep --prefix non-empty).
+name (so keep --prefix non-empty). --json prints one JSON array with a report
+per source (source, target, slots, sum, verified, deleted; error when it
+failed).
 
 Examples:
   squeeze counters migrate --from hex newkey user42
@@ -290,7 +363,8 @@ func runCountersMigrate(ctx context.Context, e env, args []string) error {
 	expect := fs.Int("expect", 0, "require exactly this many values in each source (0: at most --slots)")
 	replace := fs.Bool("replace", false, "overwrite existing target series")
 	del := fs.Bool("delete", false, "delete each source (list key, or hash field) after verification")
-	if err := parseFlags(fs, args); err != nil {
+	pos, err := parseCountersArgs(fs, args)
+	if err != nil {
 		return err
 	}
 	if *from != "list" && *from != "hex" {
@@ -299,13 +373,19 @@ func runCountersMigrate(ctx context.Context, e env, args []string) error {
 	type job struct{ source, entity string }
 	var jobs []job
 	switch {
-	case *scan != "" && fs.NArg() == 0:
-	case *scan == "" && fs.NArg() == 2:
-		jobs = append(jobs, job{fs.Arg(0), fs.Arg(1)})
+	case *scan != "" && len(pos) == 0:
+	case *scan == "" && len(pos) == 2:
+		if pos[0] == "" {
+			return usageError("SOURCE must not be empty")
+		}
+		if err := checkEntity(pos[1]); err != nil {
+			return err
+		}
+		jobs = append(jobs, job{pos[0], pos[1]})
 	default:
 		return usageError("counters migrate takes SOURCE ENTITY, or --scan PATTERN and no arguments")
 	}
-	s, rdb, err := f.open()
+	s, rdb, err := f.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -327,8 +407,12 @@ func runCountersMigrate(ctx context.Context, e env, args []string) error {
 		}
 	}
 	opt := counters.MigrateOptions{Replace: *replace, DeleteSource: *del, Slots: *expect}
+	type jsonReport struct {
+		counters.MigrateReport
+		Error string `json:"error,omitempty"`
+	}
+	reports := []jsonReport{} // --json prints one array, [] when nothing matched
 	failed := 0
-	enc := json.NewEncoder(e.Stdout)
 	for _, j := range jobs {
 		var rep counters.MigrateReport
 		var err error
@@ -341,16 +425,11 @@ func runCountersMigrate(ctx context.Context, e env, args []string) error {
 			failed++
 		}
 		if *f.json {
-			out := struct {
-				counters.MigrateReport
-				Error string `json:"error,omitempty"`
-			}{MigrateReport: rep}
+			out := jsonReport{MigrateReport: rep}
 			if err != nil {
 				out.Error = err.Error()
 			}
-			if err := enc.Encode(out); err != nil {
-				return err
-			}
+			reports = append(reports, out)
 			continue
 		}
 		if err != nil {
@@ -362,6 +441,11 @@ func runCountersMigrate(ctx context.Context, e env, args []string) error {
 			extra = ", source deleted"
 		}
 		fmt.Fprintf(e.Stdout, "%s -> %s: %d values verified, sum %d%s\n", rep.Source, rep.Target, rep.Slots, rep.Sum, extra)
+	}
+	if *f.json {
+		if err := writeJSON(e.Stdout, reports); err != nil {
+			return err
+		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d migrations failed", failed, len(jobs))

@@ -87,13 +87,9 @@ func TestCounters_CLIMigrate(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("scan with one bad source: exit %d, %q, %q", code, out, errs)
 	}
-	var reports []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("json line %q: %v", line, err)
-		}
-		reports = append(reports, m)
+	var reports []map[string]any // one JSON array
+	if err := json.Unmarshal([]byte(out), &reports); err != nil {
+		t.Fatalf("--json output is not one JSON array: %v\n%s", err, out)
 	}
 	if len(reports) != 2 {
 		t.Fatalf("scan reports = %v", reports)
@@ -113,5 +109,52 @@ func TestCounters_CLIMigrate(t *testing.T) {
 		if err != nil || got[0] != 280 || got[3] != 560 {
 			t.Fatalf("%s = %v, %v", e, got, err)
 		}
+	}
+}
+
+// TestCounters_CLIArgs: flags may follow the arguments, negative deltas stay
+// arguments, an empty ENTITY is refused, --scan --json with no match prints
+// an empty array, and a key longer than a series of the given --type and
+// --slots is refused instead of read or incremented as garbage.
+func TestCounters_CLIArgs(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	url := r.URL()
+	s32, err := counters.New(rdb, counters.Config{Prefix: "cnt:", Type: counters.U32, Slots: 365})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s32.Load(ctx, "wide", []int64{70000}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"flags after args", []string{"counters", "incr", "a", "3", "5", "--redis", url, "--type", "u8"}, 0, "5\n", ""},
+		{"negative delta then flag", []string{"counters", "incr", "a", "3", "-2", "--redis", url, "--type", "u8"}, 0, "3\n", ""},
+		{"get flags after args", []string{"counters", "get", "a", "3", "--redis", url, "--type", "u8", "--json"}, 0, `"sum":3`, ""},
+		{"empty entity get", []string{"counters", "get", "--redis", url, "", "1"}, 2, "", "ENTITY must not be empty"},
+		{"empty entity incr", []string{"counters", "incr", "--redis", url, "", "1"}, 2, "", "ENTITY must not be empty"},
+		{"wider series read as u16", []string{"counters", "get", "--redis", url, "wide", "0"}, 1, "", "not a series of this --type and --slots"},
+		{"wider series incremented as u16", []string{"counters", "incr", "--redis", url, "wide", "0"}, 1, "", "1460 bytes, more than the 730"},
+		{"same series as u32", []string{"counters", "get", "--redis", url, "--type", "u32", "wide", "0"}, 0, "70000\n", ""},
+		{"scan json no match", []string{"counters", "migrate", "--redis", url, "--from", "hex", "--scan", "nomatch:*", "--json"}, 0, "[]\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errs, code := runCLI(t, nil, tt.args...)
+			if code != tt.code || !strings.Contains(out, tt.stdout) || !strings.Contains(errs, tt.stderr) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, %q, %q", code, out, errs, tt.code, tt.stdout, tt.stderr)
+			}
+		})
+	}
+	if v, _ := s32.Get(ctx, "wide", 0); v != 70000 {
+		t.Fatalf("the refused increment changed the u32 series: slot 0 = %d", v)
 	}
 }

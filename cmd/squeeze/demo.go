@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -34,20 +33,14 @@ Examples:
   squeeze demo --report /tmp/squeeze-report
   squeeze demo --redis redis://127.0.0.1:6379
 
-Flags:
 `
 
 func runDemo(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet(e, "demo", demoUsage)
 	url := fs.String("redis", "", "Redis URL; default: start a throwaway redis-server")
 	report := fs.String("report", "report", "directory for the HTML report")
-	fs.Usage = func() { fmt.Fprint(e.Stderr, demoUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError("demo: %v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("demo: unexpected argument %q", fs.Arg(0))

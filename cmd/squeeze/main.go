@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=v1.2.3".
@@ -51,7 +53,15 @@ func usageError(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
 }
 
+// quietRedisLogger drops go-redis's own log lines ("redis: ... pool.go:770:
+// connection pool: failed to dial ..."): commands report the same failure
+// once, as their error.
+type quietRedisLogger struct{}
+
+func (quietRedisLogger) Printf(context.Context, string, ...any) {}
+
 func main() {
+	redis.SetLogger(quietRedisLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:])
 	stop()
@@ -61,10 +71,12 @@ func main() {
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, e env, args []string) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				return exitCode(e, c.Run(ctx, e, []string{"--help"}))
+		if len(args) > 1 { // "help encode", "help bench codecs", "help counters get"
+			c, ok := commands[args[1]]
+			if !ok {
+				return exitCode(e, usageError("unknown command %q (run \"squeeze help\")", args[1]))
 			}
+			return exitCode(e, c.Run(ctx, e, append(append([]string(nil), args[2:]...), "--help")))
 		}
 		printHelp(e.Stdout)
 		return 0

@@ -25,6 +25,7 @@ type Redis struct {
 	Socket string // unix socket path
 	Dir    string // working directory
 	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has exited
 }
 
 // URL returns a redis:// URL for the server's TCP address.
@@ -140,8 +141,8 @@ func startOnce(bin, dir string, port int, args []string) (*Redis, error) {
 		return nil, err
 	}
 	logf.Close()
-	r := &Redis{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Socket: sock, Dir: dir, cmd: cmd}
 	exited := make(chan struct{})
+	r := &Redis{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Socket: sock, Dir: dir, cmd: cmd, exited: exited}
 	go func() { cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -152,7 +153,6 @@ func startOnce(bin, dir string, port int, args []string) (*Redis, error) {
 		default:
 		}
 		if ping(r.Addr) == nil {
-			r.cmd = cmd
 			return r, nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -187,11 +187,9 @@ func (r *Redis) Stop() {
 		return
 	}
 	r.cmd.Process.Kill()
-	for i := 0; i < 200; i++ {
-		if r.cmd.ProcessState != nil || ping(r.Addr) != nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-r.exited:
+	case <-time.After(5 * time.Second):
 	}
 	r.cmd = nil
 }

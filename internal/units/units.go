@@ -4,6 +4,7 @@ package units
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -29,28 +30,34 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 || f*mult > 1<<62 {
+	if err != nil || math.IsNaN(f) || f < 0 || f*mult > 1<<62 {
 		return 0, fmt.Errorf("invalid size %q (examples: 64, 16.6kB, 64KiB, 512MiB)", s)
 	}
 	return int64(f*mult + 0.5), nil
 }
 
-// FormatSize formats n bytes in decimal units as the seeds do: "16.6 kB".
+// FormatSize formats n bytes in decimal units with one decimal, as the seed
+// articles do: "980 B", "16.6 kB", "4.2 MB", "4 MB", "3 GB".
 func FormatSize(n int64) string {
 	switch {
 	case n >= 1e9:
-		return strconv.FormatFloat(float64(n)/1e9, 'f', 1, 64) + " GB"
+		return oneDecimal(float64(n)/1e9) + " GB"
 	case n >= 1e6:
-		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + " MB"
+		return oneDecimal(float64(n)/1e6) + " MB"
 	case n >= 1e3:
-		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + " kB"
+		return oneDecimal(float64(n)/1e3) + " kB"
 	}
 	return strconv.FormatInt(n, 10) + " B"
+}
+
+func oneDecimal(f float64) string {
+	return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0")
 }
 
 // SizeFlag is a flag.Value holding a byte count parsed with ParseSize.
 type SizeFlag int64
 
+// String returns the size in bytes.
 func (f *SizeFlag) String() string { return strconv.FormatInt(int64(*f), 10) }
 
 // Set parses s with ParseSize.

@@ -16,7 +16,7 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
 		}
 	}
-	for _, bad := range []string{"", "abc", "-1", "1.5.2MB", "12XB"} {
+	for _, bad := range []string{"", "abc", "-1", "1.5.2MB", "12XB", "nan", "NaN kB", "inf", "-inf", "+Inf", "kB"} {
 		if _, err := ParseSize(bad); err == nil {
 			t.Errorf("ParseSize(%q) accepted", bad)
 		}
@@ -24,9 +24,27 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestFormatSize(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 16600: "16.6 kB", 4200000: "4.2 MB", 3e9: "3.0 GB"} {
+	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 16600: "16.6 kB", 4200000: "4.2 MB", 4e6: "4 MB", 3e9: "3 GB"} {
 		if got := FormatSize(n); got != want {
 			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}
 	}
+}
+
+// FuzzParseSize: any string either fails or gives a size in [0, 2^62] that
+// formats without panicking.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"0", "16.6kB", "64KiB", "512MiB", "nan", "inf", "-1", "1e400", " 4.2 MB "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err != nil {
+			return
+		}
+		if n < 0 || n > 1<<62 {
+			t.Fatalf("ParseSize(%q) = %d, outside [0, 2^62]", s, n)
+		}
+		_ = FormatSize(n)
+	})
 }

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// everyCommand lists every command and subcommand line of squeeze.
+var everyCommand = [][]string{
+	{"encode"}, {"decode"}, {"inspect"}, {"demo"}, {"proxy"},
+	{"counters", "get"}, {"counters", "incr"}, {"counters", "migrate"},
+	{"bench", "codecs"}, {"bench", "redis"}, {"bench", "docs"}, {"bench", "counters"},
+}
+
+// TestCLI_HelpOnStdout: --help of every command teaches (usage, examples,
+// flags) on stdout, writes nothing on stderr and exits 0.
+func TestCLI_HelpOnStdout(t *testing.T) {
+	for _, cmd := range everyCommand {
+		for _, h := range []string{"--help", "-h"} {
+			t.Run(strings.Join(cmd, "_")+h, func(t *testing.T) {
+				stdout, stderr, code := runCLI(t, nil, append(append([]string(nil), cmd...), h)...)
+				if code != 0 || stderr != "" {
+					t.Fatalf("exit %d, stderr %q", code, stderr)
+				}
+				for _, want := range []string{"Usage:", "Example", "Flags:\n"} {
+					if !strings.Contains(stdout, want) {
+						t.Errorf("help lacks %q:\n%s", want, stdout)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestCLI_BadFlagOneLine: an unknown flag gives exactly one line on stderr,
+// naming the flag and where help is, nothing on stdout, and exit status 2.
+func TestCLI_BadFlagOneLine(t *testing.T) {
+	for _, cmd := range everyCommand {
+		t.Run(strings.Join(cmd, "_"), func(t *testing.T) {
+			stdout, stderr, code := runCLI(t, nil, append(append([]string(nil), cmd...), "--no-such-flag")...)
+			if code != 2 || stdout != "" {
+				t.Fatalf("exit %d, stdout %q", code, stdout)
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "-no-such-flag") || !strings.Contains(stderr, "--help") {
+				t.Fatalf("want one line naming the flag and --help, got %q", stderr)
+			}
+		})
+	}
+}
+
+// TestCLI_HelpCommand: "squeeze help CMD [SUB]" shows the help of that
+// command or subcommand; an unknown name is an error (it used to print the
+// general help and exit 0).
+func TestCLI_HelpCommand(t *testing.T) {
+	for _, cmd := range everyCommand {
+		want, _, _ := runCLI(t, nil, append(append([]string(nil), cmd...), "--help")...)
+		got, stderr, code := runCLI(t, nil, append([]string{"help"}, cmd...)...)
+		if code != 0 || stderr != "" || got != want {
+			t.Errorf("help %v: exit %d, stderr %q, same text as --help: %v", cmd, code, stderr, got == want)
+		}
+	}
+	stdout, stderr, code := runCLI(t, nil, "help", "nosuch")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, `unknown command "nosuch"`) {
+		t.Errorf("help nosuch: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

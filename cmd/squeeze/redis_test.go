@@ -1,0 +1,91 @@
+package main
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// silentServer accepts connections and never answers, as a host that is not
+// a Redis server (or a hung one) does.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestRedisURL_FailsFast: every command that takes a Redis URL fails within
+// the probe timeout with one clear line when nothing answers there (it used
+// to wait 30 s, or fail with a bare "i/o timeout"), and never prints the
+// password of the URL.
+func TestRedisURL_FailsFast(t *testing.T) {
+	old := redisProbeTimeout
+	redisProbeTimeout = 500 * time.Millisecond
+	t.Cleanup(func() { redisProbeTimeout = old })
+	silent, closed := silentServer(t), closedPort(t)
+	for _, target := range []struct{ addr, want string }{
+		{silent, "no reply to PING within 500ms"},
+		{closed, "connection refused"},
+	} {
+		url := "redis://user:s3cret@" + target.addr
+		for _, args := range [][]string{
+			{"bench", "redis", "--redis", url, "--quick"},
+			{"bench", "docs", "--redis", url, "--shaped", "off"},
+			{"bench", "codecs", "--from-redis", url},
+			{"demo", "--redis", url},
+			{"bench", "counters", "--redis", url, "--entities", "10", "--days", "3"},
+			{"counters", "get", "--redis", url, "user42", "1"},
+			{"counters", "incr", "--redis", url, "user42", "1"},
+			{"counters", "migrate", "--from", "list", "--redis", url, "old", "new"},
+		} {
+			t.Run(target.want+"/"+strings.Join(args[:2], "_"), func(t *testing.T) {
+				start := time.Now()
+				stdout, stderr, code := runCLI(t, nil, args...)
+				if took := time.Since(start); took > 3*time.Second {
+					t.Errorf("took %v", took)
+				}
+				if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, target.want) {
+					t.Errorf("exit %d, stdout %q, stderr %q; want one line with %q", code, stdout, stderr, target.want)
+				}
+				if strings.Contains(stderr, "s3cret") {
+					t.Errorf("password printed: %q", stderr)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package counters
+
+const raceEnabled = false
