@@ -371,3 +371,38 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendDecode_KeepsCapacity: the result keeps the spare capacity of the
+// buffer it was decoded into, so appending to it does not reallocate.
+func TestAppendDecode_KeepsCapacity(t *testing.T) {
+	dec := mustDecoder(t)
+	in := sampleJSON(5000)
+	for _, a := range Presets() {
+		frame := mustEncoder(t, a, WithMinGain(-1)).AppendEncode(nil, in)
+		buf := make([]byte, 3, 3+len(in)+100)
+		out, err := dec.AppendDecode(buf, frame)
+		if err != nil {
+			t.Fatalf("%v: %v", a, err)
+		}
+		if cap(out) != cap(buf) || &out[0] != &buf[0] {
+			t.Errorf("%v: result cap %d, want the buffer's %d", a, cap(out), cap(buf))
+		}
+	}
+}
+
+// TestDecoder_SmallLimit: a small max decoded size still reads the frames
+// that fit under it (zstd's window limits get headroom).
+func TestDecoder_SmallLimit(t *testing.T) {
+	dec := mustDecoder(t, WithMaxDecodedSize(512))
+	in := sampleJSON(400)
+	for _, a := range Presets() {
+		frame := mustEncoder(t, a, WithMinGain(-1)).AppendEncode(nil, in)
+		if out, err := dec.AppendDecode(nil, frame); err != nil || !bytes.Equal(out, in) {
+			t.Errorf("%v: %v", a, err)
+		}
+	}
+	big := mustEncoder(t, DefaultAlgorithm).AppendEncode(nil, sampleJSON(600))
+	if _, err := dec.AppendDecode(nil, big); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("600-byte value under a 512-byte limit: %v", err)
+	}
+}

@@ -54,9 +54,15 @@ func NewDecoder(opts ...DecoderOption) (*Decoder, error) {
 		}
 	}
 	var err error
+	// zstd's own limits bound its window and history buffers. They must not
+	// be smaller than a legitimate frame's window (which rounds the value's
+	// size up), so they get headroom above max; the output itself is bounded
+	// by the header's length through WithDecodeAllCapLimit.
+	zlimit := uint64(max(2*d.max, 8<<20))
 	d.zstd, err = zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
-		zstd.WithDecoderMaxMemory(uint64(d.max)),
+		zstd.WithDecoderMaxMemory(zlimit),
+		zstd.WithDecoderMaxWindow(zlimit),
 		zstd.WithDecodeAllCapLimit(true), // never write past what the header declared
 		zstd.WithDecoderDicts(d.dictData...))
 	if err != nil {
@@ -112,12 +118,16 @@ func (d *Decoder) appendPayload(dst, payload []byte, h *Header) ([]byte, error) 
 	}
 	orig := dst
 	dst = grow(dst, n)
+	// The decoders see exactly n bytes of room, so none can write more.
 	out, err := d.decompress(h.ID, dst[:start:start+n], payload, n)
 	if err != nil {
 		return orig, err
 	}
 	if len(out)-start != n {
 		return orig, fmt.Errorf("%w: %s payload decodes to %d bytes, header says %d", ErrCorrupt, h.ID, len(out)-start, n)
+	}
+	if n == 0 || &out[start] == &dst[:start+n][start] {
+		out = dst[:start+n] // hand back the whole capacity for the caller's next append
 	}
 	if h.HasChecksum {
 		if sum := Checksum(out[start:]); sum != h.Checksum {
