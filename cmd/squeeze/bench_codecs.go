@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -70,6 +71,14 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 	if *block != "" && *whole {
 		return usageError("bench codecs: --block and --whole exclude each other")
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["sample"] && *fromRedis == "" {
+		return usageError("bench codecs: --sample needs --from-redis")
+	}
+	if set["seed"] && (*fromRedis != "" || len(corpus) > 0) {
+		return usageError("bench codecs: --seed is for the built-in corpus, not --corpus or --from-redis")
+	}
 	if *fromRedis != "" && len(corpus) > 0 {
 		return usageError("bench codecs: use either --corpus or --from-redis, not both")
 	}
@@ -104,6 +113,7 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("sample %s: %w", redactURL(*fromRedis), err)
 		}
+		c = c.Split(blockSize) // 0: values as they are
 	case len(corpus) > 0:
 		if c, err = bench.LoadCorpus(corpus, blockSize); err != nil {
 			return err

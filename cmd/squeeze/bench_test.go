@@ -81,6 +81,17 @@ func TestBenchCodecs_FromRedis(t *testing.T) {
 	if len(rows) != 1 || rows[0].Samples != 3 || rows[0].InputBytes != 9000 {
 		t.Fatalf("rows %+v, want 3 samples of 3000 bytes", rows)
 	}
+	// --block cuts sampled values too (it used to be ignored silently).
+	out, stderr, code = runCLI(t, nil, "bench", "codecs", "--from-redis", srv.URL(), "--sample", "3", "--block", "1000", "--codecs", "zstd:1", "--time", "1ms", "--json")
+	if code != 0 {
+		t.Fatalf("--block: exit %d: %s", code, stderr)
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Samples != 9 || rows[0].InputBytes != 9000 {
+		t.Fatalf("--block 1000: rows %+v, want 9 values of 1000 bytes", rows)
+	}
 }
 
 func TestBenchRedis_Quick(t *testing.T) {
@@ -159,6 +170,8 @@ func TestBench_BadFlags(t *testing.T) {
 		{"missing corpus", []string{"bench", "codecs", "--corpus", "/nonexistent/file"}, "no such file"},
 		{"corpus and redis", []string{"bench", "codecs", "--corpus", "x", "--from-redis", "redis://127.0.0.1:1"}, "not both"},
 		{"bad sample", []string{"bench", "codecs", "--from-redis", "redis://127.0.0.1:1", "--sample", "0"}, "--sample"},
+		{"sample without redis", []string{"bench", "codecs", "--sample", "10"}, "--sample needs --from-redis"},
+		{"seed with corpus", []string{"bench", "codecs", "--seed", "7", "--corpus", "x"}, "--seed is for the built-in corpus"},
 		{"unknown path", []string{"bench", "redis", "--path", "pigeon"}, "unknown path"},
 		{"bad sizes", []string{"bench", "redis", "--sizes", "16.6kB,big"}, "--sizes"},
 		{"bad iterations", []string{"bench", "redis", "--iterations", "1,0"}, "--iterations"},
