@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"text/tabwriter"
@@ -105,6 +106,9 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 	}
 	value := func(size int) []byte { return bench.JSONDocument(bench.DefaultSeed+uint64(size), size) }
 	if *corpus != "" {
+		if st, err := os.Stat(*corpus); err == nil && st.IsDir() {
+			return usageError("bench docs: --corpus %s is a directory; give one file (its bytes make every value)", *corpus)
+		}
 		c, err := bench.LoadCorpus([]string{*corpus}, 0)
 		if err != nil {
 			return err

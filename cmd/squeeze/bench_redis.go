@@ -116,6 +116,9 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 		return usageError("bench redis: --budget must be positive")
 	}
 	if *corpus != "" {
+		if st, err := os.Stat(*corpus); err == nil && st.IsDir() {
+			return usageError("bench redis: --corpus %s is a directory; give one file (its bytes make every value)", *corpus)
+		}
 		c, err := bench.LoadCorpus([]string{*corpus}, 0)
 		if err != nil {
 			return err
@@ -304,7 +307,12 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 		if _, ok := last[k]; !ok {
 			order = append(order, k)
 		}
-		if r.Iterations >= last[k].Iterations {
+		// The largest iteration count with a baseline: a row whose "none"
+		// cell was skipped by the budget has no slowdown to show.
+		if r.NoBaseline && last[k].Iterations > 0 {
+			continue
+		}
+		if r.Iterations >= last[k].Iterations || last[k].NoBaseline {
 			last[k] = r
 		}
 	}
@@ -326,7 +334,9 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 	for _, k := range order {
 		r := last[k]
 		slow, seedCol := "", ""
-		if r.Codec != "none" {
+		if r.Codec != "none" && r.NoBaseline {
+			slow = "n/a"
+		} else if r.Codec != "none" {
 			slow = fmt.Sprintf("%+.1f%%", r.SlowdownPct)
 			if r.Codec == "zlib:6" && r.Path == bench.PathLibrary {
 				seedCol = seedFor(r.Workload, r.SizeBytes)

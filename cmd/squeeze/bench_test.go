@@ -180,6 +180,8 @@ func TestBench_BadFlags(t *testing.T) {
 		{"bad rate", []string{"bench", "docs", "--rate", "fast"}, "--rate"},
 		{"zero doc size", []string{"bench", "docs", "--sizes", "0"}, "between 1 byte"},
 		{"demo argument", []string{"demo", "now"}, "unexpected argument"},
+		{"redis corpus dir", []string{"bench", "redis", "--corpus", "."}, "is a directory"},
+		{"docs corpus dir", []string{"bench", "docs", "--corpus", "."}, "is a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,4 +207,27 @@ func newTestClient(t *testing.T, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestPrintRedisTables_NoBaseline: the table shows each codec at the largest
+// iteration count that also has a "none" baseline, never a "+0.0%" slowdown
+// made up for a cell whose baseline was skipped.
+func TestPrintRedisTables_NoBaseline(t *testing.T) {
+	res := bench.RedisResult{Rows: []bench.RedisRow{
+		{Path: bench.PathLibrary, Codec: "none", Workload: "read", SizeBytes: 4200000, Iterations: 10, NsPerOp: 4e6},
+		{Path: bench.PathLibrary, Codec: "zstd:1", Workload: "read", SizeBytes: 4200000, Iterations: 10, NsPerOp: 1e6, SlowdownPct: -75},
+		{Path: bench.PathLibrary, Codec: "zstd:1", Workload: "read", SizeBytes: 4200000, Iterations: 100, NsPerOp: 0.9e6, NoBaseline: true},
+		{Path: bench.PathLibrary, Codec: "lz4", Workload: "read", SizeBytes: 4200000, Iterations: 100, NsPerOp: 0.5e6, NoBaseline: true},
+	}}
+	var b strings.Builder
+	printRedisTables(&b, res)
+	out := b.String()
+	if strings.Contains(out, "+0.0%") || !strings.Contains(out, "-75.0%") {
+		t.Fatalf("zstd:1 row should show -75.0%% at 10 iterations:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, " lz4 ") && !strings.Contains(line, "n/a") {
+			t.Fatalf("lz4 has no baseline at any count, want n/a: %q", line)
+		}
+	}
 }
