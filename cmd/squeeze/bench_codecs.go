@@ -40,6 +40,10 @@ Without --corpus or --from-redis it runs on a built-in generated corpus
 (JSON API documents, web and app logs, HTML pages, English prose; 1 kB to
 256 kB values, about 1.4 MB) that is the same on every machine.
 
+--json prints one array, a row per codec and level: codec, level, algorithm,
+slow, samples, input_bytes, output_bytes, stored_raw, ratio, improvement_pct,
+compress_ms, decompress_ms, compress_mb_s, decompress_mb_s, rounds.
+
 Examples:
   squeeze bench codecs
   squeeze bench codecs --corpus twitter.json --codecs zstd:1,zstd:3,lz4,s2

@@ -37,6 +37,11 @@ tc netem (--rate, --rtt), with a redis-server inside the namespace. All of it
 is removed at the end. Without root it says so and measures loopback only.
 Kernels without netem get the rate alone (tc tbf), and the report says so.
 
+--json prints one array, a row per link, codec and size: codec, link,
+size_bytes, stored_bytes, repeats, upload_ms, download_ms (medians),
+upload_change_pct, download_change_pct (against none), saved_pct,
+compress_ms, decompress_ms.
+
 Examples:
   squeeze bench docs --quick
   sudo squeeze bench docs --rate 100mbit --rtt 2ms --report ./docs-report

@@ -50,6 +50,12 @@ stops it at the end. With --redis it only writes keys starting with
 "squeeze:bench:" and deletes them when done. Values are generated JSON API
 documents unless --corpus gives a file (cut or repeated to each size).
 
+--json prints one array, a row per cell: path, codec, workload (read, write,
+readwrite), size_bytes, iterations, repeats, total_ms, ns_per_op (median),
+slowdown_pct (against none on the same path and iteration count; no_baseline
+is true, and slowdown_pct 0, when that none cell was skipped by --budget),
+memory_saved_pct. The memory table is in the --report's results.json.
+
 Examples:
   squeeze bench redis --quick
   squeeze bench redis --quick --report ./report && xdg-open ./report/index.html

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -228,6 +229,22 @@ func TestPrintRedisTables_NoBaseline(t *testing.T) {
 	for _, line := range strings.Split(out, "\n") {
 		if strings.Contains(line, " lz4 ") && !strings.Contains(line, "n/a") {
 			t.Fatalf("lz4 has no baseline at any count, want n/a: %q", line)
+		}
+	}
+}
+
+// TestBench_HelpDocumentsJSON: the help of each study names every field of
+// its --json rows, so that the documentation cannot fall behind the rows.
+func TestBench_HelpDocumentsJSON(t *testing.T) {
+	for study, row := range map[string]any{"codecs": bench.CodecResult{}, "redis": bench.RedisRow{}, "docs": bench.DocRow{}, "counters": bench.CountersRow{}} {
+		help, _, _ := runCLI(t, nil, "bench", study, "--help")
+		help = strings.Join(strings.Fields(help), " ")
+		typ := reflect.TypeOf(row)
+		for i := 0; i < typ.NumField(); i++ {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if name != "" && name != "-" && !strings.Contains(help, name) {
+				t.Errorf("bench %s --help does not name the JSON field %q", study, name)
+			}
 		}
 	}
 }
