@@ -64,3 +64,23 @@ func TestCLI_HelpCommand(t *testing.T) {
 		t.Errorf("help nosuch: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
+
+// TestCLI_GroupWithoutSubcommand: "squeeze bench" and "squeeze counters"
+// alone are errors (exit 2) whose usage goes to stderr with the error, not
+// to stdout where a script would take it for output; with --help the same
+// text goes to stdout and the exit status is 0.
+func TestCLI_GroupWithoutSubcommand(t *testing.T) {
+	for _, group := range []string{"bench", "counters"} {
+		stdout, stderr, code := runCLI(t, nil, group)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, "Usage:") || !strings.Contains(stderr, "Examples:") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", group, code, stdout, stderr)
+		}
+		if lines := strings.Split(strings.TrimSpace(stderr), "\n"); !strings.HasPrefix(lines[len(lines)-1], "squeeze: ") {
+			t.Errorf("%s: the error is not the last line: %q", group, stderr)
+		}
+		stdout, stderr, code = runCLI(t, nil, group, "--help")
+		if code != 0 || stderr != "" || !strings.Contains(stdout, "Examples:") {
+			t.Errorf("%s --help: exit %d, stdout %q, stderr %q", group, code, stdout, stderr)
+		}
+	}
+}

@@ -43,10 +43,11 @@ Run "squeeze counters <get|incr|migrate> --help" for the flags of each.
 
 func runCounters(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(e.Stdout, strings.TrimLeft(countersUsage, "\n"))
-		if len(args) == 0 {
+		if len(args) == 0 { // the usage goes with the error
+			fmt.Fprint(e.Stderr, strings.TrimLeft(countersUsage, "\n"))
 			return usageError("counters needs a subcommand: get, incr or migrate")
 		}
+		fmt.Fprint(e.Stdout, strings.TrimLeft(countersUsage, "\n"))
 		return flag.ErrHelp
 	}
 	switch args[0] {

@@ -152,9 +152,14 @@ func init() {
 // runBench dispatches "squeeze bench <study>".
 func runBench(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintf(e.Stdout, "Usage:\n  squeeze bench <study> [flags]\n\nStudies:\n")
-		printTable(e.Stdout, benchCommands)
-		fmt.Fprintf(e.Stdout, "\nRun \"squeeze bench <study> --help\" for the flags of a study.\n")
+		w := e.Stdout // help asked for; without a study, the usage goes with the error
+		if len(args) == 0 {
+			w = e.Stderr
+		}
+		fmt.Fprintf(w, "Usage:\n  squeeze bench <study> [flags]\n\nStudies:\n")
+		printTable(w, benchCommands)
+		fmt.Fprintf(w, "\nExamples:\n  squeeze bench codecs --corpus data.json\n  squeeze bench redis --quick --report ./report\n")
+		fmt.Fprintf(w, "\nRun \"squeeze bench <study> --help\" for the flags of a study.\n")
 		if len(args) == 0 {
 			return usageError("bench needs a study name")
 		}
