@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
 )
@@ -82,5 +84,19 @@ func TestCLI_GroupWithoutSubcommand(t *testing.T) {
 		if code != 0 || stderr != "" || !strings.Contains(stdout, "Examples:") {
 			t.Errorf("%s --help: exit %d, stdout %q, stderr %q", group, code, stdout, stderr)
 		}
+	}
+}
+
+// TestCLI_Interrupted: a command stopped by Ctrl-C (its context canceled)
+// says "interrupted" and exits 130, as shells expect, instead of a bare
+// "GET: context canceled" with status 1.
+func TestCLI_Interrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, env{Stdin: bytes.NewReader(nil), Stdout: &out, Stderr: &errb},
+		[]string{"bench", "codecs", "--codecs", "zstd:1", "--time", "1ms"})
+	if code != 130 || errb.String() != "corpus built-in: 20 values, 1.4 MB\nsqueeze: interrupted\n" {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }

@@ -98,6 +98,10 @@ func exitCode(e env, err error) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, context.Canceled):
+		// Ctrl-C or SIGTERM: the command stopped early (and cleaned up).
+		fmt.Fprintln(e.Stderr, "squeeze: interrupted")
+		return 130
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(e.Stderr, "squeeze:", strings.TrimPrefix(err.Error(), "usage: "))
 		return 2
