@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -100,6 +101,10 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 		}
 	}
 
+	if err := checkReportDir(*report); err != nil {
+		return err
+	}
+
 	var c bench.Corpus
 	switch {
 	case *fromRedis != "":
@@ -182,6 +187,24 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// checkReportDir creates dir and dir/charts and checks that a file can be
+// written there, so that a bad --report fails before a long run instead of
+// after it (when WriteReport would fail and the results were lost).
+func checkReportDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".squeeze-write-test-*")
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 func reportPath(dir string) string {

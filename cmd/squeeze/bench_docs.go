@@ -141,6 +141,9 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 			l.stop()
 		}
 	}()
+	if err := checkReportDir(*report); err != nil {
+		return err
+	}
 	rdb, stop, err := connectRedis(ctx, e, *url)
 	if err != nil {
 		return err

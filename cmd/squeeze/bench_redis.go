@@ -133,6 +133,9 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 		o.Value = func(size int) []byte { return bench.CorpusValue(data, size) }
 	}
 
+	if err := checkReportDir(*report); err != nil {
+		return err
+	}
 	rdb, stop, err := connectRedis(ctx, e, *url)
 	if err != nil {
 		return err

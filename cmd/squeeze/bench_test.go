@@ -248,3 +248,24 @@ func TestBench_HelpDocumentsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestBench_BadReportDirFailsFirst: a --report that cannot be written fails
+// before the measurement (it used to fail after it, losing the results),
+// without starting a server or printing results.
+func TestBench_BadReportDirFailsFirst(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"bench", "codecs", "--codecs", "zstd:1", "--report", file},
+		{"bench", "redis", "--quick", "--report", file},
+		{"bench", "docs", "--quick", "--shaped", "off", "--report", file},
+		{"demo", "--report", file},
+	} {
+		stdout, stderr, code := runCLI(t, nil, args...)
+		if code != 1 || stdout != "" || stderr != "squeeze: --report: mkdir "+file+": not a directory\n" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args[:2], code, stdout, stderr)
+		}
+	}
+}
