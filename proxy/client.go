@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/squeeze-kv/squeeze/resp"
@@ -19,7 +20,10 @@ type client struct {
 	out chan *call
 	// push carries RESP3 push messages and relayed pub/sub or MONITOR
 	// traffic from the pinned connection to the writer.
-	push chan []byte
+	push chan pushMsg
+	// pinDone is the highest pinSeq whose reply has been consumed, by the
+	// writer or by the reader's own round trips.
+	pinDone atomic.Uint64
 
 	pinMu    sync.Mutex // guards pinned for forceClose
 	pinned   *upConn
@@ -28,6 +32,7 @@ type client struct {
 	tx       []shape     // shapes of the commands queued in MULTI
 	txSets   []candidate // values SET in the open transaction
 	relay    bool        // RESP2 pub/sub or MONITOR: replies are relayed as they come
+	relayGen uint64      // the pinned connection's relayEnds when relay began
 	replyOff bool        // CLIENT REPLY OFF
 	skip     int         // CLIENT REPLY SKIP: commands whose reply Redis skips
 
@@ -47,6 +52,9 @@ type client struct {
 	writtenC   *sync.Cond
 	writtenSeq uint64
 
+	writerDone chan struct{} // closed when writeLoop returns
+	helloProto atomic.Int64  // protocol from the last HELLO reply, 0 if it failed
+
 	drainOnce sync.Once
 	draining  chan struct{}
 }
@@ -60,11 +68,13 @@ func (s *Server) newClient(nc net.Conn) *client {
 		nc:       nc,
 		id:       s.nextID.Add(1),
 		out:      make(chan *call, s.maxInFlight()),
-		push:     make(chan []byte, 128),
+		push:     make(chan pushMsg, 128),
 		proto:    2,
 		rbuf:     make([]byte, 0, 16<<10),
 		args:     make([][]byte, 0, 16),
 		draining: make(chan struct{}),
+
+		writerDone: make(chan struct{}),
 	}
 	c.rw.s, c.wrw.s = s, s
 	c.writtenC = sync.NewCond(&c.writtenMu)
@@ -82,8 +92,7 @@ func (c *client) drain() {
 
 func (c *client) serve(ctx context.Context) {
 	defer c.s.forget(c)
-	wdone := make(chan struct{})
-	go func() { c.writeLoop(); close(wdone) }()
+	go func() { c.writeLoop(); close(c.writerDone) }()
 	gone := c.readLoop(ctx)
 	if gone {
 		// Nobody will read the replies: fail whatever the pinned
@@ -91,7 +100,7 @@ func (c *client) serve(ctx context.Context) {
 		c.closePinned()
 	}
 	close(c.out)
-	<-wdone
+	<-c.writerDone
 	c.closePinned()
 	c.nc.Close()
 }
@@ -143,7 +152,7 @@ func (c *client) readLoop(ctx context.Context) (gone bool) {
 			if len(args) == 0 {
 				continue
 			}
-			if !c.handle(ctx, args) {
+			if !c.handle(args) {
 				c.flush()
 				return false
 			}
@@ -234,6 +243,7 @@ func (c *client) roundtrip(req []byte) *call {
 	up.send(req, c.one[:])
 	c.one[0] = nil
 	<-cl.done
+	c.notePin(cl.pinSeq)
 	return cl
 }
 
@@ -257,15 +267,30 @@ func (c *client) pin() error {
 
 // onPush runs on the pinned connection's reader for push messages and
 // relayed replies.
-func (c *client) onPush(msg []byte) {
-	c.push <- append([]byte(nil), msg...)
+func (c *client) onPush(msg []byte, seq uint64) {
+	select {
+	case c.push <- pushMsg{append([]byte(nil), msg...), seq}:
+	case <-c.writerDone: // nobody will write it
+	}
 }
 
 // handle processes one command. It returns false when the connection must
 // end (QUIT).
-func (c *client) handle(ctx context.Context, args [][]byte) bool {
+func (c *client) handle(args [][]byte) bool {
 	info := lookup(args[0])
 	start := time.Now()
+	if c.relay && c.pinned != nil && c.pinned.relayEnds.Load() > c.relayGen {
+		c.relay = false // Redis left the subscribed state
+	}
+	if c.pinned != nil && c.pinned.isDead() {
+		// The private connection's state (transaction, subscriptions,
+		// database, protocol) is gone: end the client's connection as a
+		// failed Redis would, after saying why.
+		cl := c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: the private upstream connection of this client was lost; reconnect"))
+		cl.close = true
+		c.enqueue(cl)
+		return false
+	}
 	if info.flags&flagQuit != 0 {
 		cl := c.localCall(info.name, []byte("+OK\r\n"))
 		cl.close = true
@@ -285,7 +310,7 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 	if info.flags&flagInspect != 0 && !arityOK(info.arity, len(args)) {
 		info = unknownCmd // Redis will reply with its arity error
 	}
-	if info.flags&flagInspect != 0 && !c.inMulti && !c.relay && c.replyOff == false && c.skip == 0 {
+	if info.flags&flagInspect != 0 && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
 		cl := c.inspect(info, args)
 		cl.start = start
 		c.enqueue(cl)
@@ -370,21 +395,16 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 	case info.flags&flagDiscard != 0:
 		c.inMulti = false
 	case info.flags&flagHello != 0:
-		if len(args) > 1 {
-			switch string(args[1]) {
-			case "2":
-				c.proto = 2
-			case "3":
-				c.proto = 3
-			}
-		}
+		c.helloProto.Store(0)
 	case info.flags&flagReset != 0:
 		c.proto, c.inMulti, c.replyOff, c.skip = 2, false, false, 0
 	case info.flags&(flagSubscribe|flagMonitor) != 0 && (c.proto == 2 || info.flags&flagMonitor != 0):
 		if cl != nil {
 			cl.kind = shapeRelay
 		}
-		c.relay = true
+		if !c.relay {
+			c.relay, c.relayGen = true, c.pinned.relayEnds.Load()
+		}
 	}
 	if info.flags&flagInspect != 0 {
 		// Commands before MULTI must have run before probing the keys.
@@ -396,10 +416,39 @@ func (c *client) handle(ctx context.Context, args [][]byte) bool {
 	}
 	if cl != nil {
 		c.batch = append(c.batch, cl)
-		c.enqueue(cl)
+		c.enqueue(cl) // the writer owns cl from here on
 	}
-	_ = ctx
+	if info.flags&flagHello != 0 && cl != nil {
+		// The protocol changes only if HELLO succeeds (HELLO 3 AUTH with a
+		// wrong password does not): wait for the reply, which the writer
+		// reads the protocol from.
+		c.flush()
+		c.waitWritten(c.seq)
+		if p := c.helloProto.Load(); p == 2 || p == 3 {
+			c.proto = int(p)
+		}
+	}
 	return true
+}
+
+// helloReplyProto returns the "proto" field of a successful HELLO reply, or 0.
+func helloReplyProto(reply []byte) int64 {
+	v, _, err := resp.ReadValue(reply)
+	if err != nil || (v.Type != resp.Map && v.Type != resp.Array) {
+		return 0
+	}
+	it := v.Elements()
+	for {
+		k, ok := it.Next()
+		if !ok {
+			return 0
+		}
+		val, _ := it.Next()
+		if string(k.Str) == "proto" && val.Type == resp.Integer {
+			n, _ := resp.ParseInt(val.Str)
+			return n
+		}
+	}
 }
 
 // writeLoop writes replies in order and flushes when nothing more is ready.
@@ -418,15 +467,25 @@ func (c *client) writeLoop() {
 			w = nil
 		}
 	}
-	pushMsg := func(m []byte) {
-		v, _, err := resp.ReadValue(m)
-		mark := len(w)
-		if err == nil {
-			w, err = c.wrw.walk(w, v, shapeAny, nil, nil)
+	var held []pushMsg // pushes that came after replies not written yet
+	writePushes := func() {
+		done := c.pinDone.Load()
+		for len(held) > 0 && held[0].seq <= done {
+			m := held[0].msg
+			held = held[1:]
+			v, _, err := resp.ReadValue(m)
+			mark := len(w)
+			if err == nil {
+				w, err = c.wrw.walk(w, v, shapeAny, nil, nil)
+			}
+			if err != nil {
+				w = append(w[:mark], m...)
+			}
 		}
-		if err != nil {
-			w = append(w[:mark], m...)
-		}
+	}
+	pushMsg := func(p pushMsg) {
+		held = append(held, p)
+		writePushes()
 	}
 	for {
 		var cl *call
@@ -461,6 +520,17 @@ func (c *client) writeLoop() {
 				}
 			}
 		}
+		// Pushes delivered before this call finished came first on the
+		// wire: take them in now so they are written in their place.
+	drainPush:
+		for {
+			select {
+			case m := <-c.push:
+				pushMsg(m)
+			default:
+				break drainPush
+			}
+		}
 		if cl.err != nil {
 			c.s.metrics.upstreamError("reply")
 			w = resp.AppendError(w, "ERR squeeze: upstream: "+cl.err.Error())
@@ -470,6 +540,11 @@ func (c *client) writeLoop() {
 		if cl.cmd != "" {
 			c.s.metrics.command(cl.cmd, time.Since(cl.start))
 		}
+		if cl.cmd == "HELLO" && cl.err == nil {
+			c.helloProto.Store(helloReplyProto(cl.reply))
+		}
+		c.notePin(cl.pinSeq)
+		writePushes()
 		closeAfter := cl.close
 		if cl.seq != 0 {
 			c.writtenMu.Lock()
@@ -497,4 +572,22 @@ func (c *client) waitWritten(seq uint64) {
 		c.writtenC.Wait()
 	}
 	c.writtenMu.Unlock()
+}
+
+// pushMsg is a push message (or relayed reply) and the number of calls its
+// connection had completed before it.
+type pushMsg struct {
+	msg []byte
+	seq uint64
+}
+
+// notePin records that the reply of the pinned call with sequence seq has
+// been consumed, so pushes that came after it may be written.
+func (c *client) notePin(seq uint64) {
+	for {
+		cur := c.pinDone.Load()
+		if seq <= cur || c.pinDone.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
 }

@@ -131,6 +131,22 @@ func TestProxy_PubSub(t *testing.T) {
 		if got := sub.read(); got != msg {
 			t.Fatalf("RESP%s message: %.100q", proto, got)
 		}
+		if proto == "2" { // leave the subscribed state: values decode again
+			sub.send([]string{"UNSUBSCRIBE"})
+			sub.read()
+			if got := sub.read(); !strings.HasSuffix(got, ":0\r\n") {
+				t.Fatalf("last unsubscribe reply: %q", got)
+			}
+			pub.do("SET", "k2", big)
+			for i := 0; i < 3; i++ {
+				if got := sub.do("GET", "k2"); got != bulk(big) {
+					t.Fatalf("GET after UNSUBSCRIBE: %.100q", got)
+				}
+			}
+			if got := sub.do("STRLEN", "k2"); got != ":4000\r\n" {
+				t.Fatalf("STRLEN after UNSUBSCRIBE: %q", got)
+			}
+		}
 		if proto == "3" { // RESP3 allows commands while subscribed
 			pub.do("SET", "k", big)
 			if got := sub.do("GET", "k"); got != bulk(big) {

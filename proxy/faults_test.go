@@ -113,6 +113,13 @@ func TestProxy_UpstreamRestart(t *testing.T) {
 	if got := blocked.read(); !strings.HasPrefix(got, "-ERR squeeze: upstream") {
 		t.Fatalf("in-flight BLPOP got %q, want an upstream error", got)
 	}
+	// The pinned client lost its connection state: told so, then closed.
+	if got := blocked.do("GET", "k"); !strings.HasPrefix(got, "-ERR squeeze: the private upstream connection of this client was lost") {
+		t.Fatalf("pinned client after the loss: %q", got)
+	}
+	if got := blocked.read(); got != "" {
+		t.Fatalf("pinned client not closed: %q", got)
+	}
 	if got := shared.do("GET", "k"); !strings.HasPrefix(got, "-ERR squeeze: upstream") {
 		t.Fatalf("GET with Redis down got %q, want an upstream error", got)
 	}

@@ -24,6 +24,7 @@ type Metrics struct {
 	outcome    [3]prometheus.Counter
 	origBytes  prometheus.Counter
 	storeBytes prometheus.Counter
+	decodedC   prometheus.Counter
 }
 
 // NewMetrics creates the proxy's collectors and registers them with reg
@@ -51,6 +52,7 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
 	m.origBytes = m.bytesIn.WithLabelValues(m.codec)
 	m.storeBytes = m.bytesStored.WithLabelValues(m.codec)
+	m.decodedC = m.values.WithLabelValues("decoded")
 	return m
 }
 
@@ -69,7 +71,7 @@ func (m *Metrics) decoded(id codec.ID, stored, orig int) {
 	if m == nil {
 		return
 	}
-	m.values.WithLabelValues("decoded").Inc()
+	m.decodedC.Inc()
 }
 
 func (m *Metrics) decodeError() {

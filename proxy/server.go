@@ -234,13 +234,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Close closes the listener, every client connection and every upstream
-// connection at once.
+// connection at once, also while a Shutdown is draining.
 func (s *Server) Close() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	err := s.Shutdown(ctx)
-	if errors.Is(err, context.Canceled) {
-		err = nil
+	if err := s.init(); err != nil {
+		return err
 	}
-	return err
+	s.mu.Lock()
+	s.closing = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.clients {
+		c.forceClose()
+	}
+	s.mu.Unlock()
+	s.pool.closeAll()
+	return nil
 }

@@ -69,6 +69,16 @@ func TestProxy_UpstreamAuthDBUnix(t *testing.T) {
 		}
 		d.do("DEL", "in2")
 	}
+	// An ACL user with its password.
+	d := dialRaw(t, r.Addr)
+	d.do("AUTH", "s3cret")
+	if got := d.do("ACL", "SETUSER", "alice", "on", ">alicepw", "~*", "&*", "+@all"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	ea := startProxy(t, "redis://alice:alicepw@"+r.Addr, r)
+	if got := dialRaw(t, ea.addr).do("ACL", "WHOAMI"); got != "$5\r\nalice\r\n" {
+		t.Fatalf("ACL user: %q", got)
+	}
 	e := startProxy(t, "redis://:wrong@"+r.Addr, r)
 	if got := dialRaw(t, e.addr).do("PING"); !strings.Contains(got, "refused AUTH") {
 		t.Fatalf("wrong password: %q", got)

@@ -98,15 +98,16 @@ type call struct {
 	err   error  // upstream failure; reply is then empty
 	done  chan struct{}
 
-	kind  shape   // how to rewrite the reply
-	tx    []shape // for EXEC: the shapes of the queued commands
-	args  []byte  // copy of the arguments the reply rewrite may name in errors
-	argv  []int   // end offsets of each argument in args
-	cmd   string  // command name for metrics and errors (static string)
-	local bool    // reply prepared by the proxy; nothing was sent
-	close bool    // close the client after writing this reply
-	start time.Time
-	seq   uint64 // order among the client's calls with replies
+	kind   shape   // how to rewrite the reply
+	tx     []shape // for EXEC: the shapes of the queued commands
+	args   []byte  // copy of the arguments the reply rewrite may name in errors
+	argv   []int   // end offsets of each argument in args
+	cmd    string  // command name for metrics and errors (static string)
+	local  bool    // reply prepared by the proxy; nothing was sent
+	close  bool    // close the client after writing this reply
+	start  time.Time
+	seq    uint64 // order among the client's calls with replies
+	pinSeq uint64 // completion order on a pinned connection, 0 elsewhere
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -127,7 +128,7 @@ func (c *call) release() {
 	if cap(c.args) > maxPooledReply {
 		c.args = nil
 	}
-	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close, c.seq = c.reply[:0], nil, 0, c.tx[:0], "", false, false, 0
+	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", false, false, 0, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
 	callPool.Put(c)
 }
@@ -163,11 +164,21 @@ type upConn struct {
 	dead    bool
 	err     error
 	closed  chan struct{}
+	// failOnce runs fail's work once.
+	failOnce sync.Once
 	// onPush receives RESP3 push messages and, in relay mode, every reply
 	// (pub/sub, MONITOR). Nil on shared connections.
-	onPush func(msg []byte)
-	relay  atomic.Bool // set when the reader passes a relay call
-	srv    *Server
+	// seq is the number of calls this connection has completed before the
+	// message, so the client writes the message after those replies.
+	onPush func(msg []byte, seq uint64)
+	// completed counts the calls the reader has completed (reader only).
+	completed uint64
+	relay     atomic.Bool   // set when the reader passes a relay call
+	relayEnds atomic.Uint64 // how many times relay mode ended
+	// Reader only: relay of MONITOR, and subscription counts.
+	monitor     bool
+	subs, ssubs int64
+	srv         *Server
 	// Guarded by mu: requests queued while another sender writes, a
 	// spare buffer, and whether a sender is writing.
 	wbuf, spare []byte
@@ -175,7 +186,7 @@ type upConn struct {
 }
 
 // dialUp connects to Redis, authenticates and selects the database.
-func (s *Server) dialUp(ctx context.Context, onPush func([]byte)) (*upConn, error) {
+func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upConn, error) {
 	u := s.up
 	d := net.Dialer{Timeout: s.dialTimeout(), KeepAlive: 30 * time.Second}
 	nc, err := d.DialContext(ctx, u.Network, u.Addr)
@@ -270,12 +281,25 @@ func (c *upConn) send(req []byte, calls []*call) {
 	for _, cl := range calls {
 		c.pending <- cl
 	}
-	c.wbuf = append(c.wbuf, req...)
 	if c.writing {
+		c.wbuf = append(c.wbuf, req...)
 		c.mu.Unlock()
 		return
 	}
 	c.writing = true
+	if len(c.wbuf) == 0 { // nothing queued: write req without copying it
+		c.mu.Unlock()
+		_, err := c.nc.Write(req)
+		c.mu.Lock()
+		if err != nil {
+			c.writing = false
+			c.mu.Unlock()
+			c.fail(fmt.Errorf("write to upstream: %w", err))
+			return
+		}
+	} else {
+		c.wbuf = append(c.wbuf, req...)
+	}
 	for len(c.wbuf) > 0 {
 		buf := c.wbuf
 		c.wbuf = c.spare[:0]
@@ -296,30 +320,47 @@ func (c *upConn) send(req []byte, calls []*call) {
 	c.mu.Unlock()
 }
 
-// fail marks the connection dead and fails every call in flight.
+// fail marks the connection dead and fails every call in flight. A sender
+// may hold mu while blocked on a full pending queue, so fail keeps draining
+// the queue until it gets mu.
 func (c *upConn) fail(err error) {
-	c.mu.Lock()
-	if c.dead {
-		c.mu.Unlock()
-		return
-	}
-	c.dead, c.err = true, err
-	c.nc.Close()
-	c.mu.Unlock()
-	if !errors.Is(err, errUpstreamClosed) {
-		c.srv.metrics.upstreamError("conn")
-		c.srv.logger().Warn("upstream connection lost", "err", err)
-	}
-	for {
-		select {
-		case cl := <-c.pending:
+	c.failOnce.Do(func() {
+		c.nc.Close()
+		locked := make(chan struct{})
+		go func() {
+			c.mu.Lock()
+			c.dead, c.err = true, err
+			c.mu.Unlock()
+			close(locked)
+		}()
+		failCall := func(cl *call) {
 			cl.err = err
 			cl.finish()
-		default:
-			close(c.closed)
-			return
 		}
-	}
+	drain:
+		for {
+			select {
+			case cl := <-c.pending:
+				failCall(cl)
+			case <-locked:
+				break drain
+			}
+		}
+		for { // senders now see dead; fail what they queued before
+			select {
+			case cl := <-c.pending:
+				failCall(cl)
+				continue
+			default:
+			}
+			break
+		}
+		if !errors.Is(err, errUpstreamClosed) {
+			c.srv.metrics.upstreamError("conn")
+			c.srv.logger().Warn("upstream connection lost", "err", err)
+		}
+		close(c.closed)
+	})
 }
 
 func (c *upConn) isDead() bool {
@@ -378,7 +419,10 @@ func (c *upConn) readLoop() {
 		}
 		start += len(v.Raw)
 		if c.onPush != nil && (v.Type == resp.Push || c.relayMode()) {
-			c.onPush(v.Raw)
+			if c.relayMode() {
+				c.trackRelay(v)
+			}
+			c.onPush(v.Raw, c.completed)
 			continue
 		}
 		var cl *call
@@ -386,7 +430,7 @@ func (c *upConn) readLoop() {
 		case cl = <-c.pending:
 		default:
 			if c.onPush != nil {
-				c.onPush(v.Raw)
+				c.onPush(v.Raw, c.completed)
 				continue
 			}
 			c.fail(errors.New("upstream sent a reply nobody asked for"))
@@ -394,7 +438,13 @@ func (c *upConn) readLoop() {
 		}
 		cl.reply = append(cl.reply[:0], v.Raw...)
 		if cl.kind == shapeRelay {
+			c.monitor = cl.cmd == "MONITOR"
 			c.relay.Store(true)
+			c.trackRelay(v)
+		}
+		if c.onPush != nil {
+			c.completed++
+			cl.pinSeq = c.completed
 		}
 		cl.finish()
 		if start == len(buf) {
@@ -407,6 +457,50 @@ func (c *upConn) readLoop() {
 }
 
 func (c *upConn) relayMode() bool { return c.relay.Load() }
+
+// trackRelay follows a RESP2 subscriber's subscription counts in relayed
+// replies and ends relay mode when Redis leaves the subscribed state: when
+// an unsubscribe reply counts no channels, patterns or shard channels left,
+// or on RESET. A MONITOR relay ends only with RESET. Reader only.
+func (c *upConn) trackRelay(v resp.Value) {
+	if v.Type == resp.SimpleString && string(v.Str) == "RESET" {
+		c.endRelay()
+		return
+	}
+	if c.monitor || v.Type != resp.Array || v.N != 3 {
+		return
+	}
+	it := v.Elements()
+	kind, _ := it.Next()
+	it.Next()
+	count, _ := it.Next()
+	if kind.Type != resp.BulkString || count.Type != resp.Integer {
+		return
+	}
+	n, _ := resp.ParseInt(count.Str)
+	switch string(kind.Str) {
+	case "subscribe", "psubscribe":
+		c.subs = n
+	case "ssubscribe":
+		c.ssubs = n
+	case "unsubscribe", "punsubscribe":
+		c.subs = n
+		if c.subs == 0 && c.ssubs == 0 {
+			c.endRelay()
+		}
+	case "sunsubscribe":
+		c.ssubs = n
+		if c.subs == 0 && c.ssubs == 0 {
+			c.endRelay()
+		}
+	}
+}
+
+func (c *upConn) endRelay() {
+	c.relay.Store(false)
+	c.monitor, c.subs, c.ssubs = false, 0, 0
+	c.relayEnds.Add(1)
+}
 
 // pool holds the shared upstream connections and redials dead ones.
 type pool struct {
