@@ -76,7 +76,7 @@ func runEncode(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "encode", encodeUsage)
 	codecName := fs.String("codec", codec.DefaultAlgorithm.String(), "codec and level, as NAME or NAME:LEVEL")
 	minSize := units.SizeFlag(codec.DefaultMinSize)
-	fs.Var(&minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
+	fs.Var(&minSize, "min-size", "store values shorter than this `SIZE` raw (e.g. 64, 1KiB)")
 	minGain := fs.Float64("min-gain", codec.DefaultMinGain, "store raw when compression saves less than this fraction")
 	noSum := fs.Bool("no-checksum", false, "omit the CRC-32C of the original bytes")
 	if err := parseFlags(fs, args); err != nil {
@@ -125,7 +125,7 @@ Examples:
 func runDecode(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "decode", decodeUsage)
 	maxSize := units.SizeFlag(codec.DefaultMaxDecodedSize)
-	fs.Var(&maxSize, "max-size", "refuse frames that declare a larger decoded size (e.g. 512MiB)")
+	fs.Var(&maxSize, "max-size", "refuse frames that declare a decoded size above this `SIZE` (e.g. 512MiB, 1GB)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
