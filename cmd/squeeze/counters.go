@@ -226,7 +226,7 @@ func runCountersGet(ctx context.Context, e env, args []string) error {
 	if err := checkSeries(ctx, s, rdb, entity); err != nil {
 		return err
 	}
-	vals, err := s.AppendRange(ctx, nil, entity, from, to)
+	vals, err := s.AppendRange(ctx, []int64{}, entity, from, to) // JSON [] for an empty window, not null
 	if err != nil {
 		return err
 	}
