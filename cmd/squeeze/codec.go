@@ -7,7 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+
+	"golang.org/x/term"
 
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/units"
@@ -56,12 +59,19 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return usageError("%s: %v (see \"squeeze %s --help\")", fs.Name(), err, fs.Name())
 }
 
+// isTerminal reports whether w is a terminal (a variable for tests).
+var isTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 const encodeUsage = `
 Usage: squeeze encode [--codec C] [--min-size N] [--min-gain F] < value > stored
 
 Reads one value from standard input and writes what squeeze would store in
 Redis for it: a compressed frame (docs/FORMAT.md), or the value itself when it
-is shorter than --min-size or compresses by less than --min-gain.
+is shorter than --min-size or compresses by less than --min-gain. A frame is
+binary: redirect or pipe it (it is not written to a terminal).
 
 Codecs: none, zstd[:1-22|fastest|default|better|best], lz4[:fast|hc1..hc9],
 s2[:default|better|best], snappy[:...], brotli[:0-11], gzip[:1-9],
@@ -98,6 +108,10 @@ func runEncode(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("read standard input: %w", err)
 	}
 	out, outcome := enc.AppendEncodeOutcome(nil, in)
+	if outcome != codec.StoredRaw && isTerminal(e.Stdout) {
+		// As gzip and zstd do: binary on a terminal garbles it.
+		return usageError("encode: not writing a binary frame to a terminal; redirect it (> value.sqz) or pipe it (| squeeze inspect)")
+	}
 	if _, err := e.Stdout.Write(out); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -126,5 +127,22 @@ func TestInspect_RejectsArguments(t *testing.T) {
 	out, stderr, code := runCLI(t, []byte("plain"), "inspect", "frame.bin")
 	if code != 2 || out != "" || !strings.Contains(stderr, "squeeze inspect < FILE") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+// TestEncode_RefusesTerminal: a binary frame is not written to a terminal
+// (it garbles it), as gzip and zstd refuse; raw values, which are the
+// user's own bytes, still are.
+func TestEncode_RefusesTerminal(t *testing.T) {
+	old := isTerminal
+	isTerminal = func(io.Writer) bool { return true }
+	t.Cleanup(func() { isTerminal = old })
+	value := []byte(strings.Repeat("squeeze makes redis smaller. ", 100))
+	out, stderr, code := runCLI(t, value, "encode")
+	if code != 2 || out != "" || !strings.Contains(stderr, "not writing a binary frame to a terminal") {
+		t.Fatalf("exit %d, stdout %d bytes, stderr %q", code, len(out), stderr)
+	}
+	if out, _, code := runCLI(t, []byte("short"), "encode"); code != 0 || out != "short" {
+		t.Fatalf("raw value: exit %d, %q", code, out)
 	}
 }
