@@ -59,10 +59,25 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return usageError("%s: %v (see \"squeeze %s --help\")", fs.Name(), err, fs.Name())
 }
 
-// isTerminal reports whether w is a terminal (a variable for tests).
-var isTerminal = func(w io.Writer) bool {
+// isTerminal reports whether w (a reader or a writer) is a terminal (a
+// variable for tests).
+var isTerminal = func(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// readStored reads the stored value that decode and inspect take on
+// standard input, refusing a terminal as gzip -d does: a frame cannot be
+// typed, and the command would seem to hang.
+func readStored(e env, cmd string) ([]byte, error) {
+	if isTerminal(e.Stdin) {
+		return nil, usageError("%s reads a stored value from standard input, which is a terminal; use: squeeze %s < FILE", cmd, cmd)
+	}
+	in, err := io.ReadAll(e.Stdin)
+	if err != nil {
+		return nil, fmt.Errorf("read standard input: %w", err)
+	}
+	return in, nil
 }
 
 const encodeUsage = `
@@ -150,9 +165,9 @@ func runDecode(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	in, err := io.ReadAll(e.Stdin)
+	in, err := readStored(e, "decode")
 	if err != nil {
-		return fmt.Errorf("read standard input: %w", err)
+		return err
 	}
 	out, err := dec.AppendDecode(nil, in)
 	if err != nil {
@@ -184,9 +199,9 @@ func runInspect(ctx context.Context, e env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("inspect reads standard input and takes no arguments (got %q; use: squeeze inspect < FILE)", fs.Arg(0))
 	}
-	in, err := io.ReadAll(e.Stdin)
+	in, err := readStored(e, "inspect")
 	if err != nil {
-		return fmt.Errorf("read standard input: %w", err)
+		return err
 	}
 	type report struct {
 		Framed      bool    `json:"framed"`

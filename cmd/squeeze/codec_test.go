@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"strings"
 	"testing"
 
@@ -135,7 +134,7 @@ func TestInspect_RejectsArguments(t *testing.T) {
 // user's own bytes, still are.
 func TestEncode_RefusesTerminal(t *testing.T) {
 	old := isTerminal
-	isTerminal = func(io.Writer) bool { return true }
+	isTerminal = func(any) bool { return true }
 	t.Cleanup(func() { isTerminal = old })
 	value := []byte(strings.Repeat("squeeze makes redis smaller. ", 100))
 	out, stderr, code := runCLI(t, value, "encode")
@@ -144,5 +143,20 @@ func TestEncode_RefusesTerminal(t *testing.T) {
 	}
 	if out, _, code := runCLI(t, []byte("short"), "encode"); code != 0 || out != "short" {
 		t.Fatalf("raw value: exit %d, %q", code, out)
+	}
+}
+
+// TestDecodeInspect_RefuseTerminalInput: decode and inspect with a terminal
+// on standard input (no redirect) used to wait silently for a frame that
+// cannot be typed; they now say how to call them.
+func TestDecodeInspect_RefuseTerminalInput(t *testing.T) {
+	old := isTerminal
+	isTerminal = func(v any) bool { _, ok := v.(*bytes.Reader); return ok }
+	t.Cleanup(func() { isTerminal = old })
+	for _, cmd := range []string{"decode", "inspect"} {
+		out, stderr, code := runCLI(t, []byte("x"), cmd)
+		if code != 2 || out != "" || !strings.Contains(stderr, "use: squeeze "+cmd+" < FILE") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", cmd, code, out, stderr)
+		}
 	}
 }
