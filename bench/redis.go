@@ -453,7 +453,8 @@ func fillRelative(res *RedisResult) {
 	}
 	for i := range res.Rows {
 		r := &res.Rows[i]
-		r.SlowdownPct = ChangePct(r.NsPerOp, base[cell{r.Path, r.Workload, r.SizeBytes, r.Iterations}])
+		b, ok := base[cell{r.Path, r.Workload, r.SizeBytes, r.Iterations}]
+		r.SlowdownPct, r.NoBaseline = ChangePct(r.NsPerOp, b), !ok
 		r.MemorySavedPct = saved[r.Codec+"/"+strconv.Itoa(r.SizeBytes)]
 	}
 }

@@ -177,11 +177,14 @@ func seedComparison(r Report) []SeedRow {
 			if x.Path != PathLibrary || x.Workload != s.Workload || x.Codec == "none" || !sizeMatches(x.SizeBytes, s.SizeBytes) {
 				continue
 			}
+			codecs[x.Codec] = true
+			if x.NoBaseline {
+				continue // no slowdown to compare at this count
+			}
 			if byIters[x.Iterations] == nil {
 				byIters[x.Iterations] = map[string]RedisRow{}
 			}
 			byIters[x.Iterations][x.Codec] = x
-			codecs[x.Codec] = true
 		}
 		best := map[string]RedisRow{}
 		for n, m := range byIters {

@@ -28,8 +28,13 @@ type RedisRow struct {
 	// NsPerOp is TotalMs divided by the iterations, in nanoseconds.
 	NsPerOp float64 `json:"ns_per_op"`
 	// SlowdownPct compares NsPerOp with codec "none" on the same path,
-	// workload, size and iterations: +50 means 1.5 times the time.
+	// workload, size and iterations: +50 means 1.5 times the time. It is 0
+	// when NoBaseline is set.
 	SlowdownPct float64 `json:"slowdown_pct"`
+	// NoBaseline is set when codec "none" was not measured at this path,
+	// workload, size and iteration count (its cell was skipped by the time
+	// budget), so SlowdownPct could not be computed.
+	NoBaseline bool `json:"no_baseline,omitempty"`
 	// MemorySavedPct is the share of Redis memory (MEMORY USAGE of the key)
 	// this codec saves against storing the value raw.
 	MemorySavedPct float64 `json:"memory_saved_pct"`

@@ -120,3 +120,39 @@ func TestCheckDocTargets(t *testing.T) {
 		t.Errorf("download check %+v, want 1.67x with b, not met", got[1])
 	}
 }
+
+// TestFillRelative_NoBaseline: a codec cell whose "none" cell was skipped by
+// the budget used to get slowdown_pct 0 ("+0.0%"), indistinguishable from
+// "as fast as no compression"; it is now marked no_baseline.
+func TestFillRelative_NoBaseline(t *testing.T) {
+	res := RedisResult{Rows: []RedisRow{
+		{Path: PathLibrary, Codec: "none", Workload: "read", SizeBytes: 100, Iterations: 10, NsPerOp: 1000},
+		{Path: PathLibrary, Codec: "zstd:1", Workload: "read", SizeBytes: 100, Iterations: 10, NsPerOp: 1500},
+		{Path: PathLibrary, Codec: "zstd:1", Workload: "read", SizeBytes: 100, Iterations: 100, NsPerOp: 1400},
+	}}
+	fillRelative(&res)
+	if r := res.Rows[1]; r.NoBaseline || r.SlowdownPct != 50 {
+		t.Errorf("with baseline: %+v", r)
+	}
+	if r := res.Rows[2]; !r.NoBaseline || r.SlowdownPct != 0 {
+		t.Errorf("without baseline: %+v", r)
+	}
+}
+
+// TestCheckTargets_NoBaseline: cells without a "none" baseline carry a
+// slowdown of 0 that means "unknown"; a target compared there (0 <= 0/3)
+// used to pass. They are now left out, so the check falls back to the
+// largest count where all three were measured.
+func TestCheckTargets_NoBaseline(t *testing.T) {
+	row := func(c string, n int, slow float64, noBase bool) RedisRow {
+		return RedisRow{Path: PathLibrary, Codec: c, Workload: WorkloadRead, SizeBytes: 16600, Iterations: n, SlowdownPct: slow, NoBaseline: noBase}
+	}
+	res := RedisResult{Rows: []RedisRow{
+		row("zstd:1", 10, 50, false), row("zlib:6", 10, 90, false), // at x10: fails (50 > 30)
+		row("zstd:1", 100, 0, true), row("zlib:6", 100, 0, true), // no baseline at x100
+	}}
+	got := CheckTargets(res, "zstd:1")
+	if len(got) != 1 || got[0].Pass || !strings.Contains(got[0].Measured, "(x10)") {
+		t.Fatalf("checks %+v; want one, failed, at x10", got)
+	}
+}

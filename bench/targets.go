@@ -31,11 +31,11 @@ func CheckTargets(res RedisResult, codec string) []TargetCheck {
 	}
 	best := map[key][2]RedisRow{} // [codec, zlib:6] at the same iterations
 	for _, a := range res.Rows {
-		if a.Path != PathLibrary || a.Codec != codec || a.SizeBytes < 16600 {
+		if a.Path != PathLibrary || a.Codec != codec || a.SizeBytes < 16600 || a.NoBaseline {
 			continue
 		}
 		for _, z := range res.Rows {
-			if z.Path == a.Path && z.Codec == "zlib:6" && z.Workload == a.Workload && z.SizeBytes == a.SizeBytes && z.Iterations == a.Iterations {
+			if z.Path == a.Path && z.Codec == "zlib:6" && z.Workload == a.Workload && z.SizeBytes == a.SizeBytes && z.Iterations == a.Iterations && !z.NoBaseline {
 				k := key{a.Workload, a.SizeBytes}
 				if b, ok := best[k]; !ok || a.Iterations > b[0].Iterations {
 					best[k] = [2]RedisRow{a, z}

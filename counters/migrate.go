@@ -132,6 +132,9 @@ type MigrateReport struct {
 // back different: the target is left for inspection). The source is deleted
 // only with opt.DeleteSource and only after verification.
 func (s *Store) MigrateList(ctx context.Context, listKey, entity string, opt MigrateOptions) (MigrateReport, error) {
+	if err := s.checkNotSource(listKey, entity); err != nil {
+		return MigrateReport{Source: listKey, Target: s.Key(entity)}, err
+	}
 	read := func() ([]int64, error) {
 		t, err := s.rdb.Type(ctx, listKey).Result()
 		if err != nil {
@@ -154,6 +157,9 @@ func (s *Store) MigrateList(ctx context.Context, listKey, entity string, opt Mig
 // field of the hash at hashKey, "counts" in the seed) into entity's packed
 // series. See MigrateList for the guarantees.
 func (s *Store) MigrateHex(ctx context.Context, hashKey, field, entity string, opt MigrateOptions) (MigrateReport, error) {
+	if err := s.checkNotSource(hashKey, entity); err != nil {
+		return MigrateReport{Source: hashKey + " " + field, Target: s.Key(entity)}, err
+	}
 	read := func() ([]int64, error) {
 		b, err := s.rdb.HGet(ctx, hashKey, field).Bytes()
 		if errors.Is(err, redis.Nil) {
@@ -167,6 +173,16 @@ func (s *Store) MigrateHex(ctx context.Context, hashKey, field, entity string, o
 	// Delete the field; Redis removes the hash when it was the last one.
 	del := func() error { return s.rdb.HDel(ctx, hashKey, field).Err() }
 	return s.migrate(ctx, hashKey+" "+field, entity, read, del, opt)
+}
+
+// checkNotSource refuses a target series stored at the source key itself
+// (an empty Prefix and entity == key): the SET would replace the source
+// before it is verified, and with Replace the source would be lost.
+func (s *Store) checkNotSource(sourceKey, entity string) error {
+	if s.Key(entity) == sourceKey {
+		return fmt.Errorf("migrate %s: %w: the target series would overwrite the source key; use another entity or a Prefix", sourceKey, ErrSource)
+	}
+	return nil
 }
 
 // migrate is the common path of MigrateList and MigrateHex: read and parse

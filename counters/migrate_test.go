@@ -183,3 +183,31 @@ func TestMigrate(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrate_TargetIsSource: with an empty Prefix and the entity named as
+// the source key, the SET used to replace the source before verification
+// (with Replace, the list was gone and the migration reported a failure).
+// It is now refused and the source is left as it was.
+func TestMigrate_TargetIsSource(t *testing.T) {
+	ctx := context.Background()
+	rdb := newClient(t)
+	s := mustStore(t, rdb, Config{Prefix: "", Slots: 365})
+	if err := rdb.RPush(ctx, "same:list", 5, 6, 7).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, "same:hash", "counts", "00050006").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MigrateList(ctx, "same:list", "same:list", MigrateOptions{Replace: true}); !errors.Is(err, ErrSource) {
+		t.Errorf("list onto itself: %v, want ErrSource", err)
+	}
+	if _, err := s.MigrateHex(ctx, "same:hash", "counts", "same:hash", MigrateOptions{Replace: true}); !errors.Is(err, ErrSource) {
+		t.Errorf("hash onto itself: %v, want ErrSource", err)
+	}
+	if got := rdb.LRange(ctx, "same:list", 0, -1).Val(); !slices.Equal(got, []string{"5", "6", "7"}) {
+		t.Errorf("source list now %v", got)
+	}
+	if got := rdb.HGet(ctx, "same:hash", "counts").Val(); got != "00050006" {
+		t.Errorf("source hash field now %q", got)
+	}
+}

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,6 +41,10 @@ Without --corpus or --from-redis it runs on a built-in generated corpus
 (JSON API documents, web and app logs, HTML pages, English prose; 1 kB to
 256 kB values, about 1.4 MB) that is the same on every machine.
 
+--json prints one array, a row per codec and level: codec, level, algorithm,
+slow, samples, input_bytes, output_bytes, stored_raw, ratio, improvement_pct,
+compress_ms, decompress_ms, compress_mb_s, decompress_mb_s, rounds.
+
 Examples:
   squeeze bench codecs
   squeeze bench codecs --corpus twitter.json --codecs zstd:1,zstd:3,lz4,s2
@@ -70,6 +76,14 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 	if *block != "" && *whole {
 		return usageError("bench codecs: --block and --whole exclude each other")
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["sample"] && *fromRedis == "" {
+		return usageError("bench codecs: --sample needs --from-redis")
+	}
+	if set["seed"] && (*fromRedis != "" || len(corpus) > 0) {
+		return usageError("bench codecs: --seed is for the built-in corpus, not --corpus or --from-redis")
+	}
 	if *fromRedis != "" && len(corpus) > 0 {
 		return usageError("bench codecs: use either --corpus or --from-redis, not both")
 	}
@@ -85,6 +99,10 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 		if blockSize, err = bench.ParseSize(*block); err != nil || blockSize == 0 {
 			return usageError("bench codecs: --block: invalid size %q (examples: 4KiB, 64KiB, 1MB)", *block)
 		}
+	}
+
+	if err := checkReportDir(*report); err != nil {
+		return err
 	}
 
 	var c bench.Corpus
@@ -104,6 +122,7 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("sample %s: %w", redactURL(*fromRedis), err)
 		}
+		c = c.Split(blockSize) // 0: values as they are
 	case len(corpus) > 0:
 		if c, err = bench.LoadCorpus(corpus, blockSize); err != nil {
 			return err
@@ -168,6 +187,24 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// checkReportDir creates dir and dir/charts and checks that a file can be
+// written there, so that a bad --report fails before a long run instead of
+// after it (when WriteReport would fail and the results were lost).
+func checkReportDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".squeeze-write-test-*")
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 func reportPath(dir string) string {

@@ -48,6 +48,11 @@ one after the other and it is flushed after each. The default scale, the
 issue's (100000 x 365, one key per counter included), needs about 4 GiB of
 RAM on the server; --quick needs a few hundred MB.
 
+--json prints one array, a row per layout and pipeline depth: layout,
+entities, days, used_memory_delta, bytes_per_counter, clients, pipeline,
+driver, network (tcp or unix), ops, seconds, ops_per_s, memory_vs_hex and
+speed_vs_hex (ratios against hex-hash-lua in the same run).
+
 Examples:
   squeeze bench counters --quick
   squeeze bench counters

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"text/tabwriter"
@@ -35,6 +36,11 @@ it builds itself: a network namespace joined by a veth pair shaped with
 tc netem (--rate, --rtt), with a redis-server inside the namespace. All of it
 is removed at the end. Without root it says so and measures loopback only.
 Kernels without netem get the rate alone (tc tbf), and the report says so.
+
+--json prints one array, a row per link, codec and size: codec, link,
+size_bytes, stored_bytes, repeats, upload_ms, download_ms (medians),
+upload_change_pct, download_change_pct (against none), saved_pct,
+compress_ms, decompress_ms.
 
 Examples:
   squeeze bench docs --quick
@@ -105,6 +111,9 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 	}
 	value := func(size int) []byte { return bench.JSONDocument(bench.DefaultSeed+uint64(size), size) }
 	if *corpus != "" {
+		if st, err := os.Stat(*corpus); err == nil && st.IsDir() {
+			return usageError("bench docs: --corpus %s is a directory; give one file (its bytes make every value)", *corpus)
+		}
 		c, err := bench.LoadCorpus([]string{*corpus}, 0)
 		if err != nil {
 			return err
@@ -132,6 +141,9 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 			l.stop()
 		}
 	}()
+	if err := checkReportDir(*report); err != nil {
+		return err
+	}
 	rdb, stop, err := connectRedis(ctx, e, *url)
 	if err != nil {
 		return err

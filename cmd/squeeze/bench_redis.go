@@ -50,6 +50,12 @@ stops it at the end. With --redis it only writes keys starting with
 "squeeze:bench:" and deletes them when done. Values are generated JSON API
 documents unless --corpus gives a file (cut or repeated to each size).
 
+--json prints one array, a row per cell: path, codec, workload (read, write,
+readwrite), size_bytes, iterations, repeats, total_ms, ns_per_op (median),
+slowdown_pct (against none on the same path and iteration count; no_baseline
+is true, and slowdown_pct 0, when that none cell was skipped by --budget),
+memory_saved_pct. The memory table is in the --report's results.json.
+
 Examples:
   squeeze bench redis --quick
   squeeze bench redis --quick --report ./report && xdg-open ./report/index.html
@@ -116,6 +122,9 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 		return usageError("bench redis: --budget must be positive")
 	}
 	if *corpus != "" {
+		if st, err := os.Stat(*corpus); err == nil && st.IsDir() {
+			return usageError("bench redis: --corpus %s is a directory; give one file (its bytes make every value)", *corpus)
+		}
 		c, err := bench.LoadCorpus([]string{*corpus}, 0)
 		if err != nil {
 			return err
@@ -124,6 +133,9 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 		o.Value = func(size int) []byte { return bench.CorpusValue(data, size) }
 	}
 
+	if err := checkReportDir(*report); err != nil {
+		return err
+	}
 	rdb, stop, err := connectRedis(ctx, e, *url)
 	if err != nil {
 		return err
@@ -304,7 +316,12 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 		if _, ok := last[k]; !ok {
 			order = append(order, k)
 		}
-		if r.Iterations >= last[k].Iterations {
+		// The largest iteration count with a baseline: a row whose "none"
+		// cell was skipped by the budget has no slowdown to show.
+		if r.NoBaseline && last[k].Iterations > 0 {
+			continue
+		}
+		if r.Iterations >= last[k].Iterations || last[k].NoBaseline {
 			last[k] = r
 		}
 	}
@@ -326,7 +343,9 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 	for _, k := range order {
 		r := last[k]
 		slow, seedCol := "", ""
-		if r.Codec != "none" {
+		if r.Codec != "none" && r.NoBaseline {
+			slow = "n/a"
+		} else if r.Codec != "none" {
 			slow = fmt.Sprintf("%+.1f%%", r.SlowdownPct)
 			if r.Codec == "zlib:6" && r.Path == bench.PathLibrary {
 				seedCol = seedFor(r.Workload, r.SizeBytes)

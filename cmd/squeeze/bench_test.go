@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -80,6 +81,17 @@ func TestBenchCodecs_FromRedis(t *testing.T) {
 	}
 	if len(rows) != 1 || rows[0].Samples != 3 || rows[0].InputBytes != 9000 {
 		t.Fatalf("rows %+v, want 3 samples of 3000 bytes", rows)
+	}
+	// --block cuts sampled values too (it used to be ignored silently).
+	out, stderr, code = runCLI(t, nil, "bench", "codecs", "--from-redis", srv.URL(), "--sample", "3", "--block", "1000", "--codecs", "zstd:1", "--time", "1ms", "--json")
+	if code != 0 {
+		t.Fatalf("--block: exit %d: %s", code, stderr)
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Samples != 9 || rows[0].InputBytes != 9000 {
+		t.Fatalf("--block 1000: rows %+v, want 9 values of 1000 bytes", rows)
 	}
 }
 
@@ -159,6 +171,8 @@ func TestBench_BadFlags(t *testing.T) {
 		{"missing corpus", []string{"bench", "codecs", "--corpus", "/nonexistent/file"}, "no such file"},
 		{"corpus and redis", []string{"bench", "codecs", "--corpus", "x", "--from-redis", "redis://127.0.0.1:1"}, "not both"},
 		{"bad sample", []string{"bench", "codecs", "--from-redis", "redis://127.0.0.1:1", "--sample", "0"}, "--sample"},
+		{"sample without redis", []string{"bench", "codecs", "--sample", "10"}, "--sample needs --from-redis"},
+		{"seed with corpus", []string{"bench", "codecs", "--seed", "7", "--corpus", "x"}, "--seed is for the built-in corpus"},
 		{"unknown path", []string{"bench", "redis", "--path", "pigeon"}, "unknown path"},
 		{"bad sizes", []string{"bench", "redis", "--sizes", "16.6kB,big"}, "--sizes"},
 		{"bad iterations", []string{"bench", "redis", "--iterations", "1,0"}, "--iterations"},
@@ -167,6 +181,8 @@ func TestBench_BadFlags(t *testing.T) {
 		{"bad rate", []string{"bench", "docs", "--rate", "fast"}, "--rate"},
 		{"zero doc size", []string{"bench", "docs", "--sizes", "0"}, "between 1 byte"},
 		{"demo argument", []string{"demo", "now"}, "unexpected argument"},
+		{"redis corpus dir", []string{"bench", "redis", "--corpus", "."}, "is a directory"},
+		{"docs corpus dir", []string{"bench", "docs", "--corpus", "."}, "is a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,4 +208,64 @@ func newTestClient(t *testing.T, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestPrintRedisTables_NoBaseline: the table shows each codec at the largest
+// iteration count that also has a "none" baseline, never a "+0.0%" slowdown
+// made up for a cell whose baseline was skipped.
+func TestPrintRedisTables_NoBaseline(t *testing.T) {
+	res := bench.RedisResult{Rows: []bench.RedisRow{
+		{Path: bench.PathLibrary, Codec: "none", Workload: "read", SizeBytes: 4200000, Iterations: 10, NsPerOp: 4e6},
+		{Path: bench.PathLibrary, Codec: "zstd:1", Workload: "read", SizeBytes: 4200000, Iterations: 10, NsPerOp: 1e6, SlowdownPct: -75},
+		{Path: bench.PathLibrary, Codec: "zstd:1", Workload: "read", SizeBytes: 4200000, Iterations: 100, NsPerOp: 0.9e6, NoBaseline: true},
+		{Path: bench.PathLibrary, Codec: "lz4", Workload: "read", SizeBytes: 4200000, Iterations: 100, NsPerOp: 0.5e6, NoBaseline: true},
+	}}
+	var b strings.Builder
+	printRedisTables(&b, res)
+	out := b.String()
+	if strings.Contains(out, "+0.0%") || !strings.Contains(out, "-75.0%") {
+		t.Fatalf("zstd:1 row should show -75.0%% at 10 iterations:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, " lz4 ") && !strings.Contains(line, "n/a") {
+			t.Fatalf("lz4 has no baseline at any count, want n/a: %q", line)
+		}
+	}
+}
+
+// TestBench_HelpDocumentsJSON: the help of each study names every field of
+// its --json rows, so that the documentation cannot fall behind the rows.
+func TestBench_HelpDocumentsJSON(t *testing.T) {
+	for study, row := range map[string]any{"codecs": bench.CodecResult{}, "redis": bench.RedisRow{}, "docs": bench.DocRow{}, "counters": bench.CountersRow{}} {
+		help, _, _ := runCLI(t, nil, "bench", study, "--help")
+		help = strings.Join(strings.Fields(help), " ")
+		typ := reflect.TypeOf(row)
+		for i := 0; i < typ.NumField(); i++ {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if name != "" && name != "-" && !strings.Contains(help, name) {
+				t.Errorf("bench %s --help does not name the JSON field %q", study, name)
+			}
+		}
+	}
+}
+
+// TestBench_BadReportDirFailsFirst: a --report that cannot be written fails
+// before the measurement (it used to fail after it, losing the results),
+// without starting a server or printing results.
+func TestBench_BadReportDirFailsFirst(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"bench", "codecs", "--codecs", "zstd:1", "--report", file},
+		{"bench", "redis", "--quick", "--report", file},
+		{"bench", "docs", "--quick", "--shaped", "off", "--report", file},
+		{"demo", "--report", file},
+	} {
+		stdout, stderr, code := runCLI(t, nil, args...)
+		if code != 1 || stdout != "" || stderr != "squeeze: --report: mkdir "+file+": not a directory\n" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args[:2], code, stdout, stderr)
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
 )
@@ -62,5 +64,39 @@ func TestCLI_HelpCommand(t *testing.T) {
 	stdout, stderr, code := runCLI(t, nil, "help", "nosuch")
 	if code != 2 || stdout != "" || !strings.Contains(stderr, `unknown command "nosuch"`) {
 		t.Errorf("help nosuch: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestCLI_GroupWithoutSubcommand: "squeeze bench" and "squeeze counters"
+// alone are errors (exit 2) whose usage goes to stderr with the error, not
+// to stdout where a script would take it for output; with --help the same
+// text goes to stdout and the exit status is 0.
+func TestCLI_GroupWithoutSubcommand(t *testing.T) {
+	for _, group := range []string{"bench", "counters"} {
+		stdout, stderr, code := runCLI(t, nil, group)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, "Usage:") || !strings.Contains(stderr, "Examples:") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", group, code, stdout, stderr)
+		}
+		if lines := strings.Split(strings.TrimSpace(stderr), "\n"); !strings.HasPrefix(lines[len(lines)-1], "squeeze: ") {
+			t.Errorf("%s: the error is not the last line: %q", group, stderr)
+		}
+		stdout, stderr, code = runCLI(t, nil, group, "--help")
+		if code != 0 || stderr != "" || !strings.Contains(stdout, "Examples:") {
+			t.Errorf("%s --help: exit %d, stdout %q, stderr %q", group, code, stdout, stderr)
+		}
+	}
+}
+
+// TestCLI_Interrupted: a command stopped by Ctrl-C (its context canceled)
+// says "interrupted" and exits 130, as shells expect, instead of a bare
+// "GET: context canceled" with status 1.
+func TestCLI_Interrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, env{Stdin: bytes.NewReader(nil), Stdout: &out, Stderr: &errb},
+		[]string{"bench", "codecs", "--codecs", "zstd:1", "--time", "1ms"})
+	if code != 130 || errb.String() != "corpus built-in: 20 values, 1.4 MB\nsqueeze: interrupted\n" {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }

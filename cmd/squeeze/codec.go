@@ -7,7 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+
+	"golang.org/x/term"
 
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/units"
@@ -56,12 +59,34 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return usageError("%s: %v (see \"squeeze %s --help\")", fs.Name(), err, fs.Name())
 }
 
+// isTerminal reports whether w (a reader or a writer) is a terminal (a
+// variable for tests).
+var isTerminal = func(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// readStored reads the stored value that decode and inspect take on
+// standard input, refusing a terminal as gzip -d does: a frame cannot be
+// typed, and the command would seem to hang.
+func readStored(e env, cmd string) ([]byte, error) {
+	if isTerminal(e.Stdin) {
+		return nil, usageError("%s reads a stored value from standard input, which is a terminal; use: squeeze %s < FILE", cmd, cmd)
+	}
+	in, err := io.ReadAll(e.Stdin)
+	if err != nil {
+		return nil, fmt.Errorf("read standard input: %w", err)
+	}
+	return in, nil
+}
+
 const encodeUsage = `
 Usage: squeeze encode [--codec C] [--min-size N] [--min-gain F] < value > stored
 
 Reads one value from standard input and writes what squeeze would store in
 Redis for it: a compressed frame (docs/FORMAT.md), or the value itself when it
-is shorter than --min-size or compresses by less than --min-gain.
+is shorter than --min-size or compresses by less than --min-gain. A frame is
+binary: redirect or pipe it (it is not written to a terminal).
 
 Codecs: none, zstd[:1-22|fastest|default|better|best], lz4[:fast|hc1..hc9],
 s2[:default|better|best], snappy[:...], brotli[:0-11], gzip[:1-9],
@@ -76,7 +101,7 @@ func runEncode(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "encode", encodeUsage)
 	codecName := fs.String("codec", codec.DefaultAlgorithm.String(), "codec and level, as NAME or NAME:LEVEL")
 	minSize := units.SizeFlag(codec.DefaultMinSize)
-	fs.Var(&minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
+	fs.Var(&minSize, "min-size", "store values shorter than this `SIZE` raw (e.g. 64, 1KiB)")
 	minGain := fs.Float64("min-gain", codec.DefaultMinGain, "store raw when compression saves less than this fraction")
 	noSum := fs.Bool("no-checksum", false, "omit the CRC-32C of the original bytes")
 	if err := parseFlags(fs, args); err != nil {
@@ -98,6 +123,10 @@ func runEncode(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("read standard input: %w", err)
 	}
 	out, outcome := enc.AppendEncodeOutcome(nil, in)
+	if outcome != codec.StoredRaw && isTerminal(e.Stdout) {
+		// As gzip and zstd do: binary on a terminal garbles it.
+		return usageError("encode: not writing a binary frame to a terminal; redirect it (> value.sqz) or pipe it (| squeeze inspect)")
+	}
 	if _, err := e.Stdout.Write(out); err != nil {
 		return err
 	}
@@ -125,7 +154,7 @@ Examples:
 func runDecode(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "decode", decodeUsage)
 	maxSize := units.SizeFlag(codec.DefaultMaxDecodedSize)
-	fs.Var(&maxSize, "max-size", "refuse frames that declare a larger decoded size (e.g. 512MiB)")
+	fs.Var(&maxSize, "max-size", "refuse frames that declare a decoded size above this `SIZE` (e.g. 512MiB, 1GB)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -136,9 +165,9 @@ func runDecode(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	in, err := io.ReadAll(e.Stdin)
+	in, err := readStored(e, "decode")
 	if err != nil {
-		return fmt.Errorf("read standard input: %w", err)
+		return err
 	}
 	out, err := dec.AppendDecode(nil, in)
 	if err != nil {
@@ -170,9 +199,9 @@ func runInspect(ctx context.Context, e env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("inspect reads standard input and takes no arguments (got %q; use: squeeze inspect < FILE)", fs.Arg(0))
 	}
-	in, err := io.ReadAll(e.Stdin)
+	in, err := readStored(e, "inspect")
 	if err != nil {
-		return fmt.Errorf("read standard input: %w", err)
+		return err
 	}
 	type report struct {
 		Framed      bool    `json:"framed"`

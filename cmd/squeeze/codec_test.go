@@ -128,3 +128,35 @@ func TestInspect_RejectsArguments(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
+
+// TestEncode_RefusesTerminal: a binary frame is not written to a terminal
+// (it garbles it), as gzip and zstd refuse; raw values, which are the
+// user's own bytes, still are.
+func TestEncode_RefusesTerminal(t *testing.T) {
+	old := isTerminal
+	isTerminal = func(any) bool { return true }
+	t.Cleanup(func() { isTerminal = old })
+	value := []byte(strings.Repeat("squeeze makes redis smaller. ", 100))
+	out, stderr, code := runCLI(t, value, "encode")
+	if code != 2 || out != "" || !strings.Contains(stderr, "not writing a binary frame to a terminal") {
+		t.Fatalf("exit %d, stdout %d bytes, stderr %q", code, len(out), stderr)
+	}
+	if out, _, code := runCLI(t, []byte("short"), "encode"); code != 0 || out != "short" {
+		t.Fatalf("raw value: exit %d, %q", code, out)
+	}
+}
+
+// TestDecodeInspect_RefuseTerminalInput: decode and inspect with a terminal
+// on standard input (no redirect) used to wait silently for a frame that
+// cannot be typed; they now say how to call them.
+func TestDecodeInspect_RefuseTerminalInput(t *testing.T) {
+	old := isTerminal
+	isTerminal = func(v any) bool { _, ok := v.(*bytes.Reader); return ok }
+	t.Cleanup(func() { isTerminal = old })
+	for _, cmd := range []string{"decode", "inspect"} {
+		out, stderr, code := runCLI(t, []byte("x"), cmd)
+		if code != 2 || out != "" || !strings.Contains(stderr, "use: squeeze "+cmd+" < FILE") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", cmd, code, out, stderr)
+		}
+	}
+}

@@ -43,10 +43,11 @@ Run "squeeze counters <get|incr|migrate> --help" for the flags of each.
 
 func runCounters(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(e.Stdout, strings.TrimLeft(countersUsage, "\n"))
-		if len(args) == 0 {
+		if len(args) == 0 { // the usage goes with the error
+			fmt.Fprint(e.Stderr, strings.TrimLeft(countersUsage, "\n"))
 			return usageError("counters needs a subcommand: get, incr or migrate")
 		}
+		fmt.Fprint(e.Stdout, strings.TrimLeft(countersUsage, "\n"))
 		return flag.ErrHelp
 	}
 	switch args[0] {
@@ -225,7 +226,7 @@ func runCountersGet(ctx context.Context, e env, args []string) error {
 	if err := checkSeries(ctx, s, rdb, entity); err != nil {
 		return err
 	}
-	vals, err := s.AppendRange(ctx, nil, entity, from, to)
+	vals, err := s.AppendRange(ctx, []int64{}, entity, from, to) // JSON [] for an empty window, not null
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,9 @@ func runDemo(ctx context.Context, e env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("demo: unexpected argument %q", fs.Arg(0))
 	}
+	if err := checkReportDir(*report); err != nil {
+		return err
+	}
 	rdb, stop, err := connectRedis(ctx, e, *url) // starts a throwaway server when url is empty
 	if err != nil {
 		return err

@@ -98,6 +98,10 @@ func exitCode(e env, err error) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, context.Canceled):
+		// Ctrl-C or SIGTERM: the command stopped early (and cleaned up).
+		fmt.Fprintln(e.Stderr, "squeeze: interrupted")
+		return 130
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(e.Stderr, "squeeze:", strings.TrimPrefix(err.Error(), "usage: "))
 		return 2
@@ -152,9 +156,14 @@ func init() {
 // runBench dispatches "squeeze bench <study>".
 func runBench(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintf(e.Stdout, "Usage:\n  squeeze bench <study> [flags]\n\nStudies:\n")
-		printTable(e.Stdout, benchCommands)
-		fmt.Fprintf(e.Stdout, "\nRun \"squeeze bench <study> --help\" for the flags of a study.\n")
+		w := e.Stdout // help asked for; without a study, the usage goes with the error
+		if len(args) == 0 {
+			w = e.Stderr
+		}
+		fmt.Fprintf(w, "Usage:\n  squeeze bench <study> [flags]\n\nStudies:\n")
+		printTable(w, benchCommands)
+		fmt.Fprintf(w, "\nExamples:\n  squeeze bench codecs --corpus data.json\n  squeeze bench redis --quick --report ./report\n")
+		fmt.Fprintf(w, "\nRun \"squeeze bench <study> --help\" for the flags of a study.\n")
 		if len(args) == 0 {
 			return usageError("bench needs a study name")
 		}

@@ -57,8 +57,20 @@ func oneDecimal(f float64) string {
 // SizeFlag is a flag.Value holding a byte count parsed with ParseSize.
 type SizeFlag int64
 
-// String returns the size in bytes.
-func (f *SizeFlag) String() string { return strconv.FormatInt(int64(*f), 10) }
+// String returns the size as Set accepts it: in the largest binary unit
+// that divides it exactly ("512MiB", "64KiB"), else in bytes ("64", "1000").
+func (f *SizeFlag) String() string {
+	n := int64(*f)
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m && n%u.m == 0 {
+			return strconv.FormatInt(n/u.m, 10) + u.s
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
 
 // Set parses s with ParseSize.
 func (f *SizeFlag) Set(s string) error {

@@ -48,3 +48,18 @@ func FuzzParseSize(f *testing.F) {
 		_ = FormatSize(n)
 	})
 }
+
+// TestSizeFlag_String: defaults print as people write them ("512MiB", not
+// "536870912") and parse back to the same value.
+func TestSizeFlag_String(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 64: "64", 1000: "1000", 16600: "16600", 1 << 10: "1KiB", 64 << 10: "64KiB", 512 << 20: "512MiB", 3 << 30: "3GiB", 1<<20 + 1: "1048577"} {
+		f := SizeFlag(n)
+		if got := f.String(); got != want {
+			t.Errorf("SizeFlag(%d).String() = %q, want %q", n, got, want)
+		}
+		var back SizeFlag
+		if err := back.Set(f.String()); err != nil || back != f {
+			t.Errorf("Set(%q) = %d, %v; want %d", f.String(), back, err, n)
+		}
+	}
+}
