@@ -280,6 +280,9 @@ func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*re
 	popt := *opt
 	popt.DialTimeout, popt.ReadTimeout, popt.WriteTimeout = redisProbeTimeout, redisProbeTimeout, redisProbeTimeout
 	popt.MaxRetries, popt.PoolSize = -1, 1
+	// One dial attempt: go-redis's default of 5 dial retries 100 ms apart
+	// would turn "connection refused" into a probe timeout.
+	popt.DialerRetries = 1
 	probe := redis.NewClient(&popt)
 	pctx, cancel := context.WithTimeout(ctx, redisProbeTimeout)
 	err = probe.Ping(pctx).Err()
