@@ -219,7 +219,7 @@ func newCompressor(a Algorithm, d *Dictionary) (compressor, error) {
 			return &lz4Compressor{pool: sync.Pool{New: func() any { return new(lz4.Compressor) }}}, nil
 		}
 		lvl := lz4.CompressionLevel(1 << (8 + a.Level))
-		return &lz4HCCompressor{pool: sync.Pool{New: func() any { return &lz4.CompressorHC{Level: lvl} }}}, nil
+		return &lz4Compressor{pool: sync.Pool{New: func() any { return &lz4.CompressorHC{Level: lvl} }}}, nil
 	case IDS2, IDSnappy:
 		return s2Compressor{fn: s2Funcs[boolIndex(a.ID == IDSnappy)][a.Level-1]}, nil
 	case IDBrotli:
@@ -259,29 +259,18 @@ func (z zstdCompressor) appendCompress(dst, src []byte) ([]byte, error) {
 	return z.enc.EncodeAll(src, dst), nil
 }
 
-type lz4Compressor struct{ pool sync.Pool }
+// blockCompressor is lz4's fast or HC block compressor; neither is safe for
+// concurrent use, so they are pooled.
+type blockCompressor interface {
+	CompressBlock(src, dst []byte) (int, error)
+}
+
+type lz4Compressor struct{ pool sync.Pool } // of blockCompressor
 
 func (z *lz4Compressor) appendCompress(dst, src []byte) ([]byte, error) {
 	bound := lz4.CompressBlockBound(len(src))
 	dst = grow(dst, bound)
-	c := z.pool.Get().(*lz4.Compressor)
-	n, err := c.CompressBlock(src, dst[len(dst):len(dst)+bound])
-	z.pool.Put(c)
-	if err != nil {
-		return dst, err
-	}
-	if n == 0 && len(src) > 0 {
-		return dst, fmt.Errorf("codec: lz4 found the value incompressible")
-	}
-	return dst[:len(dst)+n], nil
-}
-
-type lz4HCCompressor struct{ pool sync.Pool }
-
-func (z *lz4HCCompressor) appendCompress(dst, src []byte) ([]byte, error) {
-	bound := lz4.CompressBlockBound(len(src))
-	dst = grow(dst, bound)
-	c := z.pool.Get().(*lz4.CompressorHC)
+	c := z.pool.Get().(blockCompressor)
 	n, err := c.CompressBlock(src, dst[len(dst):len(dst)+bound])
 	z.pool.Put(c)
 	if err != nil {
