@@ -202,6 +202,12 @@ type upConn struct {
 	// spare buffer, and whether a sender is writing.
 	wbuf, spare []byte
 	writing     bool
+	// queued counts the calls whose requests sit in wbuf (guarded by mu);
+	// awaiting counts the calls sent or queued whose reply the reader has
+	// not taken yet. awaiting > queued means a written request awaits its
+	// reply, so the reader will come back to write wbuf.
+	queued   int64
+	awaiting atomic.Int64
 }
 
 // dialUp connects to Redis, authenticates and selects the database.
@@ -283,9 +289,13 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upCo
 // send queues one batch of requests whose calls are calls, atomically with
 // respect to other senders, and writes it. If another sender is writing at
 // that moment, it leaves the batch to that sender, which writes everything
-// queued meanwhile with one more system call: uncontended batches go out
-// at once, and under load the batches of many clients reach Redis together.
-// On a dead connection the calls fail at once.
+// queued meanwhile with one more system call. On a shared connection whose
+// earlier requests still await replies, the batch waits for the reader,
+// which writes everything queued when those replies arrive, just before it
+// reads again: Redis would not read the batch before answering the earlier
+// ones anyway, and the batches of many clients reach it in one write. No
+// timer is involved; an idle connection writes at once. On a dead
+// connection the calls fail at once.
 func (c *upConn) send(req []byte, calls []*call) {
 	c.mu.Lock()
 	if c.dead {
@@ -300,11 +310,14 @@ func (c *upConn) send(req []byte, calls []*call) {
 	for _, cl := range calls {
 		c.pending <- cl
 	}
-	if c.writing {
+	if c.writing || (c.onPush == nil && c.awaiting.Load() > c.queued) {
 		c.wbuf = append(c.wbuf, req...)
+		c.queued += int64(len(calls))
+		c.awaiting.Add(int64(len(calls)))
 		c.mu.Unlock()
 		return
 	}
+	c.awaiting.Add(int64(len(calls)))
 	c.writing = true
 	if len(c.wbuf) == 0 { // nothing queued: write req without copying it
 		c.mu.Unlock()
@@ -319,9 +332,16 @@ func (c *upConn) send(req []byte, calls []*call) {
 	} else {
 		c.wbuf = append(c.wbuf, req...)
 	}
+	c.writeQueued()
+}
+
+// writeQueued writes wbuf until it stays empty, then clears writing and
+// unlocks mu. The caller holds mu and has set writing.
+func (c *upConn) writeQueued() {
 	for len(c.wbuf) > 0 {
 		buf := c.wbuf
 		c.wbuf = c.spare[:0]
+		c.queued = 0
 		c.mu.Unlock()
 		_, err := c.nc.Write(buf)
 		c.mu.Lock()
@@ -337,6 +357,18 @@ func (c *upConn) send(req []byte, calls []*call) {
 	}
 	c.writing = false
 	c.mu.Unlock()
+}
+
+// flushQueued writes the requests that waited for earlier replies. The
+// reader calls it before each read.
+func (c *upConn) flushQueued() {
+	c.mu.Lock()
+	if c.writing || len(c.wbuf) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.writing = true
+	c.writeQueued()
 }
 
 // fail marks the connection dead and fails every call in flight. A sender
@@ -407,7 +439,11 @@ func (c *upConn) readLoop() {
 			}
 		}
 		if errors.Is(err, resp.ErrIncomplete) {
-			// Compact, grow if full, read more.
+			// Write the requests that waited for these replies, then
+			// compact, grow if full, read more.
+			if c.onPush == nil {
+				c.flushQueued()
+			}
 			if start > 0 {
 				n := copy(buf, buf[start:])
 				buf = buf[:n]
@@ -455,6 +491,7 @@ func (c *upConn) readLoop() {
 			c.fail(errors.New("upstream sent a reply nobody asked for"))
 			return
 		}
+		c.awaiting.Add(-1)
 		cl.reply = append(cl.reply[:0], v.Raw...)
 		if cl.kind == shapeRelay {
 			c.monitor = cl.cmd == "MONITOR"
