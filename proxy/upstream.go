@@ -111,6 +111,7 @@ type call struct {
 	// for round trips, which use done); ready is set when the call is
 	// complete.
 	notify chan struct{}
+	owner  *client // the client of a queued call
 	ready  atomic.Bool
 	pinSeq uint64 // completion order on a pinned connection, 0 elsewhere
 }
@@ -135,7 +136,7 @@ func (c *call) release() {
 	}
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", false, false, 0, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify = nil
+	c.notify, c.owner = nil, nil
 	c.ready.Store(false)
 	callPool.Put(c)
 }
@@ -208,6 +209,7 @@ type upConn struct {
 	// reply, so the reader will come back to write wbuf.
 	queued   int64
 	awaiting atomic.Int64
+	rw       rewriter // the reader's, for replies it writes to clients
 }
 
 // dialUp connects to Redis, authenticates and selects the database.
@@ -282,6 +284,7 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upCo
 		depth = 4096
 	}
 	c := &upConn{nc: nc, pending: make(chan *call, depth), closed: make(chan struct{}), onPush: onPush, srv: s}
+	c.rw.s = s
 	go c.readLoop()
 	return c, nil
 }
@@ -426,6 +429,10 @@ func (c *upConn) close() { c.fail(errUpstreamClosed) }
 func (c *upConn) readLoop() {
 	buf := make([]byte, 0, 32<<10)
 	start := 0
+	// The writers of clients with replies completed in this read, woken
+	// before the next read (shared connections).
+	var woken []*client
+	defer func() { c.writeAll(woken) }()
 	for {
 		b := buf[start:]
 		v, _, err := resp.ReadValue(b)
@@ -442,6 +449,7 @@ func (c *upConn) readLoop() {
 			// Write the requests that waited for these replies, then
 			// compact, grow if full, read more.
 			if c.onPush == nil {
+				woken = c.writeAll(woken)
 				c.flushQueued()
 			}
 			if start > 0 {
@@ -502,7 +510,16 @@ func (c *upConn) readLoop() {
 			c.completed++
 			cl.pinSeq = c.completed
 		}
-		cl.finish()
+		if o := cl.owner; o != nil && c.onPush == nil {
+			// Write the client's replies once per read, after every reply
+			// in it is ready, so they go out with one call.
+			cl.ready.Store(true)
+			if len(woken) == 0 || woken[len(woken)-1] != o {
+				woken = append(woken, o)
+			}
+		} else {
+			cl.finish()
+		}
 		if start == len(buf) {
 			buf, start = buf[:0], 0
 			if cap(buf) > 1<<20 { // do not keep a huge buffer after a big reply
@@ -510,6 +527,18 @@ func (c *upConn) readLoop() {
 			}
 		}
 	}
+}
+
+// writeAll writes the ready replies of each client in woken, or wakes its
+// writer goroutine to, and returns woken emptied. Reader only.
+func (c *upConn) writeAll(woken []*client) []*client {
+	for i, cl := range woken {
+		if !cl.writeDirect(&c.rw) {
+			cl.wake()
+		}
+		woken[i] = nil
+	}
+	return woken[:0]
 }
 
 func (c *upConn) relayMode() bool { return c.relay.Load() }
