@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/squeeze-kv/squeeze/resp"
@@ -61,6 +62,19 @@ type client struct {
 	writtenC   *sync.Cond
 	writtenSeq uint64
 
+	// Output ownership (guarded by qmu): the writer goroutine or, for a
+	// client on a shared connection only, that connection's reader may
+	// take calls off the queue and write their replies, one at a time.
+	owned bool
+	// noDirect is set when the client pins a connection, or its socket
+	// has no raw descriptor: from then on only the writer goroutine writes.
+	noDirect atomic.Bool
+	// Owned by the output owner: replies not written yet, and whether the
+	// socket failed.
+	out    []byte
+	broken bool
+	raw    syscall.RawConn
+
 	writerDone chan struct{} // closed when writeLoop returns
 	helloProto atomic.Int64  // protocol from the last HELLO reply, 0 if it failed
 
@@ -88,6 +102,12 @@ func (s *Server) newClient(nc net.Conn) *client {
 	}
 	c.rw.s, c.wrw.s = s, s
 	c.writtenC = sync.NewCond(&c.writtenMu)
+	if sc, ok := nc.(syscall.Conn); ok {
+		c.raw, _ = sc.SyscallConn()
+	}
+	if c.raw == nil {
+		c.noDirect.Store(true)
+	}
 	return c
 }
 
@@ -194,7 +214,9 @@ func (c *client) localCall(cmd string, reply []byte) *call {
 	cl.cmd = cmd
 	cl.local = true
 	cl.reply = append(cl.reply[:0], reply...)
-	cl.start = time.Now()
+	if c.s.metrics != nil {
+		cl.start = time.Now()
+	}
 	cl.notify = c.ready
 	cl.finish()
 	return cl
@@ -312,6 +334,7 @@ func (c *client) pin() error {
 	if c.pinned != nil {
 		return nil
 	}
+	c.noDirect.Store(true)
 	barrier := c.roundtrip(resp.AppendCommand(nil, []byte("PING")))
 	barrier.release()
 	up, err := c.s.dialUp(context.Background(), c.onPush)
@@ -337,7 +360,10 @@ func (c *client) onPush(msg []byte, seq uint64) {
 // end (QUIT).
 func (c *client) handle(args [][]byte) bool {
 	info := lookup(args[0])
-	start := time.Now()
+	var start time.Time
+	if c.s.metrics != nil {
+		start = time.Now()
+	}
 	if c.relay && c.pinned != nil && c.pinned.relayEnds.Load() > c.relayGen {
 		c.relay = false // Redis left the subscribed state
 	}
@@ -433,7 +459,7 @@ func (c *client) handle(args [][]byte) bool {
 	var cl *call
 	if expect {
 		cl = newCall()
-		cl.notify = c.ready
+		cl.notify, cl.owner = c.ready, c
 		cl.cmd, cl.kind, cl.start = info.name, kind, start
 		c.seq++
 		cl.seq = c.seq
@@ -511,20 +537,134 @@ func helloReplyProto(reply []byte) int64 {
 	}
 }
 
+// acquire makes the caller the output owner if nobody is.
+func (c *client) acquire() bool {
+	c.qmu.Lock()
+	ok := !c.owned
+	c.owned = true
+	c.qmu.Unlock()
+	return ok
+}
+
+// release gives up output ownership. The writer goroutine calls it with
+// direct false before it sleeps: every event since left a nudge. The
+// shared connection's reader calls it with direct true: if work arrived
+// that the writer goroutine skipped while the reader owned the output (a
+// ready head call, the end of input, unwritten output, a pinned client's
+// pushes), it nudges the writer.
+func (c *client) release(direct bool) {
+	c.qmu.Lock()
+	c.owned = false
+	more := direct && (c.qclosed || len(c.out) > 0 || c.noDirect.Load() ||
+		(c.qhead < len(c.queue) && c.queue[c.qhead].ready.Load()))
+	c.qmu.Unlock()
+	if more {
+		c.wake()
+	}
+}
+
+// emit appends the reply of cl, which the owner has popped, to out and
+// does the bookkeeping of a written reply. It returns whether the
+// connection must close after it.
+func (c *client) emit(rw *rewriter, cl *call) bool {
+	if cl.err != nil {
+		c.s.metrics.upstreamError("reply")
+		c.out = resp.AppendError(c.out, "ERR squeeze: upstream: "+cl.err.Error())
+	} else {
+		c.out = rw.appendReply(c.out, cl)
+	}
+	if cl.cmd != "" && c.s.metrics != nil {
+		c.s.metrics.command(cl.cmd, time.Since(cl.start))
+	}
+	if cl.cmd == "HELLO" && cl.err == nil {
+		c.helloProto.Store(helloReplyProto(cl.reply))
+	}
+	c.notePin(cl.pinSeq)
+	closeAfter := cl.close
+	if cl.seq != 0 {
+		c.writtenMu.Lock()
+		c.writtenSeq = cl.seq
+		c.writtenC.Broadcast()
+		c.writtenMu.Unlock()
+	}
+	cl.release()
+	return closeAfter
+}
+
+// writeDirect runs on the reader of the shared connection that completed
+// calls of this client: if the writer goroutine is idle, it writes the
+// ready replies at the head of the queue itself with one non-blocking
+// system call, saving the writer's wake-up. Whatever it cannot finish (a
+// full socket, a call that closes the connection, pushes) it leaves to
+// the writer goroutine. It returns false if it did nothing; the caller
+// then wakes the writer.
+func (c *client) writeDirect(rw *rewriter) bool {
+	if c.noDirect.Load() || !c.acquire() {
+		return false
+	}
+	if len(c.out) > 0 || c.broken {
+		c.release(true)
+		return false
+	}
+	for {
+		c.qmu.Lock()
+		var cl *call
+		if c.qhead < len(c.queue) {
+			cl = c.queue[c.qhead]
+		}
+		c.qmu.Unlock()
+		if cl == nil || !cl.ready.Load() || cl.close || cl.cmd == "HELLO" {
+			break
+		}
+		c.pop()
+		c.emit(rw, cl)
+		if len(c.out) >= 64<<10 {
+			break
+		}
+	}
+	if len(c.out) > 0 {
+		var n int
+		var err error
+		rerr := c.raw.Write(func(fd uintptr) bool {
+			n, err = syscall.Write(int(fd), c.out)
+			return true // never wait: the writer goroutine finishes a full socket
+		})
+		if rerr != nil {
+			err = rerr
+		}
+		switch {
+		case err == syscall.EAGAIN || err == syscall.EINTR:
+			n = 0
+		case err != nil:
+			c.broken = true
+			c.nc.Close() // unblocks the reader
+			n = len(c.out)
+		}
+		if n < 0 {
+			n = 0
+		}
+		rest := copy(c.out, c.out[n:])
+		c.out = c.out[:rest]
+		if cap(c.out) > 1<<20 && rest == 0 {
+			c.out = nil
+		}
+	}
+	c.release(true)
+	return true
+}
+
 // writeLoop writes replies in order and flushes when nothing more is ready.
 func (c *client) writeLoop() {
-	var w []byte
-	broken := false
 	write := func() {
-		if len(w) > 0 && !broken {
-			if _, err := c.nc.Write(w); err != nil {
-				broken = true
+		if len(c.out) > 0 && !c.broken {
+			if _, err := c.nc.Write(c.out); err != nil {
+				c.broken = true
 				c.nc.Close() // unblocks the reader
 			}
 		}
-		w = w[:0]
-		if cap(w) > 1<<20 {
-			w = nil
+		c.out = c.out[:0]
+		if cap(c.out) > 1<<20 {
+			c.out = nil
 		}
 	}
 	var held []pushMsg // pushes that came after replies not written yet
@@ -534,20 +674,33 @@ func (c *client) writeLoop() {
 			m := held[0].msg
 			held = held[1:]
 			v, _, err := resp.ReadValue(m)
-			mark := len(w)
+			mark := len(c.out)
 			if err == nil {
-				w, err = c.wrw.walk(w, v, shapeAny, nil, nil)
+				c.out, err = c.wrw.walk(c.out, v, shapeAny, nil, nil)
 			}
 			if err != nil {
-				w = append(w[:mark], m...)
+				c.out = append(c.out[:mark], m...)
 			}
 		}
 	}
-	pushMsg := func(p pushMsg) {
-		held = append(held, p)
-		writePushes()
+	// sleep waits for a nudge or a push; pushes are only held here, and
+	// written once the writer owns the output.
+	sleep := func() {
+		select {
+		case <-c.ready:
+		case m := <-c.push:
+			held = append(held, m)
+		}
 	}
+	own := false
 	for {
+		if !own {
+			if own = c.acquire(); !own {
+				sleep()
+				continue
+			}
+		}
+		writePushes()
 		cl, closed := c.next()
 		if cl == nil && closed {
 			write()
@@ -557,11 +710,9 @@ func (c *client) writeLoop() {
 			// Nothing more is ready: write what we have, then sleep
 			// until a call completes or a push arrives.
 			write()
-			select {
-			case <-c.ready:
-			case m := <-c.push:
-				pushMsg(m)
-			}
+			c.release(false)
+			own = false
+			sleep()
 			continue
 		}
 		c.pop()
@@ -571,39 +722,19 @@ func (c *client) writeLoop() {
 		for {
 			select {
 			case m := <-c.push:
-				pushMsg(m)
+				held = append(held, m)
 			default:
 				break drainPush
 			}
 		}
-		if cl.err != nil {
-			c.s.metrics.upstreamError("reply")
-			w = resp.AppendError(w, "ERR squeeze: upstream: "+cl.err.Error())
-		} else {
-			w = c.wrw.appendReply(w, cl)
-		}
-		if cl.cmd != "" {
-			c.s.metrics.command(cl.cmd, time.Since(cl.start))
-		}
-		if cl.cmd == "HELLO" && cl.err == nil {
-			c.helloProto.Store(helloReplyProto(cl.reply))
-		}
-		c.notePin(cl.pinSeq)
+		closeAfter := c.emit(&c.wrw, cl)
 		writePushes()
-		closeAfter := cl.close
-		if cl.seq != 0 {
-			c.writtenMu.Lock()
-			c.writtenSeq = cl.seq
-			c.writtenC.Broadcast()
-			c.writtenMu.Unlock()
-		}
-		cl.release()
 		if closeAfter {
 			write()
 			c.nc.Close()
-			broken = true
+			c.broken = true
 		}
-		if len(w) >= 64<<10 {
+		if len(c.out) >= 64<<10 {
 			write()
 		}
 	}

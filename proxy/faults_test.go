@@ -261,3 +261,39 @@ func TestProxy_RejectScripts(t *testing.T) {
 var _ = context.Background
 var _ = os.Getenv
 var _ = filepath.Join
+
+// TestProxy_SlowClientDoesNotStallOthers: the reader of a shared
+// connection writes replies to clients itself, but never blocks on one: a
+// client that stops reading leaves its replies to its own writer, and
+// another client on the same shared connection keeps getting answers.
+func TestProxy_SlowClientDoesNotStallOthers(t *testing.T) {
+	e := startEnv(t, func(s *Server) { s.MaxInFlight = 16; s.SharedConns = 1 })
+	slow := dialRaw(t, e.addr)
+	big := compressible(200_000, 3)
+	if got := slow.do("SET", "big", big); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	req := resp.AppendCommand(nil, []byte("GET"), []byte("big"))
+	slow.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	for i := 0; i < 2000; i++ { // bounded; stops when the proxy stops reading
+		if _, err := slow.nc.Write(req); err != nil {
+			break
+		}
+	}
+	other := dialRaw(t, e.addr)
+	other.nc.SetDeadline(time.Now().Add(10 * time.Second)) // a hang guard, not a speed target
+	for i := 0; i < 100; i++ {
+		if got := other.do("SET", "k", "v"); got != "+OK\r\n" {
+			t.Fatalf("SET %d: %q", i, got)
+		}
+		if got := other.do("GET", "k"); got != "$1\r\nv\r\n" {
+			t.Fatalf("GET %d: %q", i, got)
+		}
+	}
+	slow.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	for i := 0; i < 3; i++ {
+		if got := slow.read(); got != bulk(big) {
+			t.Fatalf("slow reply %d: %d bytes", i, len(got))
+		}
+	}
+}

@@ -6,7 +6,9 @@
 //
 // Per client connection a reader goroutine parses commands, rewrites them and
 // sends them upstream in batches, and a writer goroutine writes the replies
-// in order, flushing when nothing more is ready. Stateless commands share a
+// in order, flushing when nothing more is ready; the reader of a shared
+// upstream connection writes replies itself to a client whose writer is
+// idle, without blocking, to save a goroutine wake-up. Stateless commands share a
 // few pipelined upstream connections; a client that needs connection state
 // (MULTI, WATCH, blocking commands, pub/sub, MONITOR, CLIENT, SELECT, HELLO,
 // AUTH ...) gets a private upstream connection pinned to it from then on.

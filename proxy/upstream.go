@@ -111,6 +111,7 @@ type call struct {
 	// for round trips, which use done); ready is set when the call is
 	// complete.
 	notify chan struct{}
+	owner  *client // the client of a queued call
 	ready  atomic.Bool
 	pinSeq uint64 // completion order on a pinned connection, 0 elsewhere
 }
@@ -135,7 +136,7 @@ func (c *call) release() {
 	}
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", false, false, 0, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify = nil
+	c.notify, c.owner = nil, nil
 	c.ready.Store(false)
 	callPool.Put(c)
 }
@@ -202,6 +203,13 @@ type upConn struct {
 	// spare buffer, and whether a sender is writing.
 	wbuf, spare []byte
 	writing     bool
+	// queued counts the calls whose requests sit in wbuf (guarded by mu);
+	// awaiting counts the calls sent or queued whose reply the reader has
+	// not taken yet. awaiting > queued means a written request awaits its
+	// reply, so the reader will come back to write wbuf.
+	queued   int64
+	awaiting atomic.Int64
+	rw       rewriter // the reader's, for replies it writes to clients
 }
 
 // dialUp connects to Redis, authenticates and selects the database.
@@ -276,6 +284,7 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upCo
 		depth = 4096
 	}
 	c := &upConn{nc: nc, pending: make(chan *call, depth), closed: make(chan struct{}), onPush: onPush, srv: s}
+	c.rw.s = s
 	go c.readLoop()
 	return c, nil
 }
@@ -283,9 +292,13 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upCo
 // send queues one batch of requests whose calls are calls, atomically with
 // respect to other senders, and writes it. If another sender is writing at
 // that moment, it leaves the batch to that sender, which writes everything
-// queued meanwhile with one more system call: uncontended batches go out
-// at once, and under load the batches of many clients reach Redis together.
-// On a dead connection the calls fail at once.
+// queued meanwhile with one more system call. On a shared connection whose
+// earlier requests still await replies, the batch waits for the reader,
+// which writes everything queued when those replies arrive, just before it
+// reads again: Redis would not read the batch before answering the earlier
+// ones anyway, and the batches of many clients reach it in one write. No
+// timer is involved; an idle connection writes at once. On a dead
+// connection the calls fail at once.
 func (c *upConn) send(req []byte, calls []*call) {
 	c.mu.Lock()
 	if c.dead {
@@ -300,11 +313,14 @@ func (c *upConn) send(req []byte, calls []*call) {
 	for _, cl := range calls {
 		c.pending <- cl
 	}
-	if c.writing {
+	if c.writing || (c.onPush == nil && c.awaiting.Load() > c.queued) {
 		c.wbuf = append(c.wbuf, req...)
+		c.queued += int64(len(calls))
+		c.awaiting.Add(int64(len(calls)))
 		c.mu.Unlock()
 		return
 	}
+	c.awaiting.Add(int64(len(calls)))
 	c.writing = true
 	if len(c.wbuf) == 0 { // nothing queued: write req without copying it
 		c.mu.Unlock()
@@ -319,9 +335,16 @@ func (c *upConn) send(req []byte, calls []*call) {
 	} else {
 		c.wbuf = append(c.wbuf, req...)
 	}
+	c.writeQueued()
+}
+
+// writeQueued writes wbuf until it stays empty, then clears writing and
+// unlocks mu. The caller holds mu and has set writing.
+func (c *upConn) writeQueued() {
 	for len(c.wbuf) > 0 {
 		buf := c.wbuf
 		c.wbuf = c.spare[:0]
+		c.queued = 0
 		c.mu.Unlock()
 		_, err := c.nc.Write(buf)
 		c.mu.Lock()
@@ -337,6 +360,18 @@ func (c *upConn) send(req []byte, calls []*call) {
 	}
 	c.writing = false
 	c.mu.Unlock()
+}
+
+// flushQueued writes the requests that waited for earlier replies. The
+// reader calls it before each read.
+func (c *upConn) flushQueued() {
+	c.mu.Lock()
+	if c.writing || len(c.wbuf) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.writing = true
+	c.writeQueued()
 }
 
 // fail marks the connection dead and fails every call in flight. A sender
@@ -394,6 +429,10 @@ func (c *upConn) close() { c.fail(errUpstreamClosed) }
 func (c *upConn) readLoop() {
 	buf := make([]byte, 0, 32<<10)
 	start := 0
+	// The writers of clients with replies completed in this read, woken
+	// before the next read (shared connections).
+	var woken []*client
+	defer func() { c.writeAll(woken) }()
 	for {
 		b := buf[start:]
 		v, _, err := resp.ReadValue(b)
@@ -407,7 +446,12 @@ func (c *upConn) readLoop() {
 			}
 		}
 		if errors.Is(err, resp.ErrIncomplete) {
-			// Compact, grow if full, read more.
+			// Write the requests that waited for these replies, then
+			// compact, grow if full, read more.
+			if c.onPush == nil {
+				woken = c.writeAll(woken)
+				c.flushQueued()
+			}
 			if start > 0 {
 				n := copy(buf, buf[start:])
 				buf = buf[:n]
@@ -455,6 +499,7 @@ func (c *upConn) readLoop() {
 			c.fail(errors.New("upstream sent a reply nobody asked for"))
 			return
 		}
+		c.awaiting.Add(-1)
 		cl.reply = append(cl.reply[:0], v.Raw...)
 		if cl.kind == shapeRelay {
 			c.monitor = cl.cmd == "MONITOR"
@@ -465,7 +510,16 @@ func (c *upConn) readLoop() {
 			c.completed++
 			cl.pinSeq = c.completed
 		}
-		cl.finish()
+		if o := cl.owner; o != nil && c.onPush == nil {
+			// Write the client's replies once per read, after every reply
+			// in it is ready, so they go out with one call.
+			cl.ready.Store(true)
+			if len(woken) == 0 || woken[len(woken)-1] != o {
+				woken = append(woken, o)
+			}
+		} else {
+			cl.finish()
+		}
 		if start == len(buf) {
 			buf, start = buf[:0], 0
 			if cap(buf) > 1<<20 { // do not keep a huge buffer after a big reply
@@ -473,6 +527,18 @@ func (c *upConn) readLoop() {
 			}
 		}
 	}
+}
+
+// writeAll writes the ready replies of each client in woken, or wakes its
+// writer goroutine to, and returns woken emptied. Reader only.
+func (c *upConn) writeAll(woken []*client) []*client {
+	for i, cl := range woken {
+		if !cl.writeDirect(&c.rw) {
+			cl.wake()
+		}
+		woken[i] = nil
+	}
+	return woken[:0]
 }
 
 func (c *upConn) relayMode() bool { return c.relay.Load() }
