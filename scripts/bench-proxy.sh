@@ -75,7 +75,7 @@ compare "GET -c 50 -P 16" "$RD" "$POFF" -t get -c 50 -n "$N" -P 16
 # present, else generated records.
 doc="$work/doc.json"
 if [ -n "${DOC:-}" ]; then head -c 47500 "$DOC" > "$doc"
-elif [ -f /work/shared/corpus/citm_catalog.json ]; then head -c 47500 /work/shared/corpus/citm_catalog.json > "$doc"
+elif [ -f ../shared/corpus/citm_catalog.json ]; then head -c 47500 ../shared/corpus/citm_catalog.json > "$doc"
 else
   : > "$doc"
   i=0
