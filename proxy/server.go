@@ -17,6 +17,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -53,6 +54,10 @@ type Server struct {
 	// RejectScripts makes EVAL, EVALSHA, FCALL and their _RO forms fail with
 	// an error, for teams that do not want scripts to see compressed bytes.
 	RejectScripts bool
+	// TLSConfig is used for a rediss:// upstream, for example to trust a
+	// private CA (RootCAs) or present a client certificate. Nil means the
+	// system's roots. An empty ServerName is taken from the URL's host.
+	TLSConfig *tls.Config
 	// DialTimeout bounds connecting to Redis. Zero means 5s.
 	DialTimeout time.Duration
 	// Logger receives connection-level events. Nil means slog.Default().
@@ -82,6 +87,13 @@ func (s *Server) init() error {
 		if err != nil {
 			s.initErr = err
 			return
+		}
+		if u.TLS != nil && s.TLSConfig != nil {
+			c := s.TLSConfig.Clone()
+			if c.ServerName == "" {
+				c.ServerName = u.TLS.ServerName
+			}
+			u.TLS = c
 		}
 		s.up = u
 		s.dec = s.Decoder

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -54,15 +56,16 @@ Examples:
   squeeze proxy --listen 127.0.0.1:6380 --upstream redis://127.0.0.1:6379
   squeeze proxy --upstream unix:///run/redis.sock --codec zstd:3 --metrics 127.0.0.1:9121
   SQUEEZE_UPSTREAM=redis://:secret@10.0.0.5/2 squeeze proxy --listen :6380
+  squeeze proxy --upstream rediss://redis.internal:6380 --upstream-ca /etc/ssl/redis-ca.pem
   redis-cli -p 6380 SET greeting "$(cat big.json)"    # stored compressed
 `
 
 // proxyFlags are the settings of squeeze proxy.
 type proxyFlags struct {
-	listen, upstream, codecName, metrics, scripts, logLevel, logFormat string
-	minSize, maxValue                                                  units.SizeFlag
-	minGain                                                            float64
-	shared                                                             int
+	listen, upstream, upstreamCA, codecName, metrics, scripts, logLevel, logFormat string
+	minSize, maxValue                                                              units.SizeFlag
+	minGain                                                                        float64
+	shared                                                                         int
 }
 
 func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
@@ -70,6 +73,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	p := &proxyFlags{minSize: units.SizeFlag(codec.DefaultMinSize), maxValue: units.SizeFlag(codec.DefaultMaxDecodedSize)}
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:6380", "address to accept clients on (host:port, or a unix socket path)")
 	fs.StringVar(&p.upstream, "upstream", "redis://127.0.0.1:6379", "the Redis server: redis://, rediss:// or unix:// URL")
+	fs.StringVar(&p.upstreamCA, "upstream-ca", "", "PEM file of the CA that signed a rediss:// upstream's certificate (default: the system's roots)")
 	fs.StringVar(&p.codecName, "codec", codec.DefaultAlgorithm.String(), "codec and level for new values (zstd:1, lz4, s2, brotli:5 ..., none)")
 	fs.Var(&p.minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
 	fs.Float64Var(&p.minGain, "min-gain", codec.DefaultMinGain, "store raw when compression saves less than this fraction")
@@ -159,6 +163,17 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 		return nil, usageError("--max-value: %v", err)
 	}
 	s := &proxy.Server{Upstream: p.upstream, Encoder: enc, Decoder: dec, SharedConns: p.shared, Logger: logger}
+	if p.upstreamCA != "" {
+		pem, err := os.ReadFile(p.upstreamCA)
+		if err != nil {
+			return nil, usageError("--upstream-ca: %v", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, usageError("--upstream-ca: no PEM certificate in %s", p.upstreamCA)
+		}
+		s.TLSConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
 	switch p.scripts {
 	case "pass":
 	case "reject":

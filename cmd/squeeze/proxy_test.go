@@ -65,6 +65,8 @@ func TestProxySettings_Errors(t *testing.T) {
 		{[]string{"--min-gain", "2"}, "--min-gain"},
 		{[]string{"--config", bad}, "bad.conf:1"},
 		{[]string{"extra"}, "no arguments"},
+		{[]string{"--upstream-ca", filepath.Join(dir, "missing.pem")}, "--upstream-ca"},
+		{[]string{"--upstream-ca", bad}, "no PEM certificate"},
 	}
 	for _, tt := range tests {
 		var stderr bytes.Buffer
