@@ -252,6 +252,11 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		logger.Info("metrics", "addr", mln.Addr().String())
 	}
 	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "upstream", redactURL(p.upstream), "codec", p.codecName, "min_size", int64(p.minSize))
+	if err := probeUpstream(p.upstream); err != nil {
+		// Not fatal: a sidecar may start before its Redis. Commands get a
+		// clear error until the upstream answers, and the proxy keeps trying.
+		logger.Warn("upstream not reachable yet; commands will fail until it is", "upstream", redactURL(p.upstream), "err", err)
+	}
 	go func() { // a second signal aborts the drain
 		<-ctx.Done()
 		ch := make(chan os.Signal, 1)
@@ -283,4 +288,18 @@ func redactURL(s string) string {
 		user = "***"
 	}
 	return s[:sch+3] + user + s[at:]
+}
+
+// probeUpstream dials the upstream once (TCP or unix socket only, no TLS or
+// AUTH), to warn at start-up when nothing listens there.
+func probeUpstream(rawURL string) error {
+	u, err := proxy.ParseUpstream(rawURL)
+	if err != nil {
+		return err
+	}
+	c, err := net.DialTimeout(u.Network, u.Addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }

@@ -150,3 +150,17 @@ func TestProxyCommand(t *testing.T) {
 		t.Errorf("log lacks the stop message: %s", stderr.String())
 	}
 }
+
+func TestProbeUpstream(t *testing.T) {
+	if err := probeUpstream("redis://127.0.0.1:1"); err == nil {
+		t.Error("probe of a closed port succeeded")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := probeUpstream("redis://" + ln.Addr().String()); err != nil {
+		t.Errorf("probe of a listening port: %v", err)
+	}
+}
