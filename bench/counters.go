@@ -556,44 +556,58 @@ func countersIncr(ctx context.Context, rdb *redis.Client, cfg CountersConfig, la
 		return c.Err()
 	}
 
+	return runIncrLoad(ctx, cfg, layout, depth, cfg.Clients, func(c int) func(k int) error {
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(c)+uint64(depth)<<32))
+		cmds := make([]*redis.Cmd, depth)
+		return func(k int) error {
+			var err error
+			if depth == 1 {
+				cmds[0] = redis.NewCmd(ctx, build(make([]any, 0, 8), rng.IntN(cfg.Entities), rng.IntN(cfg.Days))...)
+				_ = rdb.Process(ctx, cmds[0])
+			} else {
+				_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+					for i := 0; i < k; i++ {
+						cmds[i] = redis.NewCmd(ctx, build(make([]any, 0, 8), rng.IntN(cfg.Entities), rng.IntN(cfg.Days))...)
+						_ = p.Process(ctx, cmds[i])
+					}
+					return nil
+				})
+			}
+			for _, cmd := range cmds[:k] {
+				if e := check(cmd); e != nil && err == nil {
+					err = e
+				}
+			}
+			return err
+		}
+	})
+}
+
+// runIncrLoad runs workers that each send batches of up to depth increments
+// (newBatch(w) returns worker w's function that sends k increments and waits
+// for their replies) until cfg.Ops are issued, cfg.Duration has passed or ctx
+// ends. It returns the increments done and the seconds taken; the first
+// worker error stops the run.
+func runIncrLoad(ctx context.Context, cfg CountersConfig, layout string, depth, workers int, newBatch func(w int) func(k int) error) (int64, float64, error) {
 	var issued, done atomic.Int64
 	budget := int64(cfg.Ops)
 	deadline := time.Now().Add(cfg.Duration)
 	stage := layout + " incr x" + strconv.Itoa(depth)
-	errc := make(chan error, cfg.Clients)
+	errc := make(chan error, workers)
 	var wg sync.WaitGroup
 	start := time.Now()
-	for c := 0; c < cfg.Clients; c++ {
+	for w := 0; w < workers; w++ {
 		wg.Add(1)
-		go func(c int) {
+		go func(w int) {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(c)+uint64(depth)<<32))
-			cmds := make([]*redis.Cmd, depth)
+			batch := newBatch(w)
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				n := issued.Add(int64(depth))
 				if n-int64(depth) >= budget {
 					return
 				}
 				k := int(min(int64(depth), budget-(n-int64(depth))))
-				var err error
-				if depth == 1 {
-					cmds[0] = redis.NewCmd(ctx, build(make([]any, 0, 8), rng.IntN(cfg.Entities), rng.IntN(cfg.Days))...)
-					_ = rdb.Process(ctx, cmds[0])
-				} else {
-					_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-						for i := 0; i < k; i++ {
-							cmds[i] = redis.NewCmd(ctx, build(make([]any, 0, 8), rng.IntN(cfg.Entities), rng.IntN(cfg.Days))...)
-							_ = p.Process(ctx, cmds[i])
-						}
-						return nil
-					})
-				}
-				for _, cmd := range cmds[:k] {
-					if e := check(cmd); e != nil && err == nil {
-						err = e
-					}
-				}
-				if err != nil {
+				if err := batch(k); err != nil {
 					errc <- err
 					return
 				}
@@ -602,7 +616,7 @@ func countersIncr(ctx context.Context, rdb *redis.Client, cfg CountersConfig, la
 					cfg.Progress(stage, d, budget)
 				}
 			}
-		}(c)
+		}(w)
 	}
 	wg.Wait()
 	secs := time.Since(start).Seconds()

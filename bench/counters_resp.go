@@ -9,8 +9,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -95,63 +93,33 @@ func countersIncrRESP(ctx context.Context, opt *redis.Options, rdb *redis.Client
 		}
 	}
 
-	var issued, done atomic.Int64
-	budget := int64(cfg.Ops)
 	deadline := time.Now().Add(cfg.Duration)
-	stage := layout + " incr x" + strconv.Itoa(depth)
-	errc := make(chan error, cfg.Clients)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for ci := range conns {
-		wg.Add(1)
-		go func(ci int) {
-			defer wg.Done()
-			c := conns[ci]
-			c.SetDeadline(deadline.Add(30 * time.Second))
-			br := bufio.NewReaderSize(c, 16<<10)
-			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(ci)+uint64(depth)<<32))
-			var buf []byte
-			for ctx.Err() == nil && time.Now().Before(deadline) {
-				n := issued.Add(int64(depth))
-				if n-int64(depth) >= budget {
-					return
+	return runIncrLoad(ctx, cfg, layout, depth, len(conns), func(ci int) func(k int) error {
+		c := conns[ci]
+		c.SetDeadline(deadline.Add(30 * time.Second))
+		br := bufio.NewReaderSize(c, 16<<10)
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(ci)+uint64(depth)<<32))
+		var buf []byte
+		return func(k int) error {
+			buf = buf[:0]
+			for i := 0; i < k; i++ {
+				buf = build(buf, rng.IntN(cfg.Entities), rng.IntN(cfg.Days))
+			}
+			if _, err := c.Write(buf); err != nil {
+				return err
+			}
+			for i := 0; i < k; i++ {
+				isNil, err := readReply(br, 0)
+				if err == nil && isNil && layout == CountersLayoutPacked {
+					err = counters.ErrOverflow
 				}
-				k := int(min(int64(depth), budget-(n-int64(depth))))
-				buf = buf[:0]
-				for i := 0; i < k; i++ {
-					buf = build(buf, rng.IntN(cfg.Entities), rng.IntN(cfg.Days))
-				}
-				if _, err := c.Write(buf); err != nil {
-					errc <- err
-					return
-				}
-				for i := 0; i < k; i++ {
-					isNil, err := readReply(br, 0)
-					if err == nil && isNil && layout == CountersLayoutPacked {
-						err = counters.ErrOverflow
-					}
-					if err != nil {
-						errc <- err
-						return
-					}
-				}
-				d := done.Add(int64(k))
-				if cfg.Progress != nil && (d/int64(depth))%64 == 0 {
-					cfg.Progress(stage, d, budget)
+				if err != nil {
+					return err
 				}
 			}
-		}(ci)
-	}
-	wg.Wait()
-	secs := time.Since(start).Seconds()
-	close(errc)
-	if err := <-errc; err != nil {
-		return done.Load(), secs, err
-	}
-	if cfg.Progress != nil {
-		cfg.Progress(stage, done.Load(), budget)
-	}
-	return done.Load(), secs, ctx.Err()
+			return nil
+		}
+	})
 }
 
 // appendCommand appends args as a RESP array of bulk strings.
