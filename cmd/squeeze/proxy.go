@@ -11,8 +11,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -65,7 +68,8 @@ type proxyFlags struct {
 	listen, upstream, upstreamCA, codecName, metrics, scripts, logLevel, logFormat string
 	minSize, maxValue                                                              units.SizeFlag
 	minGain                                                                        float64
-	shared                                                                         int
+	shared, procs                                                                  int
+	pprof                                                                          bool
 }
 
 func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
@@ -81,6 +85,8 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.StringVar(&p.metrics, "metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9121)")
 	fs.StringVar(&p.scripts, "scripts", "pass", "EVAL/EVALSHA/FCALL: pass (scripts see stored, compressed bytes) or reject")
 	fs.IntVar(&p.shared, "shared-conns", 2, "pipelined upstream connections shared by all clients")
+	fs.IntVar(&p.procs, "procs", 0, "CPU threads running the proxy (GOMAXPROCS); 0: half the machine's CPUs, at least 1, or $GOMAXPROCS when set")
+	fs.BoolVar(&p.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics address")
 	fs.StringVar(&p.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&p.logFormat, "log-format", "text", "text or json")
 	config := fs.String("config", "", "read settings from this file (name = value lines)")
@@ -137,6 +143,28 @@ func applySettings(fs *flag.FlagSet, args []string, getenv func(string) string) 
 		}
 	})
 	return err
+}
+
+// proxyProcs decides how many threads run Go code in the proxy. A sidecar
+// shares its machine with Redis and the clients, and most of its work is
+// system calls: with more threads than it can keep busy, Go's scheduler
+// hands goroutines between sleeping threads and the proxy spends more CPU
+// on context switches than on commands. Half the CPUs (at least one) is the
+// default; --procs, then $GOMAXPROCS, override it.
+func proxyProcs(flagValue int, envValue string, cpus int) (int, error) {
+	switch {
+	case flagValue < 0:
+		return 0, usageError("--procs must be 0 (automatic) or more, got %d", flagValue)
+	case flagValue > 0:
+		return flagValue, nil
+	case envValue != "":
+		n, err := strconv.Atoi(envValue)
+		if err != nil || n < 1 {
+			return 0, usageError("GOMAXPROCS must be a positive number, got %q", envValue)
+		}
+		return n, nil
+	}
+	return max(1, cpus/2), nil
 }
 
 // buildServer turns settings into a proxy.Server.
@@ -213,6 +241,14 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("proxy takes no arguments, got %q", fs.Args())
 	}
+	if p.pprof && p.metrics == "" {
+		return usageError("--pprof needs --metrics: the profiler is served on the metrics address")
+	}
+	procs, err := proxyProcs(p.procs, os.Getenv("GOMAXPROCS"), runtime.NumCPU())
+	if err != nil {
+		return err
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 	logger, err := newLogger(e.Stderr, p.logLevel, p.logFormat)
 	if err != nil {
 		return err
@@ -241,6 +277,13 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	if reg != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		if p.pprof {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		}
 		mln, err := net.Listen("tcp", p.metrics)
 		if err != nil {
 			ln.Close()
@@ -251,7 +294,7 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		defer hs.Close()
 		logger.Info("metrics", "addr", mln.Addr().String())
 	}
-	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "upstream", redactURL(p.upstream), "codec", p.codecName, "min_size", int64(p.minSize))
+	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "procs", procs, "upstream", redactURL(p.upstream), "codec", p.codecName, "min_size", int64(p.minSize))
 	if err := probeUpstream(p.upstream); err != nil {
 		// Not fatal: a sidecar may start before its Redis. Commands get a
 		// clear error until the upstream answers, and the proxy keeps trying.

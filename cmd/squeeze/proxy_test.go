@@ -67,6 +67,8 @@ func TestProxySettings_Errors(t *testing.T) {
 		{[]string{"extra"}, "no arguments"},
 		{[]string{"--upstream-ca", filepath.Join(dir, "missing.pem")}, "--upstream-ca"},
 		{[]string{"--upstream-ca", bad}, "no PEM certificate"},
+		{[]string{"--pprof"}, "--pprof needs --metrics"},
+		{[]string{"--procs", "-2"}, "--procs must be"},
 	}
 	for _, tt := range tests {
 		var stderr bytes.Buffer
@@ -94,7 +96,7 @@ func TestProxyCommand(t *testing.T) {
 	go func() {
 		done <- run(ctx, env{Stdout: io.Discard, Stderr: &stderr}, []string{"proxy",
 			"--listen", "127.0.0.1:" + strconv.Itoa(port), "--upstream", r.URL(),
-			"--metrics", "127.0.0.1:" + strconv.Itoa(mport), "--log-format", "json"})
+			"--metrics", "127.0.0.1:" + strconv.Itoa(mport), "--pprof", "--log-format", "json"})
 	}()
 	redisCLI := func(port int, args ...string) string {
 		t.Helper()
@@ -137,6 +139,15 @@ func TestProxyCommand(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	resp, err = http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "goroutine profile") {
+		t.Errorf("/debug/pprof/goroutine: %d %.200s", resp.StatusCode, body)
+	}
 	cancel()
 	select {
 	case code := <-done:
@@ -162,5 +173,34 @@ func TestProbeUpstream(t *testing.T) {
 	defer ln.Close()
 	if err := probeUpstream("redis://" + ln.Addr().String()); err != nil {
 		t.Errorf("probe of a listening port: %v", err)
+	}
+}
+
+func TestProxyProcs(t *testing.T) {
+	for _, tc := range []struct {
+		flag    int
+		env     string
+		cpus    int
+		want    int
+		wantErr string
+	}{
+		{0, "", 1, 1, ""},
+		{0, "", 2, 1, ""},
+		{0, "", 8, 4, ""},
+		{0, "3", 8, 3, ""},
+		{2, "3", 8, 2, ""},
+		{-1, "", 8, 0, "--procs must be"},
+		{0, "lots", 8, 0, "GOMAXPROCS must be"},
+	} {
+		got, err := proxyProcs(tc.flag, tc.env, tc.cpus)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("proxyProcs(%d, %q, %d): error %v, want %q", tc.flag, tc.env, tc.cpus, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("proxyProcs(%d, %q, %d) = %d, %v; want %d", tc.flag, tc.env, tc.cpus, got, err, tc.want)
+		}
 	}
 }
