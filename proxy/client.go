@@ -80,9 +80,18 @@ type client struct {
 
 	drainOnce sync.Once
 	draining  chan struct{}
+
+	// The poller that reads this client while its commands need no
+	// waiting (nil: always its own goroutine), and the channel on which
+	// the poller gives it back. noLoop: never the poller again; handOff:
+	// the poller stopped before a command that must wait. Reader only.
+	poller   *poller
+	handback chan readEnd
+	noLoop   bool
+	handOff  bool
 }
 
-func (s *Server) newClient(nc net.Conn) *client {
+func (s *Server) newClient(nc net.Conn, pollers []*poller) *client {
 	if tcp, ok := nc.(*net.TCPConn); ok {
 		tcp.SetNoDelay(true)
 	}
@@ -97,6 +106,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 		rbuf:     make([]byte, 0, 16<<10),
 		args:     make([][]byte, 0, 16),
 		draining: make(chan struct{}),
+		handback: make(chan readEnd, 1),
 
 		writerDone: make(chan struct{}),
 	}
@@ -107,6 +117,10 @@ func (s *Server) newClient(nc net.Conn) *client {
 	}
 	if c.raw == nil {
 		c.noDirect.Store(true)
+		c.noLoop = true
+	}
+	if len(pollers) > 0 {
+		c.poller = pollers[c.id%uint64(len(pollers))]
 	}
 	return c
 }
@@ -117,14 +131,25 @@ func (c *client) drain() {
 	c.drainOnce.Do(func() {
 		close(c.draining)
 		c.nc.SetReadDeadline(time.Now())
+		c.shutdownSocket(shutRead) // the poller sees it
 	})
 }
 
-func (c *client) serve(ctx context.Context) {
+func (c *client) serve() {
 	defer c.s.forget(c)
 	go func() { c.writeLoop(); close(c.writerDone) }()
-	gone := c.readLoop(ctx)
-	if gone {
+	var end readEnd
+	for {
+		if c.loopable() {
+			if end = c.poller.run(c); end != endToGoroutine {
+				break
+			}
+		}
+		if end = c.readLoop(); end != endToLoop {
+			break
+		}
+	}
+	if end == endGone {
 		// Nobody will read the replies: fail whatever the pinned
 		// connection still owes (a blocked BLPOP) so the writer can end.
 		c.closePinned()
@@ -136,6 +161,38 @@ func (c *client) serve(ctx context.Context) {
 	<-c.writerDone
 	c.closePinned()
 	c.nc.Close()
+}
+
+// readEnd says why a reader (the poller or the client's goroutine) stopped
+// reading a client.
+type readEnd int
+
+const (
+	endStay        readEnd = iota // poller: keep reading this client
+	endToGoroutine                // a command must wait: read in the goroutine
+	endToLoop                     // the goroutine is done waiting: back to the poller
+	endGone                       // the client closed or the socket failed
+	endDrained                    // Shutdown: stop after the commands read
+	endStop                       // QUIT or malformed input: close after the replies
+)
+
+// loopable reports whether the poller may read this client: it has one,
+// and the client's state needs no waiting (no private connection, no open
+// transaction, no pub/sub, replies on).
+func (c *client) loopable() bool {
+	return c.poller != nil && !c.noLoop && c.pinned == nil && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0
+}
+
+// loopSafe reports whether the poller may handle this command: one that
+// never waits for Redis or for room in the reply queue.
+func (c *client) loopSafe(info *cmdInfo, args [][]byte) bool {
+	if info.flags&(flagInspect|flagHello) != 0 || needsPin(info, args) {
+		return false
+	}
+	c.qmu.Lock()
+	room := len(c.queue)-c.qhead < c.s.maxInFlight()
+	c.qmu.Unlock()
+	return room
 }
 
 // closePinned closes the private upstream connection, failing its calls.
@@ -150,62 +207,124 @@ func (c *client) closePinned() {
 
 // forceClose ends the connection now, for Shutdown past its deadline.
 func (c *client) forceClose() {
-	c.nc.Close()
+	c.abort()
 	c.closePinned()
 }
 
-// readLoop reads, parses and forwards commands until the client leaves. It
-// returns true when the client is gone (rather than drained or quitting).
-func (c *client) readLoop(ctx context.Context) (gone bool) {
-	maxBulk := c.s.MaxBulk
+// abort ends the connection in both directions: reads see the end of input
+// and writes fail, wherever they are waiting. The descriptor stays open
+// until serve closes it, so the poller never loses track of it.
+func (c *client) abort() {
+	if !c.shutdownSocket(shutBoth) {
+		c.nc.Close()
+	}
+}
+
+// readLoop reads, parses and forwards commands in the client's goroutine
+// until the client leaves, or until the poller can take over again.
+func (c *client) readLoop() readEnd {
+	var rerr error
 	for {
-		if len(c.rbuf) == cap(c.rbuf) {
-			nb := make([]byte, len(c.rbuf), 2*cap(c.rbuf))
-			copy(nb, c.rbuf)
-			c.rbuf = nb
+		if !c.process(false) {
+			return endStop
 		}
-		n, err := c.nc.Read(c.rbuf[len(c.rbuf):cap(c.rbuf)])
+		select {
+		case <-c.draining:
+			return endDrained
+		default:
+		}
+		if rerr != nil {
+			return endGone
+		}
+		if c.loopable() {
+			return endToLoop
+		}
+		c.growRead()
+		var n int
+		n, rerr = c.nc.Read(c.rbuf[len(c.rbuf):cap(c.rbuf)])
 		c.rbuf = c.rbuf[:len(c.rbuf)+n]
-		off := 0
-		for off < len(c.rbuf) {
-			args, m, perr := resp.ReadCommand(c.args, c.rbuf[off:], maxBulk)
-			c.args = args[:0]
-			if errors.Is(perr, resp.ErrIncomplete) {
-				break
-			}
-			if perr != nil {
-				// Redis answers malformed input with an error and closes.
-				cl := c.localCall("", resp.AppendError(nil, "ERR "+perr.Error()))
-				cl.close = true
-				c.enqueue(cl)
-				c.flush()
-				return false
-			}
-			off += m
-			if len(args) == 0 {
-				continue
-			}
-			if !c.handle(args) {
-				c.flush()
-				return false
-			}
-		}
-		c.flush()
+	}
+}
+
+// loopStep is the poller's turn with a client whose socket is readable:
+// read once, handle the complete commands, send them upstream.
+func (c *client) loopStep() readEnd {
+	select {
+	case <-c.draining:
+		return endDrained
+	default:
+	}
+	c.growRead()
+	n, err := c.readOnce(c.rbuf[len(c.rbuf):cap(c.rbuf)])
+	c.rbuf = c.rbuf[:len(c.rbuf)+n]
+	if !c.process(true) {
+		return endStop
+	}
+	switch {
+	case err != nil:
+		return endGone
+	case !c.loopable() || c.handOff:
+		c.handOff = false
+		return endToGoroutine
+	}
+	return endStay
+}
+
+// growRead makes room in rbuf for the next read.
+func (c *client) growRead() {
+	if len(c.rbuf) == cap(c.rbuf) {
+		nb := make([]byte, len(c.rbuf), 2*cap(c.rbuf))
+		copy(nb, c.rbuf)
+		c.rbuf = nb
+	}
+}
+
+// process handles the complete commands in rbuf and sends them upstream,
+// keeping an incomplete tail. In the poller (inLoop), it stops before a
+// command that may wait and sets handOff. It returns false when the
+// connection must end (QUIT, malformed input).
+func (c *client) process(inLoop bool) bool {
+	maxBulk := c.s.MaxBulk
+	off := 0
+	defer func() {
 		// Keep the unparsed tail; shrink a buffer grown by a huge command.
 		rest := copy(c.rbuf, c.rbuf[off:])
 		c.rbuf = c.rbuf[:rest]
 		if cap(c.rbuf) > 1<<20 && rest < 16<<10 {
 			c.rbuf = append(make([]byte, 0, 16<<10), c.rbuf...)
 		}
-		select {
-		case <-c.draining:
-			return false
-		default:
+	}()
+	for off < len(c.rbuf) {
+		args, m, perr := resp.ReadCommand(c.args, c.rbuf[off:], maxBulk)
+		c.args = args[:0]
+		if errors.Is(perr, resp.ErrIncomplete) {
+			break
 		}
-		if err != nil {
-			return true
+		if perr != nil {
+			// Redis answers malformed input with an error and closes.
+			cl := c.localCall("", resp.AppendError(nil, "ERR "+perr.Error()))
+			cl.close = true
+			c.enqueue(cl)
+			c.flush()
+			return false
+		}
+		if len(args) == 0 {
+			off += m
+			continue
+		}
+		info := lookup(args[0])
+		if inLoop && (!c.loopable() || !c.loopSafe(info, args)) {
+			c.handOff = true
+			break
+		}
+		off += m
+		if !c.handle(info, args) {
+			c.flush()
+			return false
 		}
 	}
+	c.flush()
+	return true
 }
 
 // localCall returns a finished call whose reply the proxy made.
@@ -358,8 +477,7 @@ func (c *client) onPush(msg []byte, seq uint64) {
 
 // handle processes one command. It returns false when the connection must
 // end (QUIT).
-func (c *client) handle(args [][]byte) bool {
-	info := lookup(args[0])
+func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	var start time.Time
 	if c.s.metrics != nil {
 		start = time.Now()
@@ -637,7 +755,7 @@ func (c *client) writeDirect(rw *rewriter) bool {
 			n = 0
 		case err != nil:
 			c.broken = true
-			c.nc.Close() // unblocks the reader
+			c.abort() // ends the reader
 			n = len(c.out)
 		}
 		if n < 0 {
@@ -659,7 +777,7 @@ func (c *client) writeLoop() {
 		if len(c.out) > 0 && !c.broken {
 			if _, err := c.nc.Write(c.out); err != nil {
 				c.broken = true
-				c.nc.Close() // unblocks the reader
+				c.abort() // ends the reader
 			}
 		}
 		c.out = c.out[:0]
@@ -731,7 +849,7 @@ func (c *client) writeLoop() {
 		writePushes()
 		if closeAfter {
 			write()
-			c.nc.Close()
+			c.abort()
 			c.broken = true
 		}
 		if len(c.out) >= 64<<10 {

@@ -12,15 +12,19 @@ import (
 // TestHarnessDifferential runs internal/difftest's seeded sequence against
 // Redis directly and through the proxy with min size 0, so that every value
 // that compresses is compressed, in RESP2 and RESP3.
+// The last run reads clients from their goroutines instead of the event
+// loops.
 func TestHarnessDifferential(t *testing.T) {
-	for _, resp3 := range []bool{false, true} {
+	for _, tc := range []struct {
+		resp3, goroutines bool
+	}{{false, false}, {true, false}, {false, true}} {
 		direct := testutil.StartRedis(t)
-		e := startEnv(t, withMinSize(0))
-		res, err := difftest.Run(direct.Addr, e.addr, difftest.Config{Seed: 1, Steps: harnessSteps(), RESP3: resp3, MaxValue: 1 << 20})
+		e := startEnv(t, withMinSize(0), func(s *Server) { s.GoroutineReads = tc.goroutines })
+		res, err := difftest.Run(direct.Addr, e.addr, difftest.Config{Seed: 1, Steps: harnessSteps(), RESP3: tc.resp3, MaxValue: 1 << 20})
 		if err != nil {
-			t.Fatalf("resp3=%v: %v", resp3, err)
+			t.Fatalf("resp3=%v goroutine reads=%v: %v", tc.resp3, tc.goroutines, err)
 		}
-		t.Logf("resp3=%v: %d steps, %d commands, %d kinds", resp3, res.Steps, res.Commands, len(res.ByCommand))
+		t.Logf("resp3=%v goroutine reads=%v: %d steps, %d commands, %d kinds", tc.resp3, tc.goroutines, res.Steps, res.Commands, len(res.ByCommand))
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,11 +65,17 @@ type Server struct {
 	Logger *slog.Logger
 	// Metrics records Prometheus metrics. Nil records nothing.
 	Metrics *Metrics
+	// GoroutineReads reads every client from a goroutine of its own, as
+	// on systems without epoll, instead of from the event loops (one per
+	// GOMAXPROCS) that read clients whose commands need no waiting. The
+	// replies are the same; the event loops spend fewer system calls.
+	GoroutineReads bool
 
 	up      Upstream
 	dec     *codec.Decoder
 	metrics *Metrics
 	pool    *pool
+	pollers []*poller
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -155,7 +162,29 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return ErrServerClosed
 	}
 	s.ln = ln
+	if !s.GoroutineReads && s.pollers == nil {
+		for range runtime.GOMAXPROCS(0) {
+			p, err := newPoller()
+			if err != nil {
+				if !errors.Is(err, errNoPoller) {
+					s.logger().Warn("reading each client from its own goroutine", "err", err)
+				}
+				break
+			}
+			s.pollers = append(s.pollers, p)
+		}
+	}
+	pollers := s.pollers
 	s.mu.Unlock()
+	defer func() {
+		// The event loops outlive Serve until every client is gone.
+		go func() {
+			s.wg.Wait()
+			for _, p := range pollers {
+				p.close()
+			}
+		}()
+	}()
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -186,7 +215,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 		tempDelay = 0
-		c := s.newClient(nc)
+		c := s.newClient(nc, pollers)
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
@@ -197,7 +226,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.wg.Add(1)
 		s.mu.Unlock()
 		s.metrics.connOpened()
-		go c.serve(ctx)
+		go c.serve()
 	}
 }
 

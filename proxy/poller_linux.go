@@ -1,0 +1,214 @@
+//go:build linux
+
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// A poller reads many client connections from one goroutine. Go's own way,
+// a goroutine blocked in Read per connection, costs a read system call that
+// fails with EAGAIN after every command of a request-reply client: the
+// goroutine reads the command, finds nothing more, and only then parks. A
+// poller instead keeps the clients in an epoll set of its own, level
+// triggered, and reads a client only when the kernel says it has data: one
+// epoll_wait for all the clients that are ready, then one read each.
+//
+// The poller's goroutine still sleeps in Go's scheduler, not in a blocking
+// system call: the epoll descriptor is itself registered with Go's network
+// poller (an epoll set becomes readable when one of its members is), so the
+// goroutine parks like any network read and the thread stays free.
+//
+// A client is read by the poller only while each command can be handled
+// without waiting (see client.loopSafe); a command that must wait (a round
+// trip to Redis, a private connection, HELLO, a full reply queue) hands the
+// client back to its own goroutine, which gives it to the poller again
+// once its state allows.
+type poller struct {
+	epfd    int
+	file    *os.File // epfd, registered with Go's network poller
+	rc      syscall.RawConn
+	events  []syscall.EpollEvent
+	mu      sync.Mutex
+	clients map[int32]*client // by descriptor; the loop deletes, register adds
+}
+
+// errNoPoller is what newPoller returns where there is no poller.
+var errNoPoller = errors.New("no event loop on this system")
+
+// newPoller creates a poller and starts its goroutine.
+func newPoller() (*poller, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("epoll_create1: %w", err)
+	}
+	if err := syscall.SetNonblock(epfd, true); err != nil {
+		syscall.Close(epfd)
+		return nil, fmt.Errorf("epoll set non-blocking: %w", err)
+	}
+	f := os.NewFile(uintptr(epfd), "squeeze-poller")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	p := &poller{epfd: epfd, file: f, rc: rc, events: make([]syscall.EpollEvent, 128), clients: map[int32]*client{}}
+	go p.loop()
+	return p, nil
+}
+
+// run reads c in the poller until c must be read by its own goroutine
+// again (endToGoroutine) or its input ended (endGone, endDrained, endStop).
+// The caller is c's serve goroutine.
+func (p *poller) run(c *client) readEnd {
+	select {
+	case <-c.draining:
+		return endDrained
+	default:
+	}
+	var fd int32 = -1
+	var addErr error
+	p.mu.Lock()
+	cerr := c.raw.Control(func(sysfd uintptr) {
+		fd = int32(sysfd)
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: fd}
+		addErr = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, int(sysfd), &ev)
+		if addErr == nil {
+			p.clients[fd] = c
+		}
+	})
+	p.mu.Unlock()
+	if cerr != nil {
+		return endGone // closed
+	}
+	if addErr != nil {
+		// Cannot poll this descriptor: read it from the goroutine, for
+		// good.
+		c.noLoop = true
+		return endToGoroutine
+	}
+	return <-c.handback
+}
+
+// unregister removes c, whose descriptor was fd, from the set. Loop only.
+func (p *poller) unregister(c *client, fd int32) {
+	p.mu.Lock()
+	if p.clients[fd] == c {
+		delete(p.clients, fd)
+	}
+	p.mu.Unlock()
+	// Through Control: if c's descriptor is closed already, its number may
+	// belong to another connection now, and the kernel dropped c from the
+	// set when it closed.
+	c.raw.Control(func(sysfd uintptr) {
+		syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, int(sysfd), nil)
+	})
+}
+
+// wait returns the number of ready events, parking the goroutine in Go's
+// network poller while there are none.
+func (p *poller) wait() (int, error) {
+	var n int
+	var werr error
+	err := p.rc.Read(func(fd uintptr) bool {
+		for {
+			n, werr = syscall.EpollWait(int(fd), p.events, 0)
+			if werr == syscall.EINTR {
+				continue
+			}
+			return n > 0 || werr != nil
+		}
+	})
+	if err == nil {
+		err = werr
+	}
+	return n, err
+}
+
+func (p *poller) loop() {
+	for {
+		n, err := p.wait()
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				return
+			}
+			// Not expected from a valid epoll set; give every client
+			// back to its goroutine so nobody hangs.
+			p.mu.Lock()
+			for fd, c := range p.clients {
+				delete(p.clients, fd)
+				c.noLoop = true
+				c.handback <- endToGoroutine
+			}
+			p.mu.Unlock()
+			return
+		}
+		for i := 0; i < n; i++ {
+			fd := p.events[i].Fd
+			p.mu.Lock()
+			c := p.clients[fd]
+			p.mu.Unlock()
+			if c == nil {
+				continue
+			}
+			if end := c.loopStep(); end != endStay {
+				p.unregister(c, fd)
+				c.handback <- end
+			}
+		}
+	}
+}
+
+// close stops the poller. Clients still registered must have been given
+// back before (Shutdown drains them first).
+func (p *poller) close() { p.file.Close() }
+
+// readOnce reads once from c's socket without waiting: the poller said it
+// has data. It returns 0, nil when the socket had nothing after all.
+func (c *client) readOnce(b []byte) (int, error) {
+	var n int
+	var rerr error
+	if err := c.raw.Control(func(fd uintptr) {
+		for {
+			n, rerr = syscall.Read(int(fd), b)
+			if rerr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return 0, err
+	}
+	if rerr == syscall.EAGAIN {
+		return 0, nil
+	}
+	if rerr != nil {
+		return 0, rerr
+	}
+	if n == 0 && len(b) > 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// shutdownSocket shuts down c's socket for reading, writing or both,
+// without closing the descriptor: a goroutine blocked in Read or Write
+// returns, and the poller sees the end of input and gives the client back.
+// Only serve closes the descriptor, so the poller never sees it vanish.
+func (c *client) shutdownSocket(how int) bool {
+	if c.raw == nil {
+		return false
+	}
+	c.raw.Control(func(fd uintptr) { syscall.Shutdown(int(fd), how) })
+	return true
+}
+
+const (
+	shutRead  = syscall.SHUT_RD
+	shutWrite = syscall.SHUT_WR
+	shutBoth  = syscall.SHUT_RDWR
+)

@@ -1,0 +1,29 @@
+//go:build !linux
+
+package proxy
+
+import "errors"
+
+// poller is Linux only; elsewhere every client is read by its own goroutine.
+type poller struct{}
+
+// errNoPoller says why: not an error to log.
+var errNoPoller = errors.New("no event loop on this system")
+
+func newPoller() (*poller, error) { return nil, errNoPoller }
+
+func (p *poller) run(c *client) readEnd { return endToGoroutine }
+
+func (p *poller) close() {}
+
+func (c *client) readOnce(b []byte) (int, error) {
+	return 0, errors.New("no event loop on this system")
+}
+
+func (c *client) shutdownSocket(how int) bool { return false }
+
+const (
+	shutRead  = 0
+	shutWrite = 1
+	shutBoth  = 2
+)
