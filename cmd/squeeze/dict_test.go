@@ -1,17 +1,22 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/dictstore"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
@@ -108,5 +113,159 @@ func TestDict_CLI(t *testing.T) {
 	}
 	if d, err := dictstore.Load(ctx, rdb, rep.ID); err != nil || string(d.Data) != string(data) {
 		t.Fatalf("--out wrote other bytes than Redis holds (%v)", err)
+	}
+}
+
+// startProxy runs "squeeze proxy" with args until the test ends and returns
+// a client connected to it.
+func startProxy(t *testing.T, upstream string, args ...string) *redis.Client {
+	t.Helper()
+	port := testutil.FreePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stderr syncBuffer
+	go func() {
+		done <- run(ctx, env{Stdout: io.Discard, Stderr: &stderr}, append([]string{"proxy",
+			"--listen", "127.0.0.1:" + strconv.Itoa(port), "--upstream", upstream}, args...))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("proxy did not stop")
+		}
+	})
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	for i := 0; ; i++ {
+		if rdb.Ping(context.Background()).Err() == nil {
+			return rdb
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("proxy exited with %d: %s", code, stderr.String())
+		default:
+		}
+		if i == 200 {
+			t.Fatalf("proxy not answering after 4s: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a proxy goroutine writing logs
+// while the test reads them.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDict_Proxies: one proxy writes with a dictionary; a second proxy,
+// started before the dictionary was even published, reads the values by
+// loading the dictionary from Redis when a value first names it.
+func TestDict_Proxies(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	direct := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer direct.Close()
+	fillDocs(t, direct, "user:", 300, 1500)
+
+	reader := startProxy(t, r.URL()) // knows no dictionary
+
+	out, errs, code := runCLI(t, nil, "dict", "train", "--redis", r.URL(), "--pattern", "user:*", "--size", "8KiB", "--publish", "--json")
+	if code != 0 {
+		t.Fatalf("train exit %d: %s", code, errs)
+	}
+	var rep struct {
+		ID uint32 `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	writer := startProxy(t, r.URL(), "--dict", strconv.FormatUint(uint64(rep.ID), 10))
+
+	docs := make([]string, 20)
+	for i := range docs {
+		docs[i] = string(bench.JSONDocument(uint64(5000+i), 1200))
+		if err := writer.Set(ctx, "new:"+strconv.Itoa(i), docs[i], 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := direct.Get(ctx, "new:0").Val()
+	h, err := codec.ParseHeader([]byte(stored))
+	if err != nil || !h.HasDict || h.DictID != uint64(rep.ID) {
+		t.Fatalf("stored through --dict: header %+v, %v", h, err)
+	}
+	t.Logf("%d-byte document stored in %d bytes with dictionary %d", len(docs[0]), len(stored), rep.ID)
+	for i, want := range docs {
+		if got, err := reader.Get(ctx, "new:"+strconv.Itoa(i)).Result(); err != nil || got != want {
+			t.Fatalf("GET new:%d through the second proxy: %v (%d bytes, want %d)", i, err, len(got), len(want))
+		}
+	}
+	if vals, err := reader.MGet(ctx, "new:1", "user:0001", "new:2").Result(); err != nil || vals[0] != docs[1] || vals[2] != docs[2] {
+		t.Fatalf("MGET through the second proxy: %v", err)
+	}
+	if got, err := reader.GetRange(ctx, "new:3", 0, 9).Result(); err != nil || got != docs[3][:10] {
+		t.Fatalf("GETRANGE through the second proxy: %q, %v", got, err)
+	}
+	if n, err := reader.StrLen(ctx, "new:3").Result(); err != nil || n != int64(len(docs[3])) {
+		t.Fatalf("STRLEN through the second proxy: %d, %v", n, err)
+	}
+
+	// A frame naming a dictionary nobody published: an error naming the key.
+	enc, _ := codec.NewEncoder(codec.DefaultAlgorithm, codec.WithDictionary(mustDict(t, 40000)), codec.WithMinGain(-1))
+	direct.Set(ctx, "orphan", enc.AppendEncode(nil, []byte(docs[0])), 0)
+	if _, err := reader.Get(ctx, "orphan").Result(); err == nil || !strings.Contains(err.Error(), "orphan") || !strings.Contains(err.Error(), "squeeze:dict:40000") {
+		t.Fatalf("GET of a value naming an unpublished dictionary: %v", err)
+	}
+	if got, err := reader.Get(ctx, "new:4").Result(); err != nil || got != docs[4] {
+		t.Fatalf("the connection must stay usable: %v", err)
+	}
+}
+
+func mustDict(t *testing.T, id uint32) codec.Dictionary {
+	t.Helper()
+	var samples [][]byte
+	for i := range 100 {
+		samples = append(samples, bench.JSONDocument(uint64(i), 800))
+	}
+	d, err := codec.TrainDictionary(id, samples, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestDict_ProxyFlagErrors(t *testing.T) {
+	r := testutil.StartRedis(t)
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--dict", "abc"}, 2, "--dict must be a dictionary id"},
+		{[]string{"--dict", "40000", "--codec", "lz4"}, 2, "--dict needs a zstd --codec"},
+		{[]string{"--dict", "40000"}, 1, "squeeze:dict:40000"}, // not published
+	}
+	for _, tt := range tests {
+		var stderr bytes.Buffer
+		code := run(context.Background(), env{Stdout: io.Discard, Stderr: &stderr},
+			append([]string{"proxy", "--listen", "127.0.0.1:0", "--upstream", r.URL()}, tt.args...))
+		if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), tt.code, tt.want)
+		}
 	}
 }
