@@ -449,3 +449,24 @@ func TestIsStoreKey(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainID_LargeSamples: samples above 128 KiB are cut, not a panic of
+// the zstd dictionary builder.
+func TestTrainID_LargeSamples(t *testing.T) {
+	var samples [][]byte
+	for _, p := range profiles(1600, 5) {
+		if len(samples) == 0 || len(samples[len(samples)-1]) > 250<<10 {
+			samples = append(samples, nil)
+		}
+		samples[len(samples)-1] = append(samples[len(samples)-1], p...)
+	}
+	for len(samples) < 8 {
+		samples = append(samples, samples...)
+	}
+	if _, err := TrainID(samples, MaxDictSize); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TrainID(samples, MaxDictSize+1); err == nil {
+		t.Fatal("dictionary size above MaxDictSize accepted")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -37,7 +38,12 @@ type histValue struct {
 
 // buildZstdDict builds a zstd dictionary with the given id of at most
 // maxSize bytes of history from input, deterministically.
-func buildZstdDict(id uint32, input [][]byte, maxSize int) ([]byte, error) {
+func buildZstdDict(id uint32, input [][]byte, maxSize int) (dict []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil { // the library's bug must not take the caller down
+			dict, err = nil, fmt.Errorf("zstd dictionary builder failed: %v", r)
+		}
+	}()
 	hist, offs, err := buildHistory(input, maxSize)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,13 @@ const (
 	DefaultSamples  = 2000
 	DefaultDictSize = 64 << 10
 	DefaultMaxValue = 1 << 20
+	// MaxDictSize is the largest dictionary Train and TrainID build (zstd's
+	// own trainer defaults to 110 KB).
+	MaxDictSize = 128 << 10
+	// maxSampleLen cuts training samples: a dictionary helps the start of
+	// a value, and the zstd dictionary builder fails (panics, in
+	// klauspost/compress v1.20.4) when history and sample exceed 256 KiB.
+	maxSampleLen = 128 << 10
 )
 
 // DefaultTrainAlgorithm is the codec Train measures with: dictionaries work
@@ -32,8 +39,9 @@ type TrainOptions struct {
 	// Samples is the most values read (default DefaultSamples). A fifth of
 	// them, chosen by a hash of the key, is held out to measure.
 	Samples int
-	// Size is the largest dictionary (default DefaultDictSize, 64 KiB). It
-	// is lowered to a quarter of the training bytes when they are few.
+	// Size is the largest dictionary (default DefaultDictSize, 64 KiB; at
+	// most MaxDictSize). It is lowered to a quarter of the training bytes
+	// when they are few.
 	Size int
 	// Algorithm is the zstd level the held-out values are measured with
 	// (default DefaultTrainAlgorithm, zstd:3). Encoder defaults (minimum
@@ -110,6 +118,9 @@ func Train(ctx context.Context, rdb redis.UniversalClient, pattern string, o Tra
 	}
 	if o.Size <= 0 {
 		o.Size = DefaultDictSize
+	}
+	if o.Size > MaxDictSize {
+		return codec.Dictionary{}, Report{}, fmt.Errorf("dictstore: dictionary size %d above the %d bytes allowed", o.Size, MaxDictSize)
 	}
 	if o.Algorithm == (codec.Algorithm{}) {
 		o.Algorithm = DefaultTrainAlgorithm
@@ -259,18 +270,23 @@ func split(samples []sample) (train, held []sample) {
 	return train, held
 }
 
-// TrainID trains a dictionary of at most size bytes of history on samples
-// and gives it the id DeriveID computes from its bytes. Unlike
+// TrainID trains a dictionary of at most size bytes of history (256 to
+// MaxDictSize) on samples, of which it reads the first 128 KiB each, and
+// gives it the id DeriveID computes from its bytes. Unlike
 // codec.TrainDictionary, it is deterministic: the same samples in the same
 // order give the same bytes, hence the same id.
 func TrainID(samples [][]byte, size int) (codec.Dictionary, error) {
 	if len(samples) < 8 {
 		return codec.Dictionary{}, fmt.Errorf("dictstore: %d samples are too few to train a dictionary (want at least 8)", len(samples))
 	}
-	if size < 256 {
-		return codec.Dictionary{}, fmt.Errorf("dictstore: dictionary size %d too small (want at least 256)", size)
+	if size < 256 || size > MaxDictSize {
+		return codec.Dictionary{}, fmt.Errorf("dictstore: dictionary size %d out of range 256..%d", size, MaxDictSize)
 	}
-	data, err := buildZstdDict(MinUserID, samples, size)
+	cut := make([][]byte, len(samples))
+	for i, s := range samples {
+		cut[i] = s[:min(len(s), maxSampleLen)]
+	}
+	data, err := buildZstdDict(MinUserID, cut, size)
 	if err != nil {
 		return codec.Dictionary{}, fmt.Errorf("dictstore: train dictionary: %w", err)
 	}

@@ -119,7 +119,7 @@ func runDictTrain(ctx context.Context, e env, args []string) error {
 	pattern := fs.String("pattern", "", "SCAN `GLOB` of the keys to sample (required), e.g. 'user:*'")
 	sample := fs.Int("sample", dictstore.DefaultSamples, "most values to read (a fifth is held out to measure)")
 	size := units.SizeFlag(dictstore.DefaultDictSize)
-	fs.Var(&size, "size", "largest dictionary (e.g. 16KiB, 64KiB, 112KiB)")
+	fs.Var(&size, "size", "largest dictionary (e.g. 16KiB, 64KiB, at most 128KiB)")
 	codecName := fs.String("codec", dictstore.DefaultTrainAlgorithm.String(), "zstd level to measure with (zstd:1 ... zstd:4)")
 	maxValue := units.SizeFlag(dictstore.DefaultMaxValue)
 	fs.Var(&maxValue, "max-value", "skip values larger than this: dictionaries help small values")
@@ -140,8 +140,8 @@ func runDictTrain(ctx context.Context, e env, args []string) error {
 	if *sample < 10 {
 		return usageError("--sample must be at least 10, got %d", *sample)
 	}
-	if size < 256 {
-		return usageError("--size must be at least 256 bytes, got %d", int64(size))
+	if size < 256 || size > dictstore.MaxDictSize {
+		return usageError("--size must be between 256 bytes and 128KiB, got %s", size.String())
 	}
 	alg, err := codec.ParseAlgorithm(*codecName)
 	if err != nil {
