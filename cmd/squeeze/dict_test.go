@@ -269,3 +269,38 @@ func TestDict_ProxyFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchRedis_Dict: --dict adds +dict rows and the report still writes.
+func TestBenchRedis_Dict(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	dir := t.TempDir()
+	out, stderr, code := runCLI(t, nil, "bench", "redis", "--quick", "--redis", srv.URL(), "--path", "library",
+		"--codecs", "zstd:1", "--sizes", "0,4kB", "--iterations", "1,2", "--repeat", "1", "--dict", "--json", "--report", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rows []struct {
+		Codec     string  `json:"codec"`
+		SizeBytes int     `json:"size_bytes"`
+		Saved     float64 `json:"memory_saved_pct"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	saved := map[string]float64{}
+	for _, r := range rows {
+		if r.SizeBytes == 4000 {
+			saved[r.Codec] = r.Saved
+		}
+	}
+	if _, ok := saved["zstd:1+dict"]; !ok || saved["zstd:1+dict"] <= saved["zstd:1"] {
+		t.Fatalf("memory saved at 4 kB: %v; want a zstd:1+dict row saving more than zstd:1", saved)
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "memory.csv"))
+	if err != nil || !strings.Contains(string(csv), "zstd:1+dict") {
+		t.Fatalf("report lacks the dictionary rows: %v", err)
+	}
+	if _, stderr, code := runCLI(t, nil, "bench", "redis", "--dict", "--corpus", filepath.Join(dir, "results.json")); code != 2 || !strings.Contains(stderr, "--corpus") {
+		t.Fatalf("--dict with --corpus: exit %d, %s", code, stderr)
+	}
+}
