@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/squeeze-kv/squeeze/codec"
@@ -53,8 +54,8 @@ func (s *Server) decodeValue(dst, frame []byte, h *codec.Header) ([]byte, error)
 	if h.HasDict {
 		if d := s.dictionaries(); d != nil {
 			out, err := d.Decoder().AppendDecode(dst, frame)
-			if err == nil {
-				return out, nil
+			if !errors.Is(err, codec.ErrUnknownDictionary) {
+				return out, err
 			}
 			// Not known yet: load it (once, whoever asks first) and retry.
 			return d.AppendDecode(context.Background(), dst, frame)
