@@ -272,9 +272,8 @@ func split(samples []sample) (train, held []sample) {
 
 // TrainID trains a dictionary of at most size bytes of history (256 to
 // MaxDictSize) on samples, of which it reads the first 128 KiB each, and
-// gives it the id DeriveID computes from its bytes. Unlike
-// codec.TrainDictionary, it is deterministic: the same samples in the same
-// order give the same bytes, hence the same id.
+// gives it the id DeriveID computes from its bytes, so the same bytes
+// always have the same id.
 func TrainID(samples [][]byte, size int) (codec.Dictionary, error) {
 	if len(samples) < 8 {
 		return codec.Dictionary{}, fmt.Errorf("dictstore: %d samples are too few to train a dictionary (want at least 8)", len(samples))
