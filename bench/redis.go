@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/dictstore"
 )
 
 // Defaults of the Redis study (seed 000's parameters).
@@ -52,6 +53,16 @@ type RedisOptions struct {
 	MemoryKeys int
 	// Value returns the value of a given size; default JSONDocument.
 	Value func(size int) []byte
+	// Dict adds, for each zstd codec, the same codec with a trained
+	// dictionary ("zstd:1+dict") on the library path and in the memory
+	// study: one dictionary per size (above 0), trained on DictSamples
+	// other values of that size from DictValue, never on the measured one.
+	Dict bool
+	// DictValue returns training value i of a given size; default
+	// JSONDocument with seeds the measured values never use.
+	DictValue func(size, i int) []byte
+	// DictSize is the largest dictionary; default dictstore.DefaultDictSize.
+	DictSize int
 	// Progress is called after each cell.
 	Progress Progress
 }
@@ -105,6 +116,12 @@ func (o *RedisOptions) defaults() error {
 	if o.Value == nil {
 		o.Value = func(size int) []byte { return JSONDocument(DefaultSeed+uint64(size), size) }
 	}
+	if o.DictValue == nil {
+		o.DictValue = func(size, i int) []byte { return JSONDocument(DefaultSeed+uint64(size)+1<<32+uint64(i), size) }
+	}
+	if o.DictSize <= 0 {
+		o.DictSize = dictstore.DefaultDictSize
+	}
 	return nil
 }
 
@@ -124,6 +141,52 @@ type variant struct {
 	rdb   *redis.Client
 	enc   *codec.Encoder // nil: store the value as is
 	dec   *codec.Decoder // nil: read the value as is
+	// bySize, for dictionary variants, is the encoder of each size (with
+	// that size's dictionary); sizes without one are not measured.
+	bySize map[int]*codec.Encoder
+}
+
+// DictSuffix marks the codec of rows measured with a trained dictionary.
+const DictSuffix = "+dict"
+
+// dictSamples is how many training values a size's dictionary gets: about
+// 2 MB of them, between 16 and 64.
+func dictSamples(size int) int { return max(16, min(64, (2<<20)/max(size, 1))) }
+
+// trainDicts trains one dictionary per size above 0 and returns, per zstd
+// codec, an encoder per size, plus a decoder that knows every dictionary.
+func trainDicts(o *RedisOptions) (map[codec.Algorithm]map[int]*codec.Encoder, *codec.Decoder, error) {
+	var all []codec.Dictionary
+	encs := map[codec.Algorithm]map[int]*codec.Encoder{}
+	for _, size := range o.Sizes {
+		if size == 0 {
+			continue
+		}
+		samples := make([][]byte, dictSamples(size))
+		for i := range samples {
+			samples[i] = o.DictValue(size, i)
+		}
+		d, err := dictstore.TrainID(samples, o.DictSize)
+		if err != nil {
+			return nil, nil, fmt.Errorf("dictionary for %s: %w", FormatSize(int64(size)), err)
+		}
+		all = append(all, d)
+		for _, a := range o.Codecs {
+			if a.ID != codec.IDZstd {
+				continue
+			}
+			enc, err := codec.NewEncoder(a, codec.WithDictionary(d))
+			if err != nil {
+				return nil, nil, err
+			}
+			if encs[a] == nil {
+				encs[a] = map[int]*codec.Encoder{}
+			}
+			encs[a][size] = enc
+		}
+	}
+	dec, err := codec.NewDecoder(codec.WithDictionaries(all...))
+	return encs, dec, err
 }
 
 // RunRedis runs seed 000's study: read-only, write-only and read-write
@@ -140,6 +203,13 @@ func RunRedis(ctx context.Context, o RedisOptions) (RedisResult, error) {
 		return RedisResult{}, err
 	}
 	var variants []variant
+	var dictEncs map[codec.Algorithm]map[int]*codec.Encoder
+	var dictDec *codec.Decoder
+	if o.Dict {
+		if dictEncs, dictDec, err = trainDicts(&o); err != nil {
+			return RedisResult{}, err
+		}
+	}
 	for _, p := range o.Paths {
 		switch p {
 		case PathDirect:
@@ -163,6 +233,13 @@ func RunRedis(ctx context.Context, o RedisOptions) (RedisResult, error) {
 					v.rdb = rdb
 				}
 				variants = append(variants, v)
+			}
+			if p == PathLibrary {
+				for _, a := range o.Codecs {
+					if encs := dictEncs[a]; encs != nil {
+						variants = append(variants, variant{path: p, codec: a.String() + DictSuffix, rdb: o.Client, dec: dictDec, bySize: encs})
+					}
+				}
 			}
 		}
 	}
@@ -191,6 +268,9 @@ func RunRedis(ctx context.Context, o RedisOptions) (RedisResult, error) {
 				var active []int
 				for vi, v := range variants {
 					id := v.path + " " + v.codec + " " + wl + " " + FormatSize(int64(size))
+					if v.bySize != nil && v.bySize[size] == nil {
+						continue // no dictionary for this size
+					}
 					if stopped[id] {
 						continue
 					}
@@ -205,6 +285,9 @@ func RunRedis(ctx context.Context, o RedisOptions) (RedisResult, error) {
 				for r := 0; r < o.Repeats; r++ {
 					for i := range active {
 						v := variants[active[(i+r)%len(active)]]
+						if v.bySize != nil {
+							v.enc = v.bySize[size]
+						}
 						t, err := runCell(ctx, v, wl, key, val, n, 1)
 						if err != nil {
 							return res, fmt.Errorf("%s %s %s %s x%d: %w", v.path, v.codec, wl, FormatSize(int64(size)), n, err)
@@ -229,9 +312,22 @@ func RunRedis(ctx context.Context, o RedisOptions) (RedisResult, error) {
 		}
 	}
 	// Memory: every codec measured, at every size.
-	algs := append([]codec.Algorithm{{ID: codec.IDNone}}, o.Codecs...)
+	var encs []labeled
+	for _, a := range append([]codec.Algorithm{{ID: codec.IDNone}}, o.Codecs...) {
+		enc, err := codec.NewEncoder(a)
+		if err != nil {
+			return res, err
+		}
+		encs = append(encs, labeled{a.String(), enc})
+	}
 	for _, size := range o.Sizes {
-		rows, err := measureMemory(ctx, o.Client, algs, values[size], o.MemoryKeys)
+		encs := encs
+		for _, a := range o.Codecs {
+			if enc := dictEncs[a][size]; enc != nil {
+				encs = append(encs[:len(encs):len(encs)], labeled{a.String() + DictSuffix, enc})
+			}
+		}
+		rows, err := measureMemory(ctx, o.Client, encs, values[size], o.MemoryKeys)
 		if err != nil {
 			return res, fmt.Errorf("memory at %s: %w", FormatSize(int64(size)), err)
 		}
@@ -309,16 +405,18 @@ func runCell(ctx context.Context, v variant, wl, key string, val []byte, n, repe
 	return times, nil
 }
 
-// measureMemory writes keys copies of val with each algorithm and reads
+// labeled is an encoder and the codec name its rows carry.
+type labeled struct {
+	name string
+	enc  *codec.Encoder
+}
+
+// measureMemory writes keys copies of val with each encoder and reads
 // MEMORY USAGE and the used_memory delta, then deletes the keys.
-func measureMemory(ctx context.Context, rdb *redis.Client, algs []codec.Algorithm, val []byte, keys int) ([]MemoryRow, error) {
+func measureMemory(ctx context.Context, rdb *redis.Client, encs []labeled, val []byte, keys int) ([]MemoryRow, error) {
 	var rows []MemoryRow
-	for _, a := range algs {
-		enc, err := codec.NewEncoder(a)
-		if err != nil {
-			return nil, err
-		}
-		stored := enc.AppendEncode(nil, val)
+	for _, l := range encs {
+		stored := l.enc.AppendEncode(nil, val)
 		// Small values need many keys for the used_memory delta to rise
 		// above the allocator's noise: at least 1 MB in all, at most 2000.
 		n := keys
@@ -329,7 +427,7 @@ func measureMemory(ctx context.Context, rdb *redis.Client, algs []codec.Algorith
 		}
 		names := make([]string, n)
 		for i := range names {
-			names[i] = fmt.Sprintf("%smem:%s:%d:%d", KeyPrefix, a, len(val), i)
+			names[i] = fmt.Sprintf("%smem:%s:%d:%d", KeyPrefix, l.name, len(val), i)
 		}
 		rdb.Del(ctx, names...)
 		before, beforeData, err := settledMemory(ctx, rdb)
@@ -358,7 +456,7 @@ func measureMemory(ctx context.Context, rdb *redis.Client, algs []codec.Algorith
 			return nil, fmt.Errorf("DEL: %w", err)
 		}
 		rows = append(rows, MemoryRow{
-			Codec: a.String(), SizeBytes: len(val), Keys: n, StoredBytes: len(stored),
+			Codec: l.name, SizeBytes: len(val), Keys: n, StoredBytes: len(stored),
 			MemoryUsageBytes:     usage / float64(keys),
 			UsedMemoryDeltaBytes: float64(after-before) / float64(n),
 			DatasetDeltaBytes:    float64(afterData-beforeData) / float64(n),

@@ -253,3 +253,57 @@ func TestProxyFor(t *testing.T) {
 		t.Fatalf("read through the proxy: %d bytes, err %v; want the document", len(back), err)
 	}
 }
+
+// TestRunRedis_Dict: --dict adds zstd:1+dict rows on the library path and
+// in the memory study, for sizes above 0, with a dictionary trained on
+// other documents; the measured values round-trip (runCell checks them).
+func TestRunRedis_Dict(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := newClient(t, srv.Addr)
+	zstd1, zlib6 := codec.MustParseAlgorithm("zstd:1"), codec.MustParseAlgorithm("zlib:6")
+	trained := map[int]int{}
+	res, err := RunRedis(context.Background(), RedisOptions{
+		Client: rdb, Codecs: []codec.Algorithm{zstd1, zlib6}, Sizes: []int{0, 4000},
+		Iterations: []int{2}, Repeats: 1, MemoryKeys: 2, Workloads: []string{WorkloadReadWrite}, Dict: true,
+		DictValue: func(size, i int) []byte {
+			trained[size]++
+			return JSONDocument(uint64(777+i), size)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trained) != 1 || trained[4000] != dictSamples(4000) {
+		t.Fatalf("training values drawn: %v", trained)
+	}
+	var dictRows, dictMem int
+	mem := map[string]MemoryRow{}
+	for _, m := range res.Memory {
+		if m.SizeBytes == 4000 {
+			mem[m.Codec] = m
+		}
+		if m.Codec == "zstd:1"+DictSuffix {
+			dictMem++
+			if m.SizeBytes != 4000 {
+				t.Errorf("dictionary memory row at size %d", m.SizeBytes)
+			}
+		}
+	}
+	for _, r := range res.Rows {
+		if r.Codec == "zlib:6"+DictSuffix {
+			t.Error("a dictionary row for zlib")
+		}
+		if r.Codec == "zstd:1"+DictSuffix {
+			dictRows++
+			if r.Path != PathLibrary || r.SizeBytes != 4000 || r.NsPerOp <= 0 {
+				t.Errorf("dictionary row %+v", r)
+			}
+		}
+	}
+	if dictRows != 1 || dictMem != 1 {
+		t.Fatalf("%d dictionary rows, %d memory rows; want 1 and 1", dictRows, dictMem)
+	}
+	if d, p := mem["zstd:1"+DictSuffix], mem["zstd:1"]; d.StoredBytes >= p.StoredBytes {
+		t.Errorf("4 kB document with dictionary stored in %d bytes, without %d", d.StoredBytes, p.StoredBytes)
+	}
+}

@@ -27,6 +27,15 @@
 // Values written raw by clients without squeeze are read back as they are
 // (the codec's read policy), so existing data keeps working.
 //
+// Small values compress several times better with a zstd dictionary trained
+// on their peers (squeeze dict train --publish, or package dictstore).
+// Config.Dictionaries lets the hook read frames naming any published
+// dictionary, loading each from Redis the first time it is seen, and
+// Config.DictionaryID writes new values with one:
+//
+//	res, _ := dictstore.NewResolver(rdb)
+//	client.Install(rdb, client.Config{Dictionaries: res, DictionaryID: 1690163204})
+//
 // Commands that would act on the stored bytes of a value instead of the value
 // itself are either served exactly or refused with an error wrapping
 // ErrUnsupported, never answered wrong: STRLEN and HSTRLEN are served exactly
@@ -45,10 +54,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/dictstore"
 )
 
 // Config is the compression policy of a Hook. Zero fields take the defaults
@@ -81,7 +92,23 @@ type Config struct {
 	// even on keys that are not Raw. Scripts then see stored bytes, which
 	// may be compressed frames.
 	AllowScripts bool
+	// Dictionaries resolves the zstd dictionaries that stored frames name:
+	// the first frame naming an id the hook does not know yet makes it load
+	// that dictionary from Redis (package dictstore), once. When set, reads
+	// use its decoders, so build it with codec.WithMaxDecodedSize to cap
+	// sizes (Decoder and MaxDecodedSize then only serve STRLEN's size
+	// check). Nil: frames naming a dictionary fail with an error wrapping
+	// codec.ErrUnknownDictionary, unless Decoder was built with it.
+	Dictionaries *dictstore.Resolver
+	// DictionaryID, when not zero, compresses new values with that
+	// published dictionary. NewHook loads it through Dictionaries (which
+	// must be set) and fails when it is not published; Algorithm must be a
+	// zstd level and Encoder nil. See "squeeze dict train --publish".
+	DictionaryID uint32
 }
+
+// dictionaryLoadTimeout bounds loading Config.DictionaryID in NewHook.
+const dictionaryLoadTimeout = 10 * time.Second
 
 // ErrUnsupported is wrapped by the error of a command that cannot be served
 // exactly on compressed values. Such a command is never sent.
@@ -112,6 +139,7 @@ func (e *Error) Unwrap() error { return e.Err }
 type Hook struct {
 	enc          *codec.Encoder
 	dec          *codec.Decoder
+	dicts        *dictstore.Resolver
 	raw          func(string) bool
 	allowScripts bool
 }
@@ -121,9 +149,21 @@ var _ redis.Hook = (*Hook)(nil)
 // NewHook returns a Hook applying cfg. It returns an error when cfg's codec
 // options are invalid (see codec.NewEncoder and codec.NewDecoder).
 func NewHook(cfg Config) (*Hook, error) {
-	h := &Hook{enc: cfg.Encoder, dec: cfg.Decoder, raw: cfg.Raw, allowScripts: cfg.AllowScripts}
+	h := &Hook{enc: cfg.Encoder, dec: cfg.Decoder, dicts: cfg.Dictionaries, raw: cfg.Raw, allowScripts: cfg.AllowScripts}
+	if cfg.DictionaryID != 0 && (cfg.Dictionaries == nil || cfg.Encoder != nil) {
+		return nil, fmt.Errorf("client: Config.DictionaryID %d needs Config.Dictionaries to load it, and no Config.Encoder", cfg.DictionaryID)
+	}
 	if h.enc == nil {
 		var opts []codec.EncoderOption
+		if cfg.DictionaryID != 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), dictionaryLoadTimeout)
+			d, err := cfg.Dictionaries.Dictionary(ctx, cfg.DictionaryID)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("client: write dictionary: %w", err)
+			}
+			opts = append(opts, codec.WithDictionary(d))
+		}
 		switch {
 		case cfg.MinSize < 0:
 			opts = append(opts, codec.WithMinSize(0))
@@ -430,7 +470,12 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 	return p, nil
 }
 
-func (h *Hook) isRaw(key string) bool { return h.raw != nil && h.raw(key) }
+// isRaw reports whether key's values are stored as they are: Config.Raw's
+// keys, and the dictionaries of package dictstore, which every reader must
+// be able to load without them.
+func (h *Hook) isRaw(key string) bool {
+	return (h.raw != nil && h.raw(key)) || dictstore.IsStoreKey(key)
+}
 
 // encodeArg replaces args[i] by its stored form when it is a string, a byte
 // slice or a BinaryMarshaler; other values (numbers, bools) are short and

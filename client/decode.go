@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"strings"
 	"unsafe"
 
@@ -70,7 +71,14 @@ func (h *Hook) decodeString(s string) (string, error) {
 	if !codec.IsFramed(unsafe.Slice(unsafe.StringData(s), len(s))) {
 		return s, nil
 	}
-	out, err := h.dec.AppendDecode(nil, unsafe.Slice(unsafe.StringData(s), len(s)))
+	var out []byte
+	var err error
+	if h.dicts != nil {
+		// Loads a dictionary the frame names, the first time one is seen.
+		out, err = h.dicts.AppendDecode(context.Background(), nil, unsafe.Slice(unsafe.StringData(s), len(s)))
+	} else {
+		out, err = h.dec.AppendDecode(nil, unsafe.Slice(unsafe.StringData(s), len(s)))
+	}
 	if err != nil {
 		return "", err
 	}

@@ -195,7 +195,13 @@ func markerFrames(v resp.Value) (keys, frames [][]byte) {
 // a DecodeError naming the key.
 func (c *client) decodeCandidates(dst []candidate, keys, frames [][]byte) ([]candidate, error) {
 	for i, f := range frames {
-		d, err := c.s.decoder().AppendDecode(nil, f)
+		var d []byte
+		var err error
+		if h, herr := codec.ParseHeader(f); herr == nil && h.HasDict {
+			d, err = c.s.decodeValue(nil, f, &h) // resolves the dictionary it names
+		} else {
+			d, err = c.s.decoder().AppendDecode(nil, f)
+		}
 		if err != nil {
 			c.s.metrics.decodeError()
 			return dst, &DecodeError{Key: keys[i], Err: err}

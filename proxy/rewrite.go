@@ -124,7 +124,7 @@ func (r *rewriter) decode(dst, frame []byte, c *call, i int) ([]byte, error) {
 	}
 	dst = resp.AppendHeader(dst, resp.BulkString, int(h.OriginalLen))
 	n := len(dst)
-	out, err := r.s.decoder().AppendDecode(dst, frame)
+	out, err := r.s.decodeValue(dst, frame, &h)
 	if err != nil {
 		return dst[:n], &DecodeError{Key: keyOf(c, i), Err: err}
 	}

@@ -23,7 +23,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/dictstore"
 	"github.com/squeeze-kv/squeeze/internal/units"
 	"github.com/squeeze-kv/squeeze/proxy"
 )
@@ -60,7 +62,14 @@ Examples:
   squeeze proxy --upstream unix:///run/redis.sock --codec zstd:3 --metrics 127.0.0.1:9121
   SQUEEZE_UPSTREAM=redis://:secret@10.0.0.5/2 squeeze proxy --listen :6380
   squeeze proxy --upstream rediss://redis.internal:6380 --upstream-ca /etc/ssl/redis-ca.pem
+  squeeze proxy --upstream redis://127.0.0.1:6379 --dict 1690163204   # see "squeeze dict"
   redis-cli -p 6380 SET greeting "$(cat big.json)"    # stored compressed
+
+Dictionaries: values that name a zstd dictionary are decoded with it,
+whatever --dict says; the proxy loads each one from the upstream
+(squeeze:dict:<id>) the first time a value names it. --dict ID compresses
+new values with that published dictionary ("squeeze dict train --publish"
+makes one); it must exist when the proxy starts.
 `
 
 // proxyFlags are the settings of squeeze proxy.
@@ -70,6 +79,8 @@ type proxyFlags struct {
 	minGain                                                                        float64
 	shared, procs                                                                  int
 	pprof                                                                          bool
+
+	dict string // --dict: a published dictionary id, or "none"
 }
 
 func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
@@ -87,6 +98,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.IntVar(&p.shared, "shared-conns", 2, "pipelined upstream connections shared by all clients")
 	fs.IntVar(&p.procs, "procs", 0, "CPU threads running the proxy (GOMAXPROCS); 0: half the machine's CPUs, at least 1, or $GOMAXPROCS when set")
 	fs.BoolVar(&p.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics address")
+	fs.StringVar(&p.dict, "dict", "none", "compress new values with this published zstd dictionary `ID` (squeeze dict list), or none")
 	fs.StringVar(&p.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&p.logFormat, "log-format", "text", "text or json")
 	config := fs.String("config", "", "read settings from this file (name = value lines)")
@@ -179,6 +191,13 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 	if _, err := proxy.ParseUpstream(p.upstream); err != nil {
 		return nil, usageError("--upstream: %v", err)
 	}
+	dictID, err := p.dictID()
+	if err != nil {
+		return nil, err
+	}
+	if dictID != 0 && alg.ID != codec.IDZstd {
+		return nil, usageError("--dict needs a zstd --codec (dictionaries are zstd's), got %s", alg)
+	}
 	var enc *codec.Encoder
 	if alg.ID != codec.IDNone {
 		enc, err = codec.NewEncoder(alg, codec.WithMinSize(int(p.minSize)), codec.WithMinGain(p.minGain))
@@ -266,6 +285,11 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	closeDicts, err := p.setupDictionaries(ctx, srv)
+	if err != nil {
+		return err
+	}
+	defer closeDicts()
 	network := "tcp"
 	if strings.Contains(p.listen, "/") {
 		network = "unix"
@@ -294,7 +318,7 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		defer hs.Close()
 		logger.Info("metrics", "addr", mln.Addr().String())
 	}
-	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "procs", procs, "upstream", redactURL(p.upstream), "codec", p.codecName, "min_size", int64(p.minSize))
+	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "procs", procs, "upstream", redactURL(p.upstream), "codec", p.codecName, "dict", p.dict, "min_size", int64(p.minSize))
 	if err := probeUpstream(p.upstream); err != nil {
 		// Not fatal: a sidecar may start before its Redis. Commands get a
 		// clear error until the upstream answers, and the proxy keeps trying.
@@ -345,4 +369,63 @@ func probeUpstream(rawURL string) error {
 		return err
 	}
 	return c.Close()
+}
+
+// dictID parses --dict: 0 for none.
+func (p *proxyFlags) dictID() (uint32, error) {
+	if p.dict == "" || p.dict == "none" {
+		return 0, nil
+	}
+	id, err := strconv.ParseUint(p.dict, 10, 32)
+	if err != nil || id == 0 || id > dictstore.MaxID {
+		return 0, usageError("--dict must be a dictionary id in 1..2147483647 or none, got %q (see squeeze dict list)", p.dict)
+	}
+	return uint32(id), nil
+}
+
+// setupDictionaries gives srv a resolver that loads the dictionaries values
+// name from the upstream, over a go-redis client of its own (not the data
+// path's connections), and with --dict compresses new values with that
+// dictionary, which must be published. The returned func releases them.
+func (p *proxyFlags) setupDictionaries(ctx context.Context, srv *proxy.Server) (func(), error) {
+	u, err := proxy.ParseUpstream(p.upstream)
+	if err != nil {
+		return nil, usageError("--upstream: %v", err)
+	}
+	opt := &redis.Options{Network: u.Network, Addr: u.Addr, Username: u.Username, Password: u.Password, DB: u.DB,
+		PoolSize: 2, DialTimeout: 5 * time.Second}
+	if u.TLS != nil {
+		opt.TLSConfig = u.TLS
+		if srv.TLSConfig != nil { // --upstream-ca
+			c := srv.TLSConfig.Clone()
+			if c.ServerName == "" {
+				c.ServerName = u.TLS.ServerName
+			}
+			opt.TLSConfig = c
+		}
+	}
+	rdb := redis.NewClient(opt)
+	res, err := dictstore.NewResolver(rdb, codec.WithMaxDecodedSize(int64(p.maxValue)))
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	id, err := p.dictID()
+	if err == nil && id != 0 {
+		var d codec.Dictionary
+		if d, err = res.Dictionary(ctx, id); err != nil {
+			err = fmt.Errorf("--dict %d: %w", id, err)
+		} else {
+			srv.Encoder, err = codec.NewEncoder(srv.Encoder.Algorithm(), codec.WithMinSize(int(p.minSize)), codec.WithMinGain(p.minGain), codec.WithDictionary(d))
+		}
+	}
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	srv.SetDictionaries(res)
+	return func() {
+		srv.SetDictionaries(nil)
+		rdb.Close()
+	}, nil
 }

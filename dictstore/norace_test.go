@@ -1,0 +1,5 @@
+//go:build !race
+
+package dictstore
+
+const raceEnabled = false
