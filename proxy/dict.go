@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/squeeze-kv/squeeze/codec"
 )
@@ -19,40 +18,12 @@ type Dictionaries interface {
 	AppendDecode(ctx context.Context, dst, src []byte) ([]byte, error)
 }
 
-// serverDicts maps a *Server to its Dictionaries. It lives beside the
-// Server rather than in it while server.go is being reworked; a Server
-// field is the intended home.
-var serverDicts sync.Map
-
-// SetDictionaries makes s decode frames naming dictionaries with d, which
-// loads dictionaries it does not know yet (a frame written by another proxy
-// with a dictionary published after this one started). Call it before
-// Serve; nil removes it. Without it, such frames fail with an -ERR naming
-// the key and wrapping codec.ErrUnknownDictionary, unless Server.Decoder
-// was built with the dictionary.
-func (s *Server) SetDictionaries(d Dictionaries) {
-	if d == nil {
-		serverDicts.Delete(s)
-		return
-	}
-	serverDicts.Store(s, d)
-}
-
-// dictionaries returns the Dictionaries of s, or nil.
-func (s *Server) dictionaries() Dictionaries {
-	d, ok := serverDicts.Load(s)
-	if !ok {
-		return nil
-	}
-	return d.(Dictionaries)
-}
-
 // decodeValue appends the value stored as frame (h is its parsed header)
 // to dst, with s's decoder, or with its Dictionaries when the frame names a
 // dictionary.
 func (s *Server) decodeValue(dst, frame []byte, h *codec.Header) ([]byte, error) {
 	if h.HasDict {
-		if d := s.dictionaries(); d != nil {
+		if d := s.Dictionaries; d != nil {
 			out, err := d.Decoder().AppendDecode(dst, frame)
 			if !errors.Is(err, codec.ErrUnknownDictionary) {
 				return out, err

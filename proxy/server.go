@@ -65,6 +65,13 @@ type Server struct {
 	Logger *slog.Logger
 	// Metrics records Prometheus metrics. Nil records nothing.
 	Metrics *Metrics
+	// Dictionaries decodes frames that name a zstd dictionary, loading
+	// dictionaries it does not know yet (a frame written by another proxy
+	// with a dictionary published after this one started), for example a
+	// *dictstore.Resolver. Nil: such frames fail with an -ERR naming the
+	// key and wrapping codec.ErrUnknownDictionary, unless Decoder was built
+	// with the dictionary.
+	Dictionaries Dictionaries
 	// GoroutineReads reads every client from a goroutine of its own, as
 	// on systems without epoll, instead of from the event loops (one per
 	// GOMAXPROCS) that read clients whose commands need no waiting. The

@@ -423,9 +423,6 @@ func (p *proxyFlags) setupDictionaries(ctx context.Context, srv *proxy.Server) (
 		rdb.Close()
 		return nil, err
 	}
-	srv.SetDictionaries(res)
-	return func() {
-		srv.SetDictionaries(nil)
-		rdb.Close()
-	}, nil
+	srv.Dictionaries = res
+	return func() { rdb.Close() }, nil
 }
