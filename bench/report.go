@@ -243,6 +243,8 @@ func drawCharts(dir string, r Report) ([]Chart, error) {
 	var charts []Chart
 	save := func(p *plot.Plot, name, title, caption string, w, h vg.Length) error {
 		c := Chart{Name: name, Title: title, Caption: caption, PNG: "charts/" + name + ".png", SVG: "charts/" + name + ".svg"}
+		widenFlatAxis(&p.X)
+		widenFlatAxis(&p.Y)
 		if err := p.Save(w, h, filepath.Join(dir, c.PNG)); err != nil {
 			return fmt.Errorf("chart %s: %w", name, err)
 		}
@@ -309,6 +311,19 @@ func drawCharts(dir string, r Report) ([]Chart, error) {
 		}
 	}
 	return charts, nil
+}
+
+// widenFlatAxis gives an axis whose data is a single value (one iteration
+// count, one size) a range around it: a log scale cannot draw an empty range.
+func widenFlatAxis(a *plot.Axis) {
+	if a.Min < a.Max {
+		return
+	}
+	if _, isLog := a.Scale.(plot.LogScale); isLog && a.Min > 0 {
+		a.Min, a.Max = a.Min/2, a.Max*2
+		return
+	}
+	a.Min, a.Max = a.Min-1, a.Max+1
 }
 
 func sanitize(s string) string {

@@ -256,3 +256,23 @@ func TestCrossovers(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteReport_OneIteration draws charts whose axes hold a single value
+// (one iteration count): a log scale needs a range, which the report widens.
+func TestWriteReport_OneIteration(t *testing.T) {
+	r := sampleReport()
+	var rows []RedisRow
+	for _, row := range r.Redis {
+		if row.Iterations == r.Redis[0].Iterations {
+			rows = append(rows, row)
+		}
+	}
+	r.Redis = rows
+	dir := t.TempDir()
+	if err := WriteReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "index.html")); err != nil || st.Size() == 0 {
+		t.Fatalf("index.html: %v", err)
+	}
+}
