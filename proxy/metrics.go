@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +26,13 @@ type Metrics struct {
 	origBytes  prometheus.Counter
 	storeBytes prometheus.Counter
 	decodedC   prometheus.Counter
+	byCmd      sync.Map // command name -> *cmdMetrics
+}
+
+// cmdMetrics are the resolved children of one command's label.
+type cmdMetrics struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
 }
 
 // NewMetrics creates the proxy's collectors and registers them with reg
@@ -100,8 +108,14 @@ func (m *Metrics) connClosed() {
 }
 
 func (m *Metrics) command(name string, d time.Duration) {
-	if m != nil {
-		m.commands.WithLabelValues(name).Inc()
-		m.latency.WithLabelValues(name).Observe(d.Seconds())
+	if m == nil {
+		return
 	}
+	v, ok := m.byCmd.Load(name)
+	if !ok {
+		v, _ = m.byCmd.LoadOrStore(name, &cmdMetrics{m.commands.WithLabelValues(name), m.latency.WithLabelValues(name)})
+	}
+	cm := v.(*cmdMetrics)
+	cm.count.Inc()
+	cm.latency.Observe(d.Seconds())
 }
