@@ -27,14 +27,7 @@ func TestHook_Dictionaries(t *testing.T) {
 	r := testutil.StartRedis(t)
 	plain := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer plain.Close()
-	var samples [][]byte
-	for i := range 400 {
-		samples = append(samples, []byte(profile(i)))
-	}
-	d, err := dictstore.TrainID(samples, 8<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := trainProfiles(t)
 
 	newClient := func(cfg func(*Config, *dictstore.Resolver)) (*redis.Client, error) {
 		rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
@@ -113,14 +106,7 @@ func TestHook_Dictionaries(t *testing.T) {
 // dictionary goes through the resolver without a lock or extra allocation
 // beyond the decoded value.
 func TestHook_DictionaryReadAllocs(t *testing.T) {
-	var samples [][]byte
-	for i := range 400 {
-		samples = append(samples, []byte(profile(i)))
-	}
-	d, err := dictstore.TrainID(samples, 8<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := trainProfiles(t)
 	unused := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer unused.Close()
 	res, err := dictstore.NewResolver(unused)
@@ -144,4 +130,18 @@ func TestHook_DictionaryReadAllocs(t *testing.T) {
 	}); n > 1 {
 		t.Fatalf("%v allocations per decode, want 1 (the value)", n)
 	}
+}
+
+// trainProfiles trains an 8 KiB dictionary on 400 generated profiles.
+func trainProfiles(t *testing.T) codec.Dictionary {
+	t.Helper()
+	var samples [][]byte
+	for i := range 400 {
+		samples = append(samples, []byte(profile(i)))
+	}
+	d, err := dictstore.TrainID(samples, 8<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
