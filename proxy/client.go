@@ -34,6 +34,9 @@ type client struct {
 	// pinDone is the highest pinSeq whose reply has been consumed, by the
 	// writer or by the reader's own round trips.
 	pinDone atomic.Uint64
+	// held is the bytes of replies that arrived for queued calls and are
+	// not written yet.
+	held atomic.Int64
 
 	pinMu    sync.Mutex // guards pinned for forceClose
 	pinned   *upConn
@@ -189,10 +192,17 @@ func (c *client) loopSafe(info *cmdInfo, args [][]byte) bool {
 	if info.flags&(flagInspect|flagHello) != 0 || needsPin(info, args) {
 		return false
 	}
+	return c.hasRoom()
+}
+
+// hasRoom reports whether the reply queue may take one more call: fewer
+// than MaxInFlight calls, and no more than MaxReplyBytes of replies held
+// (an empty queue always has room).
+func (c *client) hasRoom() bool {
 	c.qmu.Lock()
-	room := len(c.queue)-c.qhead < c.s.maxInFlight()
+	n := len(c.queue) - c.qhead
 	c.qmu.Unlock()
-	return room
+	return n == 0 || (n < c.s.maxInFlight() && c.held.Load() <= c.s.maxReplyBytes())
 }
 
 // closePinned closes the private upstream connection, failing its calls.
@@ -349,23 +359,19 @@ func (c *client) wake() {
 	}
 }
 
-// enqueue hands a call to the writer in order. If MaxInFlight calls are
-// waiting, the batch goes upstream first so that the calls the writer
-// waits for can end, and the reader waits for room: a slow client stops
-// being read instead of making the proxy buffer its replies.
+// enqueue hands a call to the writer in order. If MaxInFlight calls, or
+// MaxReplyBytes of replies, are waiting, the batch goes upstream first so
+// that the calls the writer waits for can end, and the reader waits for
+// room: a slow client stops being read instead of making the proxy buffer
+// its replies.
 func (c *client) enqueue(cl *call) {
-	max := c.s.maxInFlight()
-	for {
-		c.qmu.Lock()
-		if len(c.queue)-c.qhead < max {
-			c.queue = append(c.queue, cl)
-			c.qmu.Unlock()
-			break
-		}
-		c.qmu.Unlock()
+	for !c.hasRoom() {
 		c.flush()
 		<-c.space
 	}
+	c.qmu.Lock()
+	c.queue = append(c.queue, cl)
+	c.qmu.Unlock()
 	if cl.ready.Load() {
 		c.wake()
 	}
@@ -698,6 +704,9 @@ func (c *client) emit(rw *rewriter, cl *call) bool {
 		c.helloProto.Store(helloReplyProto(cl.reply))
 	}
 	c.notePin(cl.pinSeq)
+	if cl.owner != nil {
+		c.held.Add(-int64(len(cl.reply)))
+	}
 	closeAfter := cl.close
 	if cl.seq != 0 {
 		c.writtenMu.Lock()

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -170,6 +171,51 @@ func TestProxy_SlowClient(t *testing.T) {
 	// Reading resumes, and the replies are right.
 	c.nc.SetWriteDeadline(time.Time{})
 	for i := 0; i < 3; i++ {
+		if got := c.read(); got != bulk(big) {
+			t.Fatalf("reply %d: %d bytes", i, len(got))
+		}
+	}
+}
+
+// TestProxy_SlowClientReplyBytes: a client that sends GETs of large values
+// one at a time and reads none of the replies stops being read once
+// MaxReplyBytes of replies wait for it, long before MaxInFlight commands;
+// when it reads, every reply arrives.
+func TestProxy_SlowClientReplyBytes(t *testing.T) {
+	e := startEnv(t, func(s *Server) { s.MaxInFlight = 4096; s.MaxReplyBytes = 1 << 20 })
+	c := dialRaw(t, e.addr)
+	c.nc.(*net.TCPConn).SetReadBuffer(64 << 10)
+	noise := make([]byte, 400_000) // incompressible: stored as it is
+	rand.NewChaCha8([32]byte{5}).Read(noise)
+	big := string(noise)
+	if got := c.do("SET", "big", big); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	direct := dialRaw(t, e.redis.Addr)
+	gets := func() int {
+		info := direct.do("INFO", "commandstats")
+		_, rest, ok := strings.Cut(info, "cmdstat_get:calls=")
+		if !ok {
+			return 0
+		}
+		n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+		return n
+	}
+	const n = 100
+	req := resp.AppendCommand(nil, []byte("GET"), []byte("big"))
+	for range n { // one command per write, so each is read on its own
+		c.write(req)
+		time.Sleep(2 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	// 40 MB of replies: the socket buffers take a few MB, the proxy 1 MiB
+	// (3 replies), and then it stops reading the client.
+	if ran := gets(); ran > n/2 {
+		t.Fatalf("Redis ran %d of %d GETs for a client that reads nothing; want at most %d", ran, n, n/2)
+	} else {
+		t.Logf("Redis ran %d of %d GETs before the proxy stopped reading", ran, n)
+	}
+	for i := range n {
 		if got := c.read(); got != bulk(big) {
 			t.Fatalf("reply %d: %d bytes", i, len(got))
 		}

@@ -49,6 +49,11 @@ type Server struct {
 	// having their reply written, which bounds the memory a slow client can
 	// hold. Zero means 256.
 	MaxInFlight int
+	// MaxReplyBytes bounds the bytes of replies (as Redis sent them, before
+	// decoding) that one client's queue holds because the client does not
+	// read them fast enough: past it, the proxy stops reading the client's
+	// commands until it catches up. Zero means 64 MiB.
+	MaxReplyBytes int64
 	// MaxBulk is the longest bulk string a client may send (Redis's
 	// proto-max-bulk-len). Zero means 512 MiB.
 	MaxBulk int64
@@ -143,6 +148,13 @@ func (s *Server) dialTimeout() time.Duration {
 		return s.DialTimeout
 	}
 	return 5 * time.Second
+}
+
+func (s *Server) maxReplyBytes() int64 {
+	if s.MaxReplyBytes > 0 {
+		return s.MaxReplyBytes
+	}
+	return 64 << 20
 }
 
 func (s *Server) maxInFlight() int {

@@ -501,6 +501,9 @@ func (c *upConn) readLoop() {
 		}
 		c.awaiting.Add(-1)
 		cl.reply = append(cl.reply[:0], v.Raw...)
+		if o := cl.owner; o != nil {
+			o.held.Add(int64(len(cl.reply)))
+		}
 		if cl.kind == shapeRelay {
 			c.monitor = cl.cmd == "MONITOR"
 			c.relay.Store(true)

@@ -75,9 +75,9 @@ makes one); it must exist when the proxy starts.
 // proxyFlags are the settings of squeeze proxy.
 type proxyFlags struct {
 	listen, upstream, upstreamCA, codecName, metrics, scripts, logLevel, logFormat string
-	minSize, maxValue                                                              units.SizeFlag
+	minSize, maxValue, clientBuffer                                                units.SizeFlag
 	minGain                                                                        float64
-	shared, procs                                                                  int
+	shared, procs, maxInFlight                                                     int
 	pprof                                                                          bool
 
 	dict string // --dict: a published dictionary id, or "none"
@@ -93,6 +93,9 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.Var(&p.minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
 	fs.Float64Var(&p.minGain, "min-gain", codec.DefaultMinGain, "store raw when compression saves less than this fraction")
 	fs.Var(&p.maxValue, "max-value", "refuse to decode values larger than this (e.g. 512MiB)")
+	p.clientBuffer = 64 << 20
+	fs.Var(&p.clientBuffer, "client-buffer", "stop reading a client's commands while this much of its replies waits to be written (a slow reader)")
+	fs.IntVar(&p.maxInFlight, "max-in-flight", 256, "stop reading a client's commands while this many await their replies")
 	fs.StringVar(&p.metrics, "metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9121)")
 	fs.StringVar(&p.scripts, "scripts", "pass", "EVAL/EVALSHA/FCALL: pass (scripts see stored, compressed bytes) or reject")
 	fs.IntVar(&p.shared, "shared-conns", 2, "pipelined upstream connections shared by all clients")
@@ -209,7 +212,11 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 	if err != nil {
 		return nil, usageError("--max-value: %v", err)
 	}
-	s := &proxy.Server{Upstream: p.upstream, Encoder: enc, Decoder: dec, SharedConns: p.shared, Logger: logger}
+	if p.maxInFlight < 1 || p.clientBuffer < 1 {
+		return nil, usageError("--max-in-flight and --client-buffer must be positive")
+	}
+	s := &proxy.Server{Upstream: p.upstream, Encoder: enc, Decoder: dec, SharedConns: p.shared, Logger: logger,
+		MaxInFlight: p.maxInFlight, MaxReplyBytes: int64(p.clientBuffer)}
 	if p.upstreamCA != "" {
 		pem, err := os.ReadFile(p.upstreamCA)
 		if err != nil {

@@ -69,6 +69,7 @@ func TestProxySettings_Errors(t *testing.T) {
 		{[]string{"--upstream-ca", bad}, "no PEM certificate"},
 		{[]string{"--pprof"}, "--pprof needs --metrics"},
 		{[]string{"--procs", "-2"}, "--procs must be"},
+		{[]string{"--max-in-flight", "0"}, "--max-in-flight and --client-buffer must be positive"},
 	}
 	for _, tt := range tests {
 		var stderr bytes.Buffer
