@@ -30,6 +30,7 @@ import (
 // client back to its own goroutine, which gives it to the poller again
 // once its state allows.
 type poller struct {
+	srv     *Server
 	epfd    int
 	file    *os.File // epfd, registered with Go's network poller
 	rc      syscall.RawConn
@@ -42,7 +43,7 @@ type poller struct {
 var errNoPoller = errors.New("no event loop on this system")
 
 // newPoller creates a poller and starts its goroutine.
-func newPoller() (*poller, error) {
+func newPoller(srv *Server) (*poller, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
@@ -57,7 +58,7 @@ func newPoller() (*poller, error) {
 		f.Close()
 		return nil, err
 	}
-	p := &poller{epfd: epfd, file: f, rc: rc, events: make([]syscall.EpollEvent, 128), clients: map[int32]*client{}}
+	p := &poller{srv: srv, epfd: epfd, file: f, rc: rc, events: make([]syscall.EpollEvent, 128), clients: map[int32]*client{}}
 	go p.loop()
 	return p, nil
 }
@@ -148,6 +149,7 @@ func (p *poller) loop() {
 			p.mu.Unlock()
 			return
 		}
+		held := p.srv.pool.holdWrites()
 		for i := 0; i < n; i++ {
 			fd := p.events[i].Fd
 			p.mu.Lock()
@@ -156,11 +158,22 @@ func (p *poller) loop() {
 			if c == nil {
 				continue
 			}
-			if end := c.loopStep(); end != endStay {
+			end := c.loopStep()
+			if end != endStay {
+				// What the loop sent for c must reach Redis before the
+				// goroutine sends more.
+				p.srv.pool.releaseWrites(held)
+				held = held[:0]
 				p.unregister(c, fd)
 				c.handback <- end
+			} else if queuedTooMany(held) {
+				// Unwritten calls count against the connection's queue
+				// of calls awaiting replies, which must not fill up.
+				p.srv.pool.releaseWrites(held)
+				held = p.srv.pool.holdWrites()
 			}
 		}
+		p.srv.pool.releaseWrites(held)
 	}
 }
 

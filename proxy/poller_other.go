@@ -10,7 +10,7 @@ type poller struct{}
 // errNoPoller says why: not an error to log.
 var errNoPoller = errors.New("no event loop on this system")
 
-func newPoller() (*poller, error) { return nil, errNoPoller }
+func newPoller(*Server) (*poller, error) { return nil, errNoPoller }
 
 func (p *poller) run(c *client) readEnd { return endToGoroutine }
 

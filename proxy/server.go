@@ -183,7 +183,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.ln = ln
 	if !s.GoroutineReads && s.pollers == nil {
 		for range runtime.GOMAXPROCS(0) {
-			p, err := newPoller()
+			p, err := newPoller(s)
 			if err != nil {
 				if !errors.Is(err, errNoPoller) {
 					s.logger().Warn("reading each client from its own goroutine", "err", err)

@@ -613,6 +613,61 @@ func (p *pool) get(ctx context.Context, i int) (*upConn, error) {
 	return c, nil
 }
 
+// holdWrites makes the caller the writer of every live shared connection
+// that nobody is writing to, so that what clients send meanwhile collects
+// in the connections' queues: an event loop holds them while it handles
+// the clients that are ready, then releases them, and the requests of all
+// those clients reach Redis in one write per connection.
+func (p *pool) holdWrites() []*upConn {
+	var held []*upConn
+	p.mu.Lock()
+	for _, c := range p.conns {
+		if c == nil {
+			continue
+		}
+		c.mu.Lock()
+		if !c.dead && !c.writing {
+			c.writing = true
+			held = append(held, c)
+		}
+		c.mu.Unlock()
+	}
+	p.mu.Unlock()
+	return held
+}
+
+// releaseWrites ends holdWrites: each connection writes what was queued,
+// unless earlier requests still await their replies, in which case its
+// reader writes the queue when they come (as send does).
+func (p *pool) releaseWrites(held []*upConn) {
+	for _, c := range held {
+		c.mu.Lock()
+		if len(c.wbuf) > 0 && c.awaiting.Load() <= c.queued {
+			c.writeQueued() // unlocks
+			continue
+		}
+		c.writing = false
+		c.mu.Unlock()
+	}
+}
+
+// maxHeldCalls bounds the calls an event loop lets queue on a held
+// connection, far below the depth of its queue of calls in flight.
+const maxHeldCalls = 8192
+
+// queuedTooMany reports whether a held connection queued maxHeldCalls.
+func queuedTooMany(held []*upConn) bool {
+	for _, c := range held {
+		c.mu.Lock()
+		n := c.queued
+		c.mu.Unlock()
+		if n >= maxHeldCalls {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *pool) closeAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
