@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/squeeze-kv/squeeze/bench"
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/dictstore"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
@@ -36,7 +37,33 @@ func encoder(t *testing.T, alg string, opts ...codec.EncoderOption) *codec.Encod
 	return e
 }
 
-func doc(i int) []byte { return bench.JSONDocument(uint64(7000+i), 3000+i%7*500) }
+func doc(i int) []byte { return jsonDoc(uint64(7000+i), 3000+i%7*500) }
+
+// jsonDoc returns a JSON document of about size bytes, deterministic in
+// seed: records with the same fields and varied values, as an API returns.
+// (bench.JSONDocument would make an import cycle: bench uses compact.)
+func jsonDoc(seed uint64, size int) []byte {
+	r := rand.New(rand.NewPCG(seed, 7))
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"}
+	b := []byte(`{"items":[`)
+	for n := 0; len(b) < size-60; n++ {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = strconv.AppendUint(b, r.Uint64N(1e9), 10)
+		b = append(b, `,"name":"`...)
+		b = append(b, words[r.IntN(len(words))]...)
+		b = append(b, ' ')
+		b = append(b, words[r.IntN(len(words))]...)
+		b = append(b, `","score":`...)
+		b = strconv.AppendFloat(b, r.Float64()*100, 'f', 2, 64)
+		b = append(b, `,"active":`...)
+		b = strconv.AppendBool(b, r.IntN(2) == 0)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
 
 // fillS2 writes n JSON documents encoded with s2 at prefix0000...; every
 // other key gets a TTL of an hour.
@@ -223,7 +250,7 @@ func mustDict(t *testing.T) codec.Dictionary {
 	t.Helper()
 	samples := make([][]byte, 40)
 	for i := range samples {
-		samples[i] = bench.JSONDocument(uint64(90000+i), 2000)
+		samples[i] = jsonDoc(uint64(90000+i), 2000)
 	}
 	d, err := dictstore.TrainID(samples, 16<<10)
 	if err != nil {
@@ -362,7 +389,7 @@ func TestRun_ConcurrentWriter(t *testing.T) {
 		defer w.Close()
 		for writes = 0; writes < 20000 && !stop.Load(); writes++ {
 			i := (writes * 3) % n
-			v := bench.JSONDocument(uint64(writes+1)<<20, 2000+writes%1000)
+			v := jsonDoc(uint64(writes+1)<<20, 2000+writes%1000)
 			if err := w.Set(ctx, keys[i], s2.AppendEncode(nil, v), redis.KeepTTL).Err(); err != nil {
 				t.Error(err)
 				return

@@ -11,7 +11,7 @@ import (
 var everyCommand = [][]string{
 	{"encode"}, {"decode"}, {"inspect"}, {"demo"}, {"proxy"}, {"compact"},
 	{"counters", "get"}, {"counters", "incr"}, {"counters", "migrate"},
-	{"bench", "codecs"}, {"bench", "redis"}, {"bench", "docs"}, {"bench", "counters"},
+	{"bench", "codecs"}, {"bench", "redis"}, {"bench", "docs"}, {"bench", "counters"}, {"bench", "compact"},
 }
 
 // TestCLI_HelpOnStdout: --help of every command teaches (usage, examples,
