@@ -96,6 +96,11 @@ const (
 // does not track idle time (an LFU maxmemory-policy is selected).
 var ErrIdleUnavailable = errors.New("compact: OBJECT IDLETIME is unavailable: the server uses an LFU maxmemory-policy and does not track idle time; compact without the idleness check (MinIdle 0, --min-idle 0) or switch to an LRU policy")
 
+// ErrCluster is returned by Run when given a *redis.ClusterClient: SCAN
+// through it walks a single node. Run once per master, with a client of that
+// node.
+var ErrCluster = errors.New("compact: a cluster client's SCAN sees one node; run compact once per master node, with a client for that node")
+
 // Options configures Run. Zero fields have the defaults documented on each.
 type Options struct {
 	// Encoder writes the compacted values (the target codec, and its
@@ -150,15 +155,15 @@ type Options struct {
 
 // Skip reasons, the keys of Stats.Skipped.
 const (
-	SkipHot         = "hot"                   // used less than MinIdle ago
-	SkipNotString   = "not-a-string"          // hash, list, set, zset, stream
-	SkipReserved    = "squeeze-key"           // squeeze's own keys (dictionaries)
-	SkipRaw         = "raw"                   // not a frame, and IncludeRaw is off
-	SkipNoGain      = "no-gain"               // the new form saves less than MinGain
-	SkipChanged     = "changed-concurrently"  // written, deleted or expired after the read
-	SkipDecodeError = "decode-error"          // a corrupt frame, or one naming an unknown dictionary
-	SkipGone        = "gone"                  // deleted or expired between SCAN and GET
-	SkipEncodeError = "encode-does-not-round" // BUG guard: the new form did not decode to the value
+	SkipHot         = "hot"                  // used less than MinIdle ago
+	SkipNotString   = "not-a-string"         // hash, list, set, zset, stream
+	SkipReserved    = "squeeze-key"          // squeeze's own keys (dictionaries)
+	SkipRaw         = "raw"                  // not a frame, and IncludeRaw is off
+	SkipNoGain      = "no-gain"              // the new form saves less than MinGain
+	SkipChanged     = "changed-concurrently" // written, deleted or expired after the read
+	SkipDecodeError = "decode-error"         // a corrupt frame, or one naming an unknown dictionary
+	SkipGone        = "gone"                 // deleted or expired between SCAN and GET
+	SkipEncodeError = "verify-failed"        // BUG guard: the new form did not decode to the value
 )
 
 // Stats counts what Run did. Byte and memory figures cover the rewritten
@@ -230,6 +235,10 @@ func Run(ctx context.Context, rdb redis.UniversalClient, opts Options) (Stats, e
 	st := Stats{DryRun: opts.DryRun, Skipped: map[string]int{}}
 	if opts.Encoder == nil {
 		return st, errors.New("compact: Options.Encoder is nil")
+	}
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		// A cluster client's SCAN walks one node only.
+		return st, ErrCluster
 	}
 	if opts.Pattern == "" {
 		opts.Pattern = DefaultPattern

@@ -446,4 +446,10 @@ func TestRun_Errors(t *testing.T) {
 	if _, err := Run(context.Background(), nil, Options{}); err == nil {
 		t.Fatal("no encoder: no error")
 	}
+	// Rejected before any I/O: nothing listens at this address.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer cc.Close()
+	if _, err := Run(context.Background(), cc, Options{Encoder: encoder(t, "zstd:3")}); !errors.Is(err, ErrCluster) {
+		t.Fatalf("cluster client: %v", err)
+	}
 }

@@ -67,7 +67,7 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "compact", compactUsage)
 	url := fs.String("redis", "", "Redis server `URL` holding the data (required): redis://[user:pass@]host:port/db, rediss://, unix://")
 	pattern := fs.String("pattern", compact.DefaultPattern, "SCAN `GLOB` of the keys to compact")
-	codecName := fs.String("codec", "zstd:9", "target `codec`: zstd:9, zstd:19, brotli:9, ... (squeeze codec --help lists them)")
+	codecName := fs.String("codec", "zstd:9", "target `codec`: zstd:9, zstd:19, brotli:9, ... (all codecs: squeeze encode --help)")
 	dictID := fs.String("dict", "", "compress with the published dictionary `ID` (squeeze dict list; zstd codecs only)")
 	minIdle := fs.Duration("min-idle", 10*time.Minute, "skip keys used less than this long ago; 0 ignores idleness (needed under an LFU policy)")
 	rate := fs.Float64("rate", 5000, "most keys scanned per second; 0 for no limit")
