@@ -9,9 +9,9 @@ import (
 
 // everyCommand lists every command and subcommand line of squeeze.
 var everyCommand = [][]string{
-	{"encode"}, {"decode"}, {"inspect"}, {"demo"}, {"proxy"},
+	{"encode"}, {"decode"}, {"inspect"}, {"demo"}, {"proxy"}, {"compact"},
 	{"counters", "get"}, {"counters", "incr"}, {"counters", "migrate"},
-	{"bench", "codecs"}, {"bench", "redis"}, {"bench", "docs"}, {"bench", "counters"},
+	{"bench", "codecs"}, {"bench", "redis"}, {"bench", "docs"}, {"bench", "counters"}, {"bench", "compact"},
 }
 
 // TestCLI_HelpOnStdout: --help of every command teaches (usage, examples,

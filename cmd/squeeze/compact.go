@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/compact"
+	"github.com/squeeze-kv/squeeze/dictstore"
+	"github.com/squeeze-kv/squeeze/internal/units"
+)
+
+func init() {
+	register(command{Name: "compact", Summary: "recompress cold keys with a stronger codec, online, safe against concurrent writes", Run: runCompact})
+}
+
+const compactUsage = `
+Usage: squeeze compact --redis URL [flags]
+
+Writes want a fast codec (s2, zstd:1): every SET pays for compression. Keys
+that nobody has touched for a while can afford a strong one (zstd:9,
+zstd:19, brotli:9, zstd with a trained dictionary) that saves more memory.
+compact walks the keys matching --pattern (SCAN, in batches) and rewrites
+each cold string value with --codec, in place. Readers notice nothing: every
+squeeze frame names its codec, and the proxy and the client library decode
+whichever codec a key holds.
+
+What is safe and why:
+  - A key is rewritten only if it still holds the bytes compact read: the
+    write is one Lua script (GET, compare, SET ... KEEPTTL) that Redis runs
+    atomically. A value written by your application in the meantime is kept,
+    and counted as "changed-concurrently". TTLs are kept.
+  - The new form is decoded and compared with the value before it is
+    written: what readers get never changes.
+  - Keys used less than --min-idle ago (OBJECT IDLETIME) are left alone: hot
+    keys are rewritten often anyway, and compacting them costs your writers.
+    Under an LFU maxmemory-policy Redis does not track idle time: use
+    --min-idle 0 to compact regardless of use.
+  - Only strings are compacted. Hashes, lists, sets and sorted sets are
+    skipped ("not-a-string"), as are squeeze's own keys (squeeze:dict*),
+    corrupt frames ("decode-error", left as they are) and values stored
+    without a frame unless --include-raw: a writer may have stored them raw
+    on purpose, and applications reading them without squeeze would not
+    understand a frame.
+  - A value is rewritten only when the new form is at least --min-gain
+    smaller, so running compact again rewrites nothing new.
+  - --rate bounds the keys per second; --dry-run reads and measures and
+    writes nothing.
+
+Reading a value (GET) counts as using it: compacted keys look freshly used to
+an LRU eviction policy.
+
+Examples:
+  squeeze compact --redis redis://127.0.0.1:6379 --dry-run
+  squeeze compact --redis redis://127.0.0.1:6379 --pattern 'doc:*' --codec zstd:19 --min-idle 1h
+  squeeze compact --redis redis://127.0.0.1:6379 --pattern 'user:*' --dict 1690163204 --codec zstd:9
+  squeeze compact --redis unix:///run/redis.sock --codec brotli:9 --rate 1000 --json
+`
+
+func runCompact(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "compact", compactUsage)
+	url := fs.String("redis", "", "Redis server `URL` holding the data (required): redis://[user:pass@]host:port/db, rediss://, unix://")
+	pattern := fs.String("pattern", compact.DefaultPattern, "SCAN `GLOB` of the keys to compact")
+	codecName := fs.String("codec", "zstd:9", "target `codec`: zstd:9, zstd:19, brotli:9, ... (all codecs: squeeze encode --help)")
+	dictID := fs.String("dict", "", "compress with the published dictionary `ID` (squeeze dict list; zstd codecs only)")
+	minIdle := fs.Duration("min-idle", 10*time.Minute, "skip keys used less than this long ago; 0 ignores idleness (needed under an LFU policy)")
+	rate := fs.Float64("rate", 5000, "most keys scanned per second; 0 for no limit")
+	byteRate := units.SizeFlag(0)
+	fs.Var(&byteRate, "byte-rate", "most bytes of values read per second (e.g. 50MB); 0 for no limit")
+	minGain := fs.Float64("min-gain", 100*compact.DefaultMinGain, "rewrite only values whose stored size shrinks by at least this `percent`")
+	includeRaw := fs.Bool("include-raw", false, "also compact values stored without a squeeze frame")
+	count := fs.Int64("count", compact.DefaultScanCount, "SCAN COUNT: keys per batch")
+	workers := fs.Int("workers", 1, "encode on this many CPUs")
+	dryRun := fs.Bool("dry-run", false, "read and measure what compaction would save, write nothing")
+	asJSON := fs.Bool("json", false, "print the result as JSON for machines")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("compact takes no arguments (got %q); the keys come from --pattern", fs.Args())
+	}
+	if *url == "" {
+		return usageError("compact needs --redis URL: the Redis whose keys to recompress (e.g. --redis redis://127.0.0.1:6379); there is no throwaway server here")
+	}
+	alg, err := codec.ParseAlgorithm(*codecName)
+	if err != nil {
+		return usageError("--codec: %v", err)
+	}
+	if alg.ID == codec.IDNone {
+		return usageError("--codec none would decompress values; pick a compressing codec such as zstd:9")
+	}
+	var id uint64
+	if *dictID != "" {
+		id, err = strconv.ParseUint(*dictID, 10, 32)
+		if err != nil || id == 0 || id > dictstore.MaxID {
+			return usageError("--dict %q is not a dictionary id in 1..2147483647", *dictID)
+		}
+		if alg.ID != codec.IDZstd {
+			return usageError("--dict works with zstd codecs only, not %s", alg)
+		}
+	}
+	switch {
+	case *minIdle < 0:
+		return usageError("--min-idle must not be negative, got %v", *minIdle)
+	case *rate < 0:
+		return usageError("--rate must not be negative, got %v", *rate)
+	case *minGain < 0 || *minGain >= 100:
+		return usageError("--min-gain is a percentage in [0, 100), got %v", *minGain)
+	case *count <= 0:
+		return usageError("--count must be positive, got %d", *count)
+	case *workers <= 0:
+		return usageError("--workers must be positive, got %d", *workers)
+	}
+	rdb, err := openRedis(ctx, *url, 0)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	res, err := dictstore.NewResolver(rdb)
+	if err != nil {
+		return err
+	}
+	var encOpts []codec.EncoderOption
+	if id != 0 {
+		d, err := res.Dictionary(ctx, uint32(id))
+		if err != nil {
+			return fmt.Errorf("--dict %d: %w", id, err)
+		}
+		encOpts = append(encOpts, codec.WithDictionary(d))
+	}
+	enc, err := codec.NewEncoder(alg, encOpts...)
+	if err != nil {
+		return err
+	}
+	gain := *minGain / 100
+	if gain == 0 {
+		gain = -1 // any gain of a byte
+	}
+	total, _ := rdb.DBSize(ctx).Result() // an estimate: the pattern may match fewer
+	b := newBar(e, int(total), "compacting")
+	st, err := compact.Run(ctx, rdb, compact.Options{
+		Encoder: enc, Resolver: res, Pattern: *pattern, ScanCount: *count, MinIdle: *minIdle,
+		IncludeRaw: *includeRaw, MinGain: gain, KeysPerSecond: *rate, BytesPerSecond: float64(byteRate),
+		Workers: *workers, DryRun: *dryRun,
+		Progress: func(s compact.Stats) { b.step(int(min(s.Scanned, total)), int(total)) },
+	})
+	b.finish()
+	target := alg.String()
+	if id != 0 {
+		target += "+dict " + strconv.FormatUint(id, 10)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if *asJSON {
+		if jerr := printCompactJSON(e, st, target, *pattern); jerr != nil {
+			return jerr
+		}
+	} else {
+		printCompact(e, st, target, *pattern)
+	}
+	return err
+}
+
+func printCompactJSON(e env, st compact.Stats, target, pattern string) error {
+	enc := json.NewEncoder(e.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		compact.Stats
+		Codec          string  `json:"codec"`
+		Pattern        string  `json:"pattern"`
+		MemorySaved    int64   `json:"memory_saved_bytes"`
+		MemorySavedPct float64 `json:"memory_saved_pct"`
+		Seconds        float64 `json:"elapsed_s"`
+	}{st, target, pattern, st.MemorySaved(), round1(st.SavedPct()), st.Elapsed.Seconds()})
+}
+
+func printCompact(e env, st compact.Stats, target, pattern string) {
+	w := e.Stdout
+	verb := "rewrote"
+	if st.DryRun {
+		verb = "dry run: would rewrite"
+	}
+	secs := max(st.Elapsed.Seconds(), 1e-9)
+	fmt.Fprintf(w, "%s %d of %d keys matching %s with %s in %s (%.0f keys/s scanned, %s/s read)\n\n",
+		verb, st.Rewritten, st.Scanned, pattern, target, st.Elapsed.Round(time.Millisecond),
+		float64(st.Scanned)/secs, units.FormatSize(int64(float64(st.BytesRead)/secs)))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "keys scanned\t%d\t\n", st.Scanned)
+	fmt.Fprintf(tw, "read and re-encoded\t%d\t\n", st.Eligible)
+	fmt.Fprintf(tw, "rewritten\t%d\t\n", st.Rewritten)
+	reasons := make([]string, 0, len(st.Skipped))
+	for r := range st.Skipped {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		fmt.Fprintf(tw, "skipped: %s\t%d\t\n", r, st.Skipped[r])
+	}
+	tw.Flush()
+	if st.Rewritten == 0 {
+		return
+	}
+	memNote := "MEMORY USAGE"
+	if st.DryRun {
+		memNote = "MEMORY USAGE (after: estimated)"
+	}
+	fmt.Fprintf(w, "\nof the %d keys rewritten:\n", st.Rewritten)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "\tbefore\tafter\tsaved\t\n")
+	fmt.Fprintf(tw, "stored bytes\t%s\t%s\t%s\t\n", units.FormatSize(st.BytesBefore), units.FormatSize(st.BytesAfter), pct(st.BytesBefore, st.BytesAfter))
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", memNote, units.FormatSize(st.MemoryBefore), units.FormatSize(st.MemoryAfter), pct(st.MemoryBefore, st.MemoryAfter))
+	tw.Flush()
+}
+
+func pct(before, after int64) string {
+	if before == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(before-after)/float64(before))
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/dictstore"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+func TestCompact_CLI(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	s2, _ := codec.NewEncoder(codec.MustParseAlgorithm("s2"))
+	docs := map[string][]byte{}
+	for i := range 60 {
+		k := fmt.Sprintf("doc:%02d", i)
+		docs[k] = bench.JSONDocument(uint64(500+i), 5000)
+		rdb.Set(ctx, k, s2.AppendEncode(nil, docs[k]), 0)
+	}
+	rdb.Set(ctx, "other", "not mine", 0)
+	url := r.URL()
+
+	type result struct {
+		DryRun    bool           `json:"dry_run"`
+		Scanned   int            `json:"keys_scanned"`
+		Rewritten int            `json:"keys_rewritten"`
+		Skipped   map[string]int `json:"keys_skipped"`
+		Codec     string         `json:"codec"`
+		SavedPct  float64        `json:"memory_saved_pct"`
+		Saved     int64          `json:"memory_saved_bytes"`
+	}
+	compactJSON := func(args ...string) result {
+		t.Helper()
+		out, errs, code := runCLI(t, nil, append([]string{"compact", "--redis", url, "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("compact %v: exit %d: %s", args, code, errs)
+		}
+		var res result
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("--json: %v\n%s", err, out)
+		}
+		return res
+	}
+	// Everything is hot: the default --min-idle is 10 minutes.
+	if res := compactJSON("--pattern", "doc:*"); res.Rewritten != 0 || res.Skipped["hot"] != 60 {
+		t.Fatalf("hot keys: %+v", res)
+	}
+	res := compactJSON("--pattern", "doc:*", "--min-idle", "0", "--dry-run")
+	if !res.DryRun || res.Rewritten != 60 || res.SavedPct <= 0 || res.Codec != "zstd:9" {
+		t.Fatalf("dry run: %+v", res)
+	}
+	for k, v := range docs {
+		if h, _ := codec.ParseHeader([]byte(rdb.Get(ctx, k).Val())); h.ID != codec.IDS2 {
+			t.Fatalf("dry run rewrote %s (%v)", k, v[:0])
+		}
+	}
+	out, errs, code := runCLI(t, nil, "compact", "--redis", url, "--min-idle", "0", "--codec", "zstd:19")
+	if code != 0 || !strings.Contains(out, "rewrote 60 of 61 keys") || !strings.Contains(out, "skipped: raw") || !strings.Contains(out, "MEMORY USAGE") {
+		t.Fatalf("exit %d:\n%s%s", code, out, errs)
+	}
+	t.Logf("output:\n%s", out)
+	dec, _ := codec.NewDecoder()
+	for k, v := range docs {
+		stored := []byte(rdb.Get(ctx, k).Val())
+		got, err := dec.AppendDecode(nil, stored)
+		if h, _ := codec.ParseHeader(stored); err != nil || string(got) != string(v) || h.ID != codec.IDZstd {
+			t.Fatalf("%s: %v, codec %v", k, err, h.ID)
+		}
+	}
+	if rdb.Get(ctx, "other").Val() != "not mine" {
+		t.Fatal("raw value rewritten without --include-raw")
+	}
+
+	// With a published dictionary.
+	samples := make([][]byte, 30)
+	for i := range samples {
+		samples[i] = bench.JSONDocument(uint64(9000+i), 5000)
+	}
+	d, err := dictstore.TrainID(samples, 16<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dictstore.Publish(ctx, rdb, d, dictstore.Meta{ID: d.ID, Size: len(d.Data)}); err != nil {
+		t.Fatal(err)
+	}
+	id := strconv.FormatUint(uint64(d.ID), 10)
+	res = compactJSON("--min-idle", "0", "--codec", "zstd:3", "--dict", id, "--min-gain", "0")
+	if res.Codec != "zstd:3+dict "+id || res.Skipped["squeeze-key"] != 2 {
+		t.Fatalf("--dict: %+v", res)
+	}
+	t.Logf("--dict: %+v", res)
+
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"no redis", []string{"compact"}, 2, "", "needs --redis"},
+		{"bad codec", []string{"compact", "--redis", url, "--codec", "zip"}, 2, "", "--codec"},
+		{"none", []string{"compact", "--redis", url, "--codec", "none"}, 2, "", "decompress"},
+		{"dict lz4", []string{"compact", "--redis", url, "--codec", "lz4", "--dict", "40000"}, 2, "", "zstd codecs only"},
+		{"dict bad", []string{"compact", "--redis", url, "--dict", "x"}, 2, "", "not a dictionary id"},
+		{"dict missing", []string{"compact", "--redis", url, "--dict", "40000"}, 1, "", "squeeze:dict:40000"},
+		{"min gain", []string{"compact", "--redis", url, "--min-gain", "100"}, 2, "", "percentage"},
+		{"args", []string{"compact", "--redis", url, "doc:*"}, 2, "", "no arguments"},
+		{"bad flag", []string{"compact", "--nope"}, 2, "", "--help"},
+		{"help", []string{"compact", "--help"}, 0, "Examples:", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errs, code := runCLI(t, nil, tt.args...)
+			if code != tt.code || !strings.Contains(out, tt.stdout) || !strings.Contains(errs, tt.stderr) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, %q, %q", code, out, errs, tt.code, tt.stdout, tt.stderr)
+			}
+		})
+	}
+}
+
+// TestCompact_LFU: under an LFU policy the error says what to do.
+func TestCompact_LFU(t *testing.T) {
+	r := testutil.StartRedis(t, "--maxmemory-policy", "allkeys-lfu")
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	rdb.Set(context.Background(), "k", "v", 0)
+	_, errs, code := runCLI(t, nil, "compact", "--redis", r.URL())
+	if code != 1 || !strings.Contains(errs, "LFU") || !strings.Contains(errs, "--min-idle 0") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	_, errs, code = runCLI(t, nil, "compact", "--redis", r.URL(), "--min-idle", "0")
+	if code != 0 {
+		t.Fatalf("--min-idle 0: exit %d, stderr %q", code, errs)
+	}
+}
