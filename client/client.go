@@ -65,7 +65,8 @@ import (
 // Config is the compression policy of a Hook. Zero fields take the defaults
 // in their comments; they are the same options as the proxy's.
 type Config struct {
-	// Algorithm compresses new values. Zero means codec.DefaultAlgorithm
+	// Algorithm compresses new values. Zero means codec.DefaultAlgorithm,
+	// or zstd:1 with DictionaryID
 	// (to store values uncompressed, pass an Encoder for codec.IDNone).
 	Algorithm codec.Algorithm
 	// MinSize: values shorter than this are stored raw. Zero means
@@ -103,7 +104,7 @@ type Config struct {
 	// DictionaryID, when not zero, compresses new values with that
 	// published dictionary. NewHook loads it through Dictionaries (which
 	// must be set) and fails when it is not published; Algorithm must be a
-	// zstd level and Encoder nil. See "squeeze dict train --publish".
+	// zstd level (zero means zstd:1) and Encoder nil. See "squeeze dict train --publish".
 	DictionaryID uint32
 }
 
@@ -174,7 +175,11 @@ func NewHook(cfg Config) (*Hook, error) {
 			opts = append(opts, codec.WithMinGain(cfg.MinGain))
 		}
 		alg := cfg.Algorithm
-		if alg == (codec.Algorithm{}) {
+		switch {
+		case alg != (codec.Algorithm{}):
+		case cfg.DictionaryID != 0:
+			alg = codec.MustParseAlgorithm("zstd:1") // dictionaries are zstd's
+		default:
 			alg = codec.DefaultAlgorithm
 		}
 		enc, err := codec.NewEncoder(alg, opts...)

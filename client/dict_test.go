@@ -120,7 +120,7 @@ func TestHook_DictionaryReadAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, _ := codec.NewEncoder(codec.DefaultAlgorithm, codec.WithDictionary(d), codec.WithMinSize(0))
+	enc, _ := codec.NewEncoder(codec.MustParseAlgorithm("zstd:1"), codec.WithDictionary(d), codec.WithMinSize(0))
 	want := profile(7)
 	frame := string(enc.AppendEncode(nil, []byte(want)))
 	if n := testing.AllocsPerRun(100, func() {

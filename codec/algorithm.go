@@ -105,10 +105,12 @@ type Algorithm struct {
 	Level int
 }
 
-// DefaultAlgorithm is what squeeze uses when no codec is configured: zstd at
-// its fastest level, which keeps most of zstd's ratio on text and JSON at a
-// small fraction of zlib's cost.
-var DefaultAlgorithm = Algorithm{ID: IDZstd, Level: 1}
+// DefaultAlgorithm is what squeeze uses when no codec is configured: s2,
+// whose writes cost a small fraction of zlib's and whose reads cost almost
+// nothing, so that compression does not slow Redis down; it saves somewhat
+// less than zstd (65-90% on JSON instead of 75-92%), and squeeze compact
+// recompresses cold keys with a strong codec to win the rest.
+var DefaultAlgorithm = Algorithm{ID: IDS2, Level: 1}
 
 // Write and read policy defaults.
 const (

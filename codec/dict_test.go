@@ -25,8 +25,8 @@ func TestDictionary_SmallValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := mustEncoder(t, DefaultAlgorithm)
-	withDict := mustEncoder(t, DefaultAlgorithm, WithDictionary(d))
+	plain := mustEncoder(t, MustParseAlgorithm("zstd:1"))
+	withDict := mustEncoder(t, MustParseAlgorithm("zstd:1"), WithDictionary(d))
 	dec := mustDecoder(t, WithDictionaries(d))
 	var rawBytes, plainBytes, dictBytes int
 	for _, doc := range smallDocs(200, 2) { // other documents than the training set
@@ -66,7 +66,7 @@ func TestDictionary_Errors(t *testing.T) {
 	if _, err := NewEncoder(MustParseAlgorithm("lz4"), WithDictionary(d)); err == nil {
 		t.Error("dictionary accepted for lz4")
 	}
-	if _, err := NewEncoder(DefaultAlgorithm, WithDictionary(Dictionary{ID: 7, Data: d.Data})); err == nil {
+	if _, err := NewEncoder(MustParseAlgorithm("zstd:1"), WithDictionary(Dictionary{ID: 7, Data: d.Data})); err == nil {
 		t.Error("mismatched dictionary id accepted")
 	}
 	if _, err := NewDecoder(WithDictionaries(Dictionary{ID: 1, Data: []byte("not a dictionary")})); err == nil {

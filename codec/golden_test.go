@@ -83,7 +83,7 @@ func TestGoldenDictionaryFrame(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			enc := mustEncoder(t, DefaultAlgorithm, WithDictionary(d))
+			enc := mustEncoder(t, MustParseAlgorithm("zstd:1"), WithDictionary(d))
 			os.MkdirAll(dir, 0o755)
 			os.WriteFile(filepath.Join(dir, "40001.zdict"), d.Data, 0o644)
 			os.WriteFile(filepath.Join(dir, "zstd-dict-40001.bin"), enc.AppendEncode(nil, in), 0o644)

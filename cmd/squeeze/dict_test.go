@@ -234,7 +234,7 @@ func TestDict_Proxies(t *testing.T) {
 	}
 
 	// A frame naming a dictionary nobody published: an error naming the key.
-	enc, _ := codec.NewEncoder(codec.DefaultAlgorithm, codec.WithDictionary(mustDict(t, 40000)), codec.WithMinGain(-1))
+	enc, _ := codec.NewEncoder(codec.MustParseAlgorithm("zstd:1"), codec.WithDictionary(mustDict(t, 40000)), codec.WithMinGain(-1))
 	direct.Set(ctx, "orphan", enc.AppendEncode(nil, []byte(docs[0])), 0)
 	if _, err := reader.Get(ctx, "orphan").Result(); err == nil || !strings.Contains(err.Error(), "orphan") || !strings.Contains(err.Error(), "squeeze:dict:40000") {
 		t.Fatalf("GET of a value naming an unpublished dictionary: %v", err)

@@ -89,7 +89,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:6380", "address to accept clients on (host:port, or a unix socket path)")
 	fs.StringVar(&p.upstream, "upstream", "redis://127.0.0.1:6379", "the Redis server: redis://, rediss:// or unix:// URL")
 	fs.StringVar(&p.upstreamCA, "upstream-ca", "", "PEM file of the CA that signed a rediss:// upstream's certificate (default: the system's roots)")
-	fs.StringVar(&p.codecName, "codec", codec.DefaultAlgorithm.String(), "codec and level for new values (zstd:1, lz4, s2, brotli:5 ..., none)")
+	fs.StringVar(&p.codecName, "codec", "", "codec and level for new values (s2, zstd:1, lz4, brotli:5 ..., none; default "+codec.DefaultAlgorithm.String()+", or zstd:1 with --dict)")
 	fs.Var(&p.minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
 	fs.Float64Var(&p.minGain, "min-gain", codec.DefaultMinGain, "store raw when compression saves less than this fraction")
 	fs.Var(&p.maxValue, "max-value", "refuse to decode values larger than this (e.g. 512MiB)")
@@ -182,11 +182,35 @@ func proxyProcs(flagValue int, envValue string, cpus int) (int, error) {
 	return max(1, cpus/2), nil
 }
 
-// buildServer turns settings into a proxy.Server.
-func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer) (*proxy.Server, error) {
+// codecLabel names the codec of new values, for logs.
+func codecLabel(enc *codec.Encoder) string {
+	if enc == nil {
+		return "none"
+	}
+	return enc.Algorithm().String()
+}
+
+// algorithm is --codec, or the default: squeeze's, or zstd:1 with --dict
+// (dictionaries are zstd's).
+func (p *proxyFlags) algorithm() (codec.Algorithm, error) {
+	if p.codecName == "" {
+		if id, err := p.dictID(); err == nil && id != 0 {
+			return codec.MustParseAlgorithm("zstd:1"), nil
+		}
+		return codec.DefaultAlgorithm, nil
+	}
 	alg, err := codec.ParseAlgorithm(p.codecName)
 	if err != nil {
-		return nil, usageError("--codec: %v", err)
+		return alg, usageError("--codec: %v", err)
+	}
+	return alg, nil
+}
+
+// buildServer turns settings into a proxy.Server.
+func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer) (*proxy.Server, error) {
+	alg, err := p.algorithm()
+	if err != nil {
+		return nil, err
 	}
 	if p.minGain < 0 || p.minGain >= 1 {
 		return nil, usageError("--min-gain must be in [0, 1), got %v", p.minGain)
@@ -325,7 +349,7 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		defer hs.Close()
 		logger.Info("metrics", "addr", mln.Addr().String())
 	}
-	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "procs", procs, "upstream", redactURL(p.upstream), "codec", p.codecName, "dict", p.dict, "min_size", int64(p.minSize))
+	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "procs", procs, "upstream", redactURL(p.upstream), "codec", codecLabel(srv.Encoder), "dict", p.dict, "min_size", int64(p.minSize))
 	if err := probeUpstream(p.upstream); err != nil {
 		// Not fatal: a sidecar may start before its Redis. Commands get a
 		// clear error until the upstream answers, and the proxy keeps trying.

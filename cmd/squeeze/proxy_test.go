@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
@@ -33,7 +34,7 @@ func TestProxySettings_Precedence(t *testing.T) {
 		{"file", map[string]string{"SQUEEZE_CONFIG": cfg}, nil, "redis://file:1", "lz4", 1024, "reject"},
 		{"env beats file", map[string]string{"SQUEEZE_CONFIG": cfg, "SQUEEZE_UPSTREAM": "redis://env:2", "SQUEEZE_MIN_SIZE": "10"}, nil, "redis://env:2", "lz4", 10, "reject"},
 		{"flags beat env", map[string]string{"SQUEEZE_UPSTREAM": "redis://env:2"}, []string{"--config", cfg, "--upstream", "redis://flag:3", "--scripts=pass"}, "redis://flag:3", "lz4", 1024, "pass"},
-		{"defaults", nil, nil, "redis://127.0.0.1:6379", "zstd:1", 64, "pass"},
+		{"defaults", nil, nil, "redis://127.0.0.1:6379", "", 64, "pass"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,7 +136,7 @@ func TestProxyCommand(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`squeeze_proxy_values_total{outcome="compressed"} 1`, `squeeze_proxy_commands_total{cmd="GET"} 1`, `squeeze_proxy_connections_total`, `squeeze_proxy_command_seconds_bucket`, `squeeze_proxy_value_bytes_original_total{codec="zstd:1"} ` + strconv.Itoa(len(doc))} {
+	for _, want := range []string{`squeeze_proxy_values_total{outcome="compressed"} 1`, `squeeze_proxy_commands_total{cmd="GET"} 1`, `squeeze_proxy_connections_total`, `squeeze_proxy_command_seconds_bucket`, `squeeze_proxy_value_bytes_original_total{codec="` + codec.DefaultAlgorithm.String() + `"} ` + strconv.Itoa(len(doc))} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
