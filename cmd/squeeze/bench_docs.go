@@ -35,7 +35,9 @@ It measures on loopback, and, when run as root, over a constrained link that
 it builds itself: a network namespace joined by a veth pair shaped with
 tc netem (--rate, --rtt), with a redis-server inside the namespace. All of it
 is removed at the end. Without root it says so and measures loopback only.
-Kernels without netem get the rate alone (tc tbf), and the report says so.
+Kernels without netem get the rate alone (tc tbf with a 64 KiB bucket, so
+that no more than one GSO packet passes ahead of the rate), and the report
+says so.
 
 --json prints one array, a row per link, codec and size: codec, link,
 size_bytes, stored_bytes, repeats, upload_ms, download_ms (medians),
