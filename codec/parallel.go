@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -52,58 +53,61 @@ func parallelParts(n, c int) int {
 // starts with a repeat offset, so the elements of consecutive blocks make a
 // valid block of the concatenated input (s2.ConcatBlocks relies on the
 // same). Copies never cross a seam, which costs a little ratio.
+//
+// Each section is compressed straight into its own region of dst (its
+// worst-case size), and the bodies are then moved down behind the header:
+// no scratch buffers, which a sync.Pool would lose at every GC, and a
+// moved body is a quarter of the value or less.
 type s2Parallel struct {
-	fn      func(dst, src []byte) []byte
-	scratch sync.Pool // of *[]byte
+	fn func(dst, src []byte) []byte
 }
 
 func (z *s2Parallel) appendCompress(dst, src []byte, parts int) ([]byte, error) {
-	var wg sync.WaitGroup
-	bufs := make([]*[]byte, parts)
+	start := len(dst)
+	var hdr [binary.MaxVarintLen64]byte
+	hn := binary.PutUvarint(hdr[:], uint64(len(src)))
 	size := (len(src) + parts - 1) / parts
+	total := hn
+	for i := range parts {
+		total += s2.MaxEncodedLen(min(size, len(src)-i*size))
+	}
+	dst = grow(dst, total)
+	buf := dst[:start+total]
+	outs := make([][]byte, parts)
+	var wg sync.WaitGroup
+	off := start + hn
 	for i := range parts {
 		chunk := src[i*size : min((i+1)*size, len(src))]
-		b, _ := z.scratch.Get().(*[]byte)
-		if b == nil {
-			b = new([]byte)
-		}
-		bufs[i] = b
-		work := func() {
-			*b = z.fn((*b)[:cap(*b)], chunk)
-		}
+		region := buf[off : off+s2.MaxEncodedLen(len(chunk))]
+		off += len(region)
 		if i == parts-1 {
-			work() // the caller's goroutine takes the last section
+			outs[i] = z.fn(region, chunk) // the caller's goroutine takes the last section
 			continue
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); work() }()
+		go func() { defer wg.Done(); outs[i] = z.fn(region, chunk) }()
 	}
 	wg.Wait()
-	var hdr [binary.MaxVarintLen64]byte
-	hn := binary.PutUvarint(hdr[:], uint64(len(src)))
-	total := hn
-	for _, b := range bufs {
-		_, n := binary.Uvarint(*b)
-		total += len(*b) - n
+	copy(buf[start:], hdr[:hn])
+	end := start + hn
+	for _, o := range outs {
+		_, n := binary.Uvarint(o)
+		end += copy(buf[end:], o[n:])
 	}
-	dst = grow(dst, total)
-	dst = append(dst, hdr[:hn]...)
-	for _, b := range bufs {
-		_, n := binary.Uvarint(*b)
-		dst = append(dst, (*b)[n:]...)
-		z.scratch.Put(b)
-	}
-	return dst, nil
+	return buf[:end], nil
 }
 
 // zstdParallel compresses large values with klauspost's streaming encoder in
 // its job mode (WithConcurrentBlocks): the value is cut into sections that
 // are compressed at once, each seeing the end of the previous section, and
 // written in order as one standard zstd frame. Streaming encoders are not
-// safe for concurrent use, so they are pooled.
+// safe for concurrent use and are costly to build (hash tables per
+// goroutine), so up to one per goroutine of the Encoder's concurrency is
+// kept in a free list, which, unlike a sync.Pool, survives garbage
+// collections: the large values this path serves make many.
 type zstdParallel struct {
-	pool sync.Pool // of *zstdStream
-	err  error     // from building the first encoder
+	free chan *zstdStream
+	mk   func() (*zstdStream, error)
 }
 
 type zstdStream struct {
@@ -123,8 +127,8 @@ const zstdJobWindow = 128 << 10
 const zstdParallelMin = 3 * 4 * zstdJobWindow / 2
 
 func newZstdParallel(level zstd.EncoderLevel, concurrency int) (*zstdParallel, error) {
-	mk := func() (*zstdStream, error) {
-		s := &zstdStream{}
+	z := &zstdParallel{free: make(chan *zstdStream, concurrency)}
+	z.mk = func() (*zstdStream, error) {
 		enc, err := zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(level),
 			zstd.WithEncoderConcurrency(concurrency),
@@ -132,29 +136,25 @@ func newZstdParallel(level zstd.EncoderLevel, concurrency int) (*zstdParallel, e
 			zstd.WithWindowSize(zstdJobWindow),
 			zstd.WithEncoderCRC(false),
 		)
-		s.enc = enc
-		return s, err
+		return &zstdStream{enc: enc}, err
 	}
-	z := &zstdParallel{}
-	first, err := mk()
+	s, err := z.mk() // fail at NewEncoder, not at the first large value
 	if err != nil {
 		return nil, err
 	}
-	z.pool.Put(first)
-	z.pool.New = func() any {
-		s, err := mk()
-		if err != nil {
-			return nil
-		}
-		return s
-	}
+	z.free <- s
 	return z, nil
 }
 
 func (z *zstdParallel) appendCompress(dst, src []byte) ([]byte, error) {
-	s, _ := z.pool.Get().(*zstdStream)
-	if s == nil {
-		return dst, fmt.Errorf("codec: cannot build a parallel zstd encoder")
+	var s *zstdStream
+	select {
+	case s = <-z.free:
+	default:
+		var err error
+		if s, err = z.mk(); err != nil {
+			return dst, err
+		}
 	}
 	s.out.b = dst
 	s.enc.ResetContentSize(&s.out, int64(len(src)))
@@ -164,7 +164,10 @@ func (z *zstdParallel) appendCompress(dst, src []byte) ([]byte, error) {
 	}
 	out := s.out.b
 	s.out.b = nil
-	z.pool.Put(s)
+	select {
+	case z.free <- s:
+	default: // more goroutines than the list holds: let this one go
+	}
 	return out, err
 }
 

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -83,7 +84,8 @@ func TestWithConcurrency_Invalid(t *testing.T) {
 }
 
 // BenchmarkLargeEncode compares compressing one large JSON value on the
-// calling goroutine (conc=1) and on two (conc=2):
+// calling goroutine (conc=1) and on two (conc=2), with a garbage collection
+// before each value:
 //
 //	go test ./codec -run '^$' -bench LargeEncode -count 6 > out.txt
 //	benchstat -col /conc out.txt
@@ -100,6 +102,11 @@ func BenchmarkLargeEncode(b *testing.B) {
 					b.ReportAllocs()
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
+						// A program that moves large values makes garbage
+						// between them, and every GC empties sync.Pools.
+						b.StopTimer()
+						runtime.GC()
+						b.StartTimer()
 						dst = enc.AppendEncode(dst[:0], in)
 					}
 					b.ReportMetric(float64(len(in))/float64(max(len(dst), 1)), "ratio")
