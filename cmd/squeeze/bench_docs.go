@@ -160,7 +160,7 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 			links = append(links, link{l.Name, srdb, func() { srdb.Close(); l.Close() }})
 			fmt.Fprintf(e.Stderr, "shaped link: redis-server at %s behind %s\n", l.Addr, l.Name)
 			if l.Shaper == "tbf" {
-				notes = append(notes, "This kernel has no sch_netem: the shaped link limits the rate with tc tbf and adds no delay.")
+				notes = append(notes, fmt.Sprintf("This kernel has no sch_netem: the shaped link limits the rate with tc tbf (a %d-byte bucket, about one GSO packet, so at most that much crosses ahead of the rate) and adds no delay.", l.Burst))
 			}
 		case errors.Is(err, bench.ErrNotRoot) && *shaped == "auto":
 			fmt.Fprintf(e.Stderr, "bench docs: not root, so no shaped link (it needs network namespaces and tc); measuring loopback only\n")
