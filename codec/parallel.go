@@ -78,8 +78,9 @@ func (z *s2Parallel) appendCompress(dst, src []byte, parts int) ([]byte, error) 
 	off := start + hn
 	for i := range parts {
 		chunk := src[i*size : min((i+1)*size, len(src))]
-		region := buf[off : off+s2.MaxEncodedLen(len(chunk))]
-		off += len(region)
+		bound := s2.MaxEncodedLen(len(chunk))
+		region := buf[off : off+bound : off+bound] // capped: no section writes into the next
+		off += bound
 		if i == parts-1 {
 			outs[i] = z.fn(region, chunk) // the caller's goroutine takes the last section
 			continue
