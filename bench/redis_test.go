@@ -210,13 +210,34 @@ func TestShapedLink(t *testing.T) {
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	// 2 MB over 100 Mbit/s takes at least 160 ms; loopback takes a few.
+	// The shaping must hold from the first 64 KiB on (what one GSO packet
+	// needs): n bytes cross a 100 Mbit/s link in no less than
+	// (n - 64 KiB) * 8 / 100e6 seconds, whatever the headers add, in both
+	// directions. The earlier 512 KiB bucket let 2 MB through in about
+	// 118 ms, under this bound; loopback takes a few ms.
+	const n, rate, ahead = 2_000_000, 100e6, 64 << 10
+	if l.Shaper == "tbf" && l.Burst != DefaultBurst {
+		t.Fatalf("tbf burst %d, want DefaultBurst %d", l.Burst, DefaultBurst)
+	}
+	floor := time.Duration(float64(n-ahead) * 8 / rate * float64(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	start := time.Now()
-	if err := rdb.Set(context.Background(), "k", make([]byte, 2e6), 0).Err(); err != nil {
+	if err := rdb.Set(ctx, "k", make([]byte, n), 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Errorf("2 MB crossed the 100mbit link in %v: the link is not shaped", d)
+	if d := time.Since(start); d < floor {
+		t.Errorf("SET: 2 MB crossed the 100mbit link in %v, under the %v the rate allows: the link is not shaped", d, floor)
+	}
+	start = time.Now()
+	if b, err := rdb.Get(ctx, "k").Bytes(); err != nil || len(b) != n {
+		t.Fatalf("GET: %d bytes, err %v", len(b), err)
+	}
+	if d := time.Since(start); d < floor {
+		t.Errorf("GET: 2 MB crossed the 100mbit link in %v, under the %v the rate allows: the link is not shaped", d, floor)
+	}
+	if _, err := StartShapedLink(context.Background(), LinkOptions{Burst: 1500}); err == nil || !strings.Contains(err.Error(), "burst") {
+		t.Errorf("a 1500-byte burst: err = %v, want an error about the burst", err)
 	}
 	ns := l.ns
 	if err := l.Close(); err != nil {

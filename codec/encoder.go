@@ -90,11 +90,19 @@ type Encoder struct {
 	checksum bool
 	dict     *Dictionary
 	comp     compressor
+	// concurrency caps the goroutines of one large value (WithConcurrency).
+	concurrency int
 }
 
 // compressor appends the payload of src to dst.
 type compressor interface {
 	appendCompress(dst, src []byte) ([]byte, error)
+}
+
+// parallelCompressor is a compressor that can also cut a value into parts
+// compressed at once (see WithConcurrency); parts is at least 2.
+type parallelCompressor interface {
+	appendCompressParallel(dst, src []byte, parts int) ([]byte, error)
 }
 
 // NewEncoder returns an Encoder for a. It fails if a names an unknown codec
@@ -106,14 +114,14 @@ func NewEncoder(a Algorithm, opts ...EncoderOption) (*Encoder, error) {
 	if canon, _ := ParseAlgorithm(a.String()); canon != a {
 		return nil, fmt.Errorf("codec: invalid level %d for %s", a.Level, a.ID)
 	}
-	e := &Encoder{alg: a, minSize: DefaultMinSize, minGain: DefaultMinGain, checksum: true}
+	e := &Encoder{alg: a, minSize: DefaultMinSize, minGain: DefaultMinGain, checksum: true, concurrency: defaultConcurrency()}
 	for _, o := range opts {
 		if err := o(e); err != nil {
 			return nil, err
 		}
 	}
 	var err error
-	e.comp, err = newCompressor(a, e.dict)
+	e.comp, err = newCompressor(a, e.dict, e.concurrency)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +174,13 @@ func (e *Encoder) appendFrame(dst, src []byte) ([]byte, bool) {
 	} else {
 		limit = -1 // ...unless the caller asked for frames always
 	}
-	out, err := e.comp.appendCompress(dst, src)
+	var out []byte
+	var err error
+	if p, ok := e.comp.(parallelCompressor); ok && parallelParts(len(src), e.concurrency) > 1 {
+		out, err = p.appendCompressParallel(dst, src, parallelParts(len(src), e.concurrency))
+	} else {
+		out, err = e.comp.appendCompress(dst, src)
+	}
 	if err != nil || (limit >= 0 && len(out)-len(dst) > limit) {
 		return out, false
 	}
@@ -195,7 +209,7 @@ func grow(dst []byte, n int) []byte {
 	return out
 }
 
-func newCompressor(a Algorithm, d *Dictionary) (compressor, error) {
+func newCompressor(a Algorithm, d *Dictionary, concurrency int) (compressor, error) {
 	switch a.ID {
 	case IDNone:
 		return noneCompressor{}, nil
@@ -213,7 +227,13 @@ func newCompressor(a Algorithm, d *Dictionary) (compressor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return zstdCompressor{enc}, nil
+		z := zstdCompressor{enc: enc}
+		if d == nil && concurrency > 1 { // the job mode takes no dictionary
+			if z.par, err = newZstdParallel(zstd.EncoderLevelFromZstd(a.Level), concurrency); err != nil {
+				return nil, err
+			}
+		}
+		return z, nil
 	case IDLZ4:
 		if a.Level == 0 {
 			return &lz4Compressor{pool: sync.Pool{New: func() any { return new(lz4.Compressor) }}}, nil
@@ -221,7 +241,8 @@ func newCompressor(a Algorithm, d *Dictionary) (compressor, error) {
 		lvl := lz4.CompressionLevel(1 << (8 + a.Level))
 		return &lz4Compressor{pool: sync.Pool{New: func() any { return &lz4.CompressorHC{Level: lvl} }}}, nil
 	case IDS2, IDSnappy:
-		return s2Compressor{fn: s2Funcs[boolIndex(a.ID == IDSnappy)][a.Level-1]}, nil
+		fn := s2Funcs[boolIndex(a.ID == IDSnappy)][a.Level-1]
+		return s2Compressor{fn: fn, par: &s2Parallel{fn: fn}}, nil
 	case IDBrotli:
 		return newStreamCompressor(func(w *appendWriter) streamWriter {
 			return brotli.NewWriterLevel(w, a.Level)
@@ -253,10 +274,20 @@ func (noneCompressor) appendCompress(dst, src []byte) ([]byte, error) {
 	return append(dst, src...), nil
 }
 
-type zstdCompressor struct{ enc *zstd.Encoder }
+type zstdCompressor struct {
+	enc *zstd.Encoder
+	par *zstdParallel // nil with a dictionary or a concurrency of 1
+}
 
 func (z zstdCompressor) appendCompress(dst, src []byte) ([]byte, error) {
 	return z.enc.EncodeAll(src, dst), nil
+}
+
+func (z zstdCompressor) appendCompressParallel(dst, src []byte, parts int) ([]byte, error) {
+	if z.par == nil || len(src) < zstdParallelMin {
+		return z.appendCompress(dst, src)
+	}
+	return z.par.appendCompress(dst, src)
 }
 
 // blockCompressor is lz4's fast or HC block compressor; neither is safe for
@@ -289,7 +320,17 @@ var s2Funcs = [2][3]func(dst, src []byte) []byte{
 	{s2.EncodeSnappy, s2.EncodeSnappyBetter, s2.EncodeSnappyBest},
 }
 
-type s2Compressor struct{ fn func(dst, src []byte) []byte }
+type s2Compressor struct {
+	fn  func(dst, src []byte) []byte
+	par *s2Parallel
+}
+
+func (z s2Compressor) appendCompressParallel(dst, src []byte, parts int) ([]byte, error) {
+	if s2.MaxEncodedLen(len(src)) < 0 {
+		return dst, fmt.Errorf("codec: value of %d bytes too large for s2", len(src))
+	}
+	return z.par.appendCompress(dst, src, parts)
+}
 
 func (z s2Compressor) appendCompress(dst, src []byte) ([]byte, error) {
 	bound := s2.MaxEncodedLen(len(src))

@@ -35,7 +35,9 @@ It measures on loopback, and, when run as root, over a constrained link that
 it builds itself: a network namespace joined by a veth pair shaped with
 tc netem (--rate, --rtt), with a redis-server inside the namespace. All of it
 is removed at the end. Without root it says so and measures loopback only.
-Kernels without netem get the rate alone (tc tbf), and the report says so.
+Kernels without netem get the rate alone (tc tbf with a 64 KiB bucket, so
+that no more than one GSO packet passes ahead of the rate), and the report
+says so.
 
 --json prints one array, a row per link, codec and size: codec, link,
 size_bytes, stored_bytes, repeats, upload_ms, download_ms (medians),
@@ -158,7 +160,7 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 			links = append(links, link{l.Name, srdb, func() { srdb.Close(); l.Close() }})
 			fmt.Fprintf(e.Stderr, "shaped link: redis-server at %s behind %s\n", l.Addr, l.Name)
 			if l.Shaper == "tbf" {
-				notes = append(notes, "This kernel has no sch_netem: the shaped link limits the rate with tc tbf and adds no delay.")
+				notes = append(notes, fmt.Sprintf("This kernel has no sch_netem: the shaped link limits the rate with tc tbf (a %d-byte bucket, about one GSO packet, so at most that much crosses ahead of the rate) and adds no delay.", l.Burst))
 			}
 		case errors.Is(err, bench.ErrNotRoot) && *shaped == "auto":
 			fmt.Fprintf(e.Stderr, "bench docs: not root, so no shaped link (it needs network namespaces and tc); measuring loopback only\n")
