@@ -33,7 +33,7 @@ type RedisOptions struct {
 	// per codec on a loopback port in front of Client's server.
 	Paths []string
 	// Codecs measured on the library path besides "none" (which is always
-	// measured, as the baseline). Default zstd:1 (squeeze's default) and
+	// measured, as the baseline). Default codec.DefaultAlgorithm (s2) and
 	// zlib:6 (the seed's approach).
 	Codecs []codec.Algorithm
 	// Workloads: WorkloadRead, WorkloadWrite, WorkloadReadWrite (default all).

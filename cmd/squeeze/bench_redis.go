@@ -74,7 +74,7 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "bench redis", benchRedisUsage)
 	url := fs.String("redis", "", "Redis URL (redis://host:port/db); default: start a throwaway redis-server")
 	paths := fs.String("path", "direct,library,proxy", "paths to measure: direct, library, proxy")
-	codecs := fs.String("codecs", "zstd:1,zlib:6", "codecs on the library path besides none (zlib:6 is the seed's approach)")
+	codecs := fs.String("codecs", "s2,zstd:1,zlib:6", "codecs on the library path besides none (s2 is squeeze's default, zlib:6 the seed's approach)")
 	sizes := fs.String("sizes", "0,16.6kB,47.5kB,221.9kB,4.2MB", "value sizes")
 	iters := fs.String("iterations", "1,10,100,1000", "iteration counts per timed run")
 	repeat := fs.Int("repeat", 10, "repeats per cell (the median is reported)")

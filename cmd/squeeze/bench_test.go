@@ -107,10 +107,10 @@ func TestBenchRedis_Quick(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("--json output is not a JSON array: %v\n%s", err, out)
 	}
-	// direct none + library and proxy with none, zstd:1, zlib:6; 3
+	// direct none + library and proxy with none, s2, zstd:1, zlib:6; 3
 	// workloads; 2 sizes; 2 counts.
-	if len(rows) != 7*3*2*2 {
-		t.Fatalf("%d rows, want 84", len(rows))
+	if want := 9 * 3 * 2 * 2; len(rows) != want {
+		t.Fatalf("%d rows, want %d", len(rows), want)
 	}
 	seen := map[string]bool{}
 	for _, r := range rows {
