@@ -497,6 +497,12 @@ func usedMemory(ctx context.Context, rdb *redis.Client) (used, dataset int64, er
 	if err != nil {
 		return 0, 0, fmt.Errorf("INFO memory: %w", err)
 	}
+	return parseMemoryInfo(info)
+}
+
+// parseMemoryInfo reads used_memory and used_memory_dataset from the text
+// of INFO memory.
+func parseMemoryInfo(info string) (used, dataset int64, err error) {
 	found := 0
 	for _, line := range strings.Split(info, "\n") {
 		line = strings.TrimSpace(line)
@@ -507,9 +513,15 @@ func usedMemory(ctx context.Context, rdb *redis.Client) (used, dataset int64, er
 			found++
 		}
 		if v, ok := strings.CutPrefix(line, "used_memory_dataset:"); ok {
-			if dataset, err = strconv.ParseInt(v, 10, 64); err != nil {
-				return 0, 0, fmt.Errorf("INFO used_memory_dataset %q: %w", v, err)
+			// Redis prints used_memory minus its overhead as an unsigned
+			// number, which wraps around when the overhead (client
+			// buffers, after heavy traffic) exceeds it: read it back as
+			// the negative number it is, so that differences stay right.
+			u, perr := strconv.ParseUint(v, 10, 64)
+			if perr != nil {
+				return 0, 0, fmt.Errorf("INFO used_memory_dataset %q: %w", v, perr)
 			}
+			dataset = int64(u)
 			found++
 		}
 	}

@@ -328,3 +328,29 @@ func TestRunRedis_Dict(t *testing.T) {
 		t.Errorf("4 kB document with dictionary stored in %d bytes, without %d", d.StoredBytes, p.StoredBytes)
 	}
 }
+
+func TestParseMemoryInfo(t *testing.T) {
+	for _, tt := range []struct {
+		info          string
+		used, dataset int64
+		err           string
+	}{
+		{"# Memory\r\nused_memory:1048576\r\nused_memory_dataset:524288\r\n", 1 << 20, 1 << 19, ""},
+		// Overhead above used_memory: Redis prints the wrapped unsigned value.
+		{"used_memory:1000\r\nused_memory_dataset:18446744073702339392\r\n", 1000, -7212224, ""},
+		{"used_memory:1000\r\n", 0, 0, "lacks"},
+		{"used_memory:x\r\nused_memory_dataset:1\r\n", 0, 0, `used_memory "x"`},
+		{"used_memory:1\r\nused_memory_dataset:-5\r\n", 0, 0, `used_memory_dataset "-5"`},
+	} {
+		used, dataset, err := parseMemoryInfo(tt.info)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: error %v, want %q", tt.info, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || used != tt.used || dataset != tt.dataset {
+			t.Errorf("%q: %d, %d, %v; want %d, %d", tt.info, used, dataset, err, tt.used, tt.dataset)
+		}
+	}
+}
