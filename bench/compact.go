@@ -250,3 +250,53 @@ func memoryUsage(ctx context.Context, rdb *redis.Client, keys []string) (float64
 	}
 	return sum, nil
 }
+
+// CompactReport turns the compaction study's rows into a report: the table,
+// and a chart of the memory saved per size as written and after each
+// compaction.
+func CompactReport(command string, rows []CompactRow) Report {
+	r := Report{Title: "squeeze bench compact", Command: command,
+		Tables: []Table{{Name: "compact", Title: "Memory before and after compaction (MEMORY USAGE per key)", Rows: rows}}}
+	var sizes []int
+	var targets []string
+	for _, row := range rows {
+		if !containsInt(sizes, row.SizeBytes) {
+			sizes = append(sizes, row.SizeBytes)
+		}
+		if !contains(targets, row.Target) {
+			targets = append(targets, row.Target)
+		}
+	}
+	if len(rows) == 0 {
+		return r
+	}
+	chart := BarChart{Name: "compact-memory", Title: "Memory saved: as written, and after compaction",
+		Caption: "Percent of the uncompressed documents' Redis memory saved (MEMORY USAGE per key), written with " + rows[0].Write + ", then compacted to each codec.",
+		YLabel:  "% of memory saved"}
+	written := BarSeries{Label: "written " + rows[0].Write}
+	for _, s := range sizes {
+		chart.Groups = append(chart.Groups, FormatSize(int64(s)))
+		for _, row := range rows {
+			if row.SizeBytes == s {
+				written.Values = append(written.Values, row.SavedWritePct)
+				break
+			}
+		}
+	}
+	chart.Series = append(chart.Series, written)
+	for _, t := range targets {
+		ser := BarSeries{Label: "compacted " + t}
+		for _, s := range sizes {
+			v := 0.0
+			for _, row := range rows {
+				if row.SizeBytes == s && row.Target == t {
+					v = row.SavedCompactPct
+				}
+			}
+			ser.Values = append(ser.Values, v)
+		}
+		chart.Series = append(chart.Series, ser)
+	}
+	r.Bars = []BarChart{chart}
+	return r
+}

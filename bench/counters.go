@@ -629,3 +629,54 @@ func runIncrLoad(ctx context.Context, cfg CountersConfig, layout string, depth, 
 	}
 	return done.Load(), secs, ctx.Err()
 }
+
+// CountersReport turns the counters study's rows into a report: the table,
+// and charts of bytes per counter and increments per second per layout.
+func CountersReport(command string, rows []CountersRow) Report {
+	r := Report{Title: "squeeze bench counters", Command: command,
+		Tables: []Table{{Name: "counters", Title: "Counters: memory and increments per second", Rows: rows}}}
+	if len(rows) == 0 {
+		return r
+	}
+	var layouts []string
+	var pipes []int
+	for _, row := range rows {
+		if !contains(layouts, row.Layout) {
+			layouts = append(layouts, row.Layout)
+		}
+		if !containsInt(pipes, row.Pipeline) {
+			pipes = append(pipes, row.Pipeline)
+		}
+	}
+	mem := BarChart{Name: "counters-memory", Title: "Bytes per counter",
+		Caption: fmt.Sprintf("used_memory delta over the bulk load of %d entities x %d days, per counter.", rows[0].Entities, rows[0].Days),
+		YLabel:  "bytes per counter", Groups: layouts, Series: []BarSeries{{Label: "bytes per counter"}}}
+	speed := BarChart{Name: "counters-speed", Title: "Increments per second",
+		Caption: fmt.Sprintf("%d clients, %s driver over %s, by pipeline depth.", rows[0].Clients, rows[0].Driver, rows[0].Network),
+		YLabel:  "increments per second", Groups: layouts}
+	for _, l := range layouts {
+		v := 0.0
+		for _, row := range rows {
+			if row.Layout == l {
+				v = row.BytesPerCounter
+				break
+			}
+		}
+		mem.Series[0].Values = append(mem.Series[0].Values, v)
+	}
+	for _, p := range pipes {
+		ser := BarSeries{Label: fmt.Sprintf("pipeline %d", p)}
+		for _, l := range layouts {
+			v := 0.0
+			for _, row := range rows {
+				if row.Layout == l && row.Pipeline == p {
+					v = row.OpsPerS
+				}
+			}
+			ser.Values = append(ser.Values, v)
+		}
+		speed.Series = append(speed.Series, ser)
+	}
+	r.Bars = []BarChart{mem, speed}
+	return r
+}

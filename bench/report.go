@@ -37,6 +37,10 @@ type Report struct {
 	Crossovers []Crossover    `json:"crossovers,omitempty"`
 	Seed       []SeedSlowdown `json:"seed_slowdowns,omitempty"`
 	Targets    []TargetCheck  `json:"targets,omitempty"`
+	// Tables and Bars carry the results of studies without a section of
+	// their own (counters, compact).
+	Tables []Table    `json:"tables,omitempty"`
+	Bars   []BarChart `json:"-"`
 }
 
 // Chart is one written chart: PNG and SVG files in the report's charts/
@@ -75,6 +79,12 @@ func WriteReport(dir string, r Report) error {
 		name string
 		rows any
 	}{{"codecs", r.Codecs}, {"redis", r.Redis}, {"memory", r.Memory}, {"docs", r.Docs}, {"crossovers", r.Crossovers}}
+	for _, t := range r.Tables {
+		csvs = append(csvs, struct {
+			name string
+			rows any
+		}{t.Name, t.Rows})
+	}
 	var csvFiles []string
 	for _, c := range csvs {
 		if reflect.ValueOf(c.rows).Len() == 0 {
@@ -94,7 +104,7 @@ func WriteReport(dir string, r Report) error {
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	data := reportPage{Report: r, Charts: charts, CSVFiles: csvFiles, SeedRows: seedComparison(r)}
+	data := reportPage{Report: r, Charts: charts, CSVFiles: csvFiles, SeedRows: seedComparison(r), TablesHTML: htmlTables(r.Tables)}
 	if err := pageTemplate.Execute(f, data); err != nil {
 		f.Close()
 		return fmt.Errorf("report: index.html: %w", err)
@@ -292,6 +302,15 @@ func drawCharts(dir string, r Report) ([]Chart, error) {
 			return nil, err
 		}
 		if err := save(p, "memory", "Memory before and after compression", "MEMORY USAGE per key in Redis, by value size and codec.", 8*vg.Inch, 4.5*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
+	for _, bc := range r.Bars {
+		p, err := drawBarChart(bc)
+		if err != nil {
+			return nil, err
+		}
+		if err := save(p, bc.Name, bc.Title, bc.Caption, 7*vg.Inch, 4.5*vg.Inch); err != nil {
 			return nil, err
 		}
 	}
@@ -573,9 +592,10 @@ func docsChart(rows []DocRow, link, direction string) (*plot.Plot, error) {
 
 type reportPage struct {
 	Report
-	Charts   []Chart
-	CSVFiles []string
-	SeedRows []SeedRow
+	Charts     []Chart
+	CSVFiles   []string
+	SeedRows   []SeedRow
+	TablesHTML []tableHTML
 }
 
 // DataURI returns the chart's PNG as a data: URL, so that index.html needs
@@ -621,6 +641,13 @@ code { background: #f6f6f6; padding: 1px 4px; }
 <p>Command: <code>{{.Command}}</code><br>Generated: {{.Generated.Format "2006-01-02 15:04:05 UTC"}}{{if .Corpus}}<br>Corpus: {{.Corpus}}{{end}}</p>
 {{range .Notes}}<p>{{.}}</p>{{end}}
 <p>Raw results: <a href="results.json">results.json</a>{{range .CSVFiles}}, <a href="{{.}}">{{.}}</a>{{end}}. Each chart is also in charts/ as PNG and SVG.</p>
+
+{{range .TablesHTML}}
+<h2>{{.Title}}</h2>
+<table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
+{{range .Cells}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}
 
 {{if .Targets}}
 <h2>Figures to reach (issue 5), checked on this run</h2>

@@ -276,3 +276,41 @@ func TestWriteReport_OneIteration(t *testing.T) {
 		t.Fatalf("index.html: %v", err)
 	}
 }
+
+// TestWriteReport_TablesAndBars: a study without its own section gives a
+// table (CSV and HTML, columns from the JSON names) and a bar chart.
+func TestWriteReport_TablesAndBars(t *testing.T) {
+	type row struct {
+		Layout string  `json:"layout"`
+		Bytes  float64 `json:"bytes_per_counter"`
+		Hidden int     `json:"-"`
+	}
+	r := Report{Title: "counters",
+		Tables: []Table{{Name: "counters", Title: "Counters", Rows: []row{{"hex", 4.75, 1}, {"packed", 2.3125, 2}}}},
+		Bars: []BarChart{{Name: "counter-memory", Title: "Bytes per counter", YLabel: "bytes",
+			Groups: []string{"hex", "packed"}, Series: []BarSeries{{Label: "bytes", Values: []float64{4.75, 2.31}}}}},
+	}
+	dir := t.TempDir()
+	if err := WriteReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "counters.csv"))
+	if err != nil || string(csv) != "layout,bytes_per_counter\nhex,4.75\npacked,2.3125\n" {
+		t.Fatalf("counters.csv: %q, %v", csv, err)
+	}
+	page, _ := os.ReadFile(filepath.Join(dir, "index.html"))
+	for _, want := range []string{"<h2>Counters</h2>", "<th>bytes_per_counter</th>", "<td>2.31</td>", `id="counter-memory"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("index.html lacks %q", want)
+		}
+	}
+	for _, f := range []string{"charts/counter-memory.png", "charts/counter-memory.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	r.Bars[0].Series[0].Values = []float64{1}
+	if err := WriteReport(t.TempDir(), r); err == nil || !strings.Contains(err.Error(), "1 values for 2 groups") {
+		t.Fatalf("mismatched series: %v", err)
+	}
+}

@@ -57,11 +57,15 @@ func runBenchCompact(ctx context.Context, e env, args []string) error {
 	workers := fs.Int("workers", 1, "encode on this many CPUs during compaction")
 	quick := fs.Bool("quick", false, "a short run: sizes 16.6kB and 221.9kB, 8 documents each, zstd:9 and zstd:9+dict")
 	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of a table")
+	report := fs.String("report", "", "write an HTML report with a chart, JSON and CSV into this directory")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("bench compact: unexpected argument %q", fs.Arg(0))
+	}
+	if err := checkReportDir(*report); err != nil {
+		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -117,6 +121,13 @@ func runBenchCompact(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.Stderr, "bench compact: %d rows in %s\n", len(rows), time.Since(start).Round(100*time.Millisecond))
+	if *report != "" {
+		r := bench.CompactReport("squeeze bench "+strings.Join(append([]string{"compact"}, args...), " "), rows)
+		if err := bench.WriteReport(*report, r); err != nil {
+			return err
+		}
+		defer fmt.Fprintf(e.Stderr, "report: %s\n", reportPath(*report))
+	}
 	if *jsonOut {
 		return writeJSON(e.Stdout, rows)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,10 +48,12 @@ func TestBenchCompact_CLI(t *testing.T) {
 		t.Fatalf("rows out of order: %+v", rows)
 	}
 	// The table.
-	out, errs, code = runCLI(t, nil, "bench", "compact", "--redis", r.URL(), "--sizes", "16.6kB", "--keys", "4", "--codecs", "zstd:9")
+	dir := t.TempDir()
+	out, errs, code = runCLI(t, nil, "bench", "compact", "--redis", r.URL(), "--sizes", "16.6kB", "--keys", "4", "--codecs", "zstd:9", "--report", dir)
 	if code != 0 || !strings.Contains(out, "compacted to") || !strings.Contains(out, "zstd:9") {
 		t.Fatalf("exit %d:\n%s%s", code, out, errs)
 	}
+	checkReport(t, dir, "compact.csv", "charts/compact-memory.png", "charts/compact-memory.svg")
 
 	for _, bad := range [][]string{
 		{"--codecs", "lz4+dict"}, {"--codecs", "none"}, {"--codecs", "zip"}, {"--sizes", "0"}, {"--write", "x"}, {"--keys", "-1"}, {"extra"},
@@ -57,6 +61,17 @@ func TestBenchCompact_CLI(t *testing.T) {
 		_, errs, code := runCLI(t, nil, append([]string{"bench", "compact", "--redis", r.URL()}, bad...)...)
 		if code != 2 || !strings.Contains(errs, "bench compact") {
 			t.Errorf("%v: exit %d, stderr %q", bad, code, errs)
+		}
+	}
+}
+
+// checkReport checks that a --report directory has index.html, results.json
+// and the given files, none empty.
+func checkReport(t *testing.T, dir string, files ...string) {
+	t.Helper()
+	for _, f := range append([]string{"index.html", "results.json"}, files...) {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("report %s: %v", f, err)
 		}
 	}
 }

@@ -76,11 +76,15 @@ func runBenchCounters(ctx context.Context, e env, args []string) error {
 	driver := fs.String("driver", bench.CountersDriverRESP, "increment client: resp (lean raw connections: measures the server) or go-redis (the counters package's API: measures client and server)")
 	asJSON := fs.Bool("json", false, "print a JSON array of result rows instead of a table")
 	quick := fs.Bool("quick", false, "a short run: 10000 entities x 90 days, 50000 increments or 5s per measurement, 2 rounds")
+	report := fs.String("report", "", "write an HTML report with charts, JSON and CSV into this directory")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("bench counters takes no arguments (got %q)", fs.Arg(0))
+	}
+	if err := checkReportDir(*report); err != nil {
+		return err
 	}
 	if *entities <= 0 || *days <= 0 || *clients <= 0 || *pipeline <= 0 || *ops <= 0 || *dur <= 0 || *rounds <= 0 {
 		return usageError("--entities, --days, --clients, --pipeline, --ops, --duration and --rounds must be positive")
@@ -127,6 +131,13 @@ func runBenchCounters(ctx context.Context, e env, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if *report != "" {
+		r := bench.CountersReport("squeeze bench "+strings.Join(append([]string{"counters"}, args...), " "), rows)
+		if err := bench.WriteReport(*report, r); err != nil {
+			return err
+		}
+		defer fmt.Fprintf(e.Stderr, "report: %s\n", reportPath(*report))
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.Stdout)

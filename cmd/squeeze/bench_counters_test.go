@@ -24,10 +24,12 @@ func TestBenchCounters_CLI(t *testing.T) {
 	if len(rows) != 8 || rows[0].Layout != bench.CountersLayoutList || rows[7].Pipeline != 4 {
 		t.Fatalf("rows = %+v", rows)
 	}
-	out, errs, code = runCLI(t, nil, "bench", "counters", "--entities", "20", "--days", "5", "--clients", "2", "--pipeline", "1", "--ops", "50", "--layouts", "hex-hash-lua,packed-bitfield")
+	dir := t.TempDir()
+	out, errs, code = runCLI(t, nil, "bench", "counters", "--entities", "20", "--days", "5", "--clients", "2", "--pipeline", "1", "--ops", "50", "--layouts", "hex-hash-lua,packed-bitfield", "--report", dir)
 	if code != 0 || !strings.Contains(out, "packed-bitfield") || !strings.Contains(out, "bytes/counter") || strings.Contains(out, "list-lua") {
 		t.Fatalf("table: exit %d\n%s\n%s", code, out, errs)
 	}
+	checkReport(t, dir, "counters.csv", "charts/counters-memory.png", "charts/counters-speed.svg")
 	out, errs, code = runCLI(t, nil, "bench", "counters", "--unix", "--entities", "10", "--days", "5", "--clients", "2", "--pipeline", "1", "--ops", "20", "--layouts", "packed-bitfield", "--json")
 	if code != 0 || !strings.Contains(out, `"network": "unix"`) {
 		t.Fatalf("--unix: exit %d\n%s\n%s", code, out, errs)
