@@ -43,11 +43,14 @@
 //
 // # What is skipped
 //
-// Only string values are compacted. Hashes, lists, sets and sorted sets are
-// counted as SkipNotString: their elements can change one by one, and a
-// per-element compare-and-set would multiply round trips for values the
-// squeeze writers compress far less often (the proxy compresses hash field
-// values, and those stay in the codec they were written with).
+// String values and hash field values are compacted. A hash is read with
+// HSCAN and its fields are written back by HashCASScript, which sets each
+// field only if it still holds the bytes read (HSET keeps the key's TTL),
+// so a field written meanwhile keeps its newer value; the key counts as
+// rewritten when at least one field was. Lists, sets, sorted sets and
+// streams are counted as SkipNotString: list elements have no name to
+// compare and set by, set and sorted-set members are never compressed, and
+// a stream's entries are immutable.
 //
 // GET updates the key's access time, so a compacted key looks freshly used
 // to an LRU eviction policy and to a second run within MinIdle. OBJECT
@@ -156,7 +159,7 @@ type Options struct {
 // Skip reasons, the keys of Stats.Skipped.
 const (
 	SkipHot         = "hot"                  // used less than MinIdle ago
-	SkipNotString   = "not-a-string"         // hash, list, set, zset, stream
+	SkipNotString   = "not-a-string"         // list, set, zset, stream (strings and hashes are compacted)
 	SkipReserved    = "squeeze-key"          // squeeze's own keys (dictionaries)
 	SkipRaw         = "raw"                  // not a frame, and IncludeRaw is off
 	SkipNoGain      = "no-gain"              // the new form saves less than MinGain
@@ -326,15 +329,16 @@ func (r *runner) batch(ctx context.Context, keys []string) error {
 	if err != nil && !isPerKey(err) {
 		return fmt.Errorf("compact: TYPE/OBJECT IDLETIME: %w", err)
 	}
-	var cands []string
+	var cands, hashes []string
 	var candLens []int64
 	for i, k := range keys {
 		if dictstore.IsStoreKey(k) {
 			r.st.skip(SkipReserved)
 			continue
 		}
-		switch t := types[i].Val(); t {
-		case "string":
+		t := types[i].Val()
+		switch t {
+		case "string", "hash":
 		case "none":
 			r.st.skip(SkipGone)
 			continue
@@ -357,8 +361,20 @@ func (r *runner) batch(ctx context.Context, keys []string) error {
 				continue
 			}
 		}
+		if t == "hash" {
+			hashes = append(hashes, k)
+			continue
+		}
 		cands = append(cands, k)
 		candLens = append(candLens, lens[i].Val())
+	}
+	for _, k := range hashes {
+		if err := r.hash(ctx, k); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
 	// Steps 2-4 in chunks of at most BatchBytes of values.
 	for len(cands) > 0 {
