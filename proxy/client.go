@@ -186,6 +186,11 @@ func (c *client) loopable() bool {
 	return c.poller != nil && !c.noLoop && c.pinned == nil && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0
 }
 
+// maxLoopCommand is the largest command an event loop handles itself: a
+// larger one (a big value to compress) goes to the client's goroutine, so
+// that the loop's other clients do not wait for its compression.
+const maxLoopCommand = 256 << 10
+
 // loopSafe reports whether the poller may handle this command: one that
 // never waits for Redis or for room in the reply queue.
 func (c *client) loopSafe(info *cmdInfo, args [][]byte) bool {
@@ -323,7 +328,7 @@ func (c *client) process(inLoop bool) bool {
 			continue
 		}
 		info := lookup(args[0])
-		if inLoop && (!c.loopable() || !c.loopSafe(info, args)) {
+		if inLoop && (!c.loopable() || m > maxLoopCommand || !c.loopSafe(info, args)) {
 			c.handOff = true
 			break
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -37,6 +38,8 @@ type poller struct {
 	events  []syscall.EpollEvent
 	mu      sync.Mutex
 	clients map[int32]*client // by descriptor; the loop deletes, register adds
+	// handoffs counts clients given to their goroutine for a command.
+	handoffs atomic.Int64
 }
 
 // errNoPoller is what newPoller returns where there is no poller.
@@ -159,6 +162,9 @@ func (p *poller) loop() {
 				continue
 			}
 			end := c.loopStep()
+			if end == endToGoroutine {
+				p.handoffs.Add(1)
+			}
 			if end != endStay {
 				// What the loop sent for c must reach Redis before the
 				// goroutine sends more.

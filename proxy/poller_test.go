@@ -156,3 +156,38 @@ func TestPoller_ClientLeaves(t *testing.T) {
 		t.Fatalf("event loops still read %d clients", n)
 	}
 }
+
+// TestPoller_BigCommand: a command larger than maxLoopCommand is handled by
+// the client's goroutine (its value is compressed there), and the client
+// comes back to the loop after it.
+func TestPoller_BigCommand(t *testing.T) {
+	e := startEnv(t)
+	c := dialRaw(t, e.addr)
+	if got := c.do("SET", "small", "v"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	waitInLoop(t, e.srv, 1)
+	before := handoffs(e.srv)
+	big := compressible(maxLoopCommand+1000, 9)
+	c.send([]string{"SET", "big", big}, []string{"GET", "big"}, []string{"GET", "small"})
+	for i, want := range []string{"+OK\r\n", bulk(big), bulk("v")} {
+		if got := c.read(); got != want {
+			t.Fatalf("reply %d: %.40q", i, got)
+		}
+	}
+	if n := handoffs(e.srv) - before; n != 1 {
+		t.Fatalf("%d hand-offs to the goroutine, want 1 (the big SET)", n)
+	}
+	waitInLoop(t, e.srv, 1)
+}
+
+// handoffs counts the clients the event loops gave to their goroutines.
+func handoffs(s *Server) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, p := range s.pollers {
+		n += p.handoffs.Load()
+	}
+	return n
+}
