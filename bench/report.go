@@ -116,17 +116,7 @@ func WriteReport(dir string, r Report) error {
 // header.
 func writeCSV(path string, rows any) error {
 	v := reflect.ValueOf(rows)
-	t := v.Type().Elem()
-	var header []string
-	var idx []int
-	for i := 0; i < t.NumField(); i++ {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if tag == "" || tag == "-" {
-			continue
-		}
-		header = append(header, tag)
-		idx = append(idx, i)
-	}
+	header, idx := tableColumns(v.Type().Elem())
 	f, err := os.Create(path)
 	if err != nil {
 		return err
