@@ -99,11 +99,6 @@ const (
 // does not track idle time (an LFU maxmemory-policy is selected).
 var ErrIdleUnavailable = errors.New("compact: OBJECT IDLETIME is unavailable: the server uses an LFU maxmemory-policy and does not track idle time; compact without the idleness check (MinIdle 0, --min-idle 0) or switch to an LRU policy")
 
-// ErrCluster is returned by Run when given a *redis.ClusterClient: SCAN
-// through it walks a single node. Run once per master, with a client of that
-// node.
-var ErrCluster = errors.New("compact: a cluster client's SCAN sees one node; run compact once per master node, with a client for that node")
-
 // Options configures Run. Zero fields have the defaults documented on each.
 type Options struct {
 	// Encoder writes the compacted values (the target codec, and its
@@ -228,6 +223,53 @@ type item struct {
 	reason   string // skip reason after encoding, "" to write
 }
 
+// runCluster runs Run on each master of a cluster, one after another (so
+// that the rate limits hold for the whole run), and adds up the totals. A
+// node's keys are its own: its SCAN returns the keys of its slots, and the
+// compare-and-set scripts run where those keys live. A slot that migrates
+// during the run makes its scripts fail with MOVED, which ends the run with
+// that error; run again afterwards.
+func runCluster(ctx context.Context, cc *redis.ClusterClient, opts Options) (Stats, error) {
+	var mu sync.Mutex
+	var masters []*redis.Client
+	if err := cc.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
+		mu.Lock()
+		masters = append(masters, node)
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		return Stats{DryRun: opts.DryRun}, fmt.Errorf("compact: cluster masters: %w", err)
+	}
+	total := Stats{DryRun: opts.DryRun, Skipped: map[string]int{}}
+	progress := opts.Progress
+	for _, node := range masters {
+		done := total
+		if progress != nil {
+			opts.Progress = func(s Stats) { progress(addStats(done, s)) }
+		}
+		st, err := Run(ctx, node, opts)
+		total = addStats(total, st)
+		if err != nil {
+			return total, fmt.Errorf("compact: node %s: %w", node.Options().Addr, err)
+		}
+	}
+	return total, nil
+}
+
+// addStats returns the sum of two runs' totals.
+func addStats(a, b Stats) Stats {
+	sum := Stats{DryRun: a.DryRun || b.DryRun, Skipped: map[string]int{},
+		Scanned: a.Scanned + b.Scanned, Eligible: a.Eligible + b.Eligible, Rewritten: a.Rewritten + b.Rewritten,
+		BytesRead: a.BytesRead + b.BytesRead, BytesBefore: a.BytesBefore + b.BytesBefore, BytesAfter: a.BytesAfter + b.BytesAfter,
+		MemoryBefore: a.MemoryBefore + b.MemoryBefore, MemoryAfter: a.MemoryAfter + b.MemoryAfter, Elapsed: a.Elapsed + b.Elapsed}
+	for _, m := range []map[string]int{a.Skipped, b.Skipped} {
+		for k, v := range m {
+			sum.Skipped[k] += v
+		}
+	}
+	return sum
+}
+
 // Run compacts the keys matching opts.Pattern, as the package comment
 // describes, and returns what it did. It stops at the end of the keyspace,
 // when ctx is canceled (returning ctx's error with the totals so far), or at
@@ -239,9 +281,9 @@ func Run(ctx context.Context, rdb redis.UniversalClient, opts Options) (Stats, e
 	if opts.Encoder == nil {
 		return st, errors.New("compact: Options.Encoder is nil")
 	}
-	if _, ok := rdb.(*redis.ClusterClient); ok {
-		// A cluster client's SCAN walks one node only.
-		return st, ErrCluster
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		// A cluster client's SCAN walks one node only: run on each master.
+		return runCluster(ctx, cc, opts)
 	}
 	if opts.Pattern == "" {
 		opts.Pattern = DefaultPattern

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -449,10 +450,45 @@ func TestRun_Errors(t *testing.T) {
 	if _, err := Run(context.Background(), nil, Options{}); err == nil {
 		t.Fatal("no encoder: no error")
 	}
-	// Rejected before any I/O: nothing listens at this address.
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	// A cluster nobody answers for: a clear error, no hang.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: -1})
 	defer cc.Close()
-	if _, err := Run(context.Background(), cc, Options{Encoder: encoder(t, "zstd:3")}); !errors.Is(err, ErrCluster) {
-		t.Fatalf("cluster client: %v", err)
+	if _, err := Run(context.Background(), cc, Options{Encoder: encoder(t, "zstd:3")}); err == nil || !strings.Contains(err.Error(), "cluster masters") {
+		t.Fatalf("unreachable cluster: %v", err)
+	}
+}
+
+// TestRun_Cluster compacts through a cluster client: Run walks each master
+// (here a one-node cluster holding every slot).
+func TestRun_Cluster(t *testing.T) {
+	r := testutil.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	ctx := context.Background()
+	node := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer node.Close()
+	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(node.ClusterInfo(ctx).Val(), "cluster_state:ok") {
+		if time.Now().After(deadline) {
+			t.Fatal("cluster did not reach state ok")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{r.Addr}})
+	defer cc.Close()
+	s2 := encoder(t, "s2")
+	for i := range 20 {
+		if err := cc.Set(ctx, "doc:"+strconv.Itoa(i), s2.AppendEncode(nil, doc(i)), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var progress int
+	st, err := Run(ctx, cc, Options{Encoder: encoder(t, "zstd:9"), Progress: func(Stats) { progress++ }})
+	if err != nil || st.Rewritten != 20 || st.Scanned != 20 || progress == 0 {
+		t.Fatalf("%+v, %v (progress calls %d)", st, err, progress)
+	}
+	if h := header(t, node, "doc:7"); h.ID != codec.IDZstd || string(decoded(t, node, "doc:7")) != string(doc(7)) {
+		t.Fatalf("doc:7 not compacted: %+v", h)
 	}
 }
