@@ -24,7 +24,8 @@ func TestRun_Hash(t *testing.T) {
 		docs[f] = doc(i)
 		rdb.HSet(ctx, "h", f, s2.AppendEncode(nil, docs[f]))
 	}
-	rdb.HSet(ctx, "h", "small", "x", "changed", s2.AppendEncode(nil, doc(99)))
+	corrupt := append([]byte(codec.Magic+"\x01\x03\x00\x90\x4e"), "garbage"...)
+	rdb.HSet(ctx, "h", "small", "x", "changed", s2.AppendEncode(nil, doc(99)), "corrupt", corrupt)
 	rdb.Expire(ctx, "h", time.Hour)
 	rdb.HSet(ctx, "dry", "f", s2.AppendEncode(nil, doc(5)))
 	dryBefore := rdb.HGet(ctx, "dry", "f").Val()
@@ -59,6 +60,9 @@ func TestRun_Hash(t *testing.T) {
 	}
 	if got := rdb.HGet(ctx, "h", "small").Val(); got != "x" {
 		t.Fatalf("raw field: %q", got)
+	}
+	if got := rdb.HGet(ctx, "h", "corrupt").Val(); got != string(corrupt) {
+		t.Fatalf("a corrupt field was changed: %q", got)
 	}
 	if ttl := rdb.TTL(ctx, "h").Val(); ttl <= 0 {
 		t.Fatalf("TTL lost: %v", ttl)

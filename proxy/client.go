@@ -205,8 +205,14 @@ func (c *client) loopSafe(info *cmdInfo, args [][]byte) bool {
 // (an empty queue always has room).
 func (c *client) hasRoom() bool {
 	c.qmu.Lock()
-	n := len(c.queue) - c.qhead
+	ok := c.roomLocked()
 	c.qmu.Unlock()
+	return ok
+}
+
+// roomLocked is hasRoom for a caller holding qmu.
+func (c *client) roomLocked() bool {
+	n := len(c.queue) - c.qhead
 	return n == 0 || (n < c.s.maxInFlight() && c.held.Load() <= c.s.maxReplyBytes())
 }
 
@@ -370,13 +376,17 @@ func (c *client) wake() {
 // room: a slow client stops being read instead of making the proxy buffer
 // its replies.
 func (c *client) enqueue(cl *call) {
-	for !c.hasRoom() {
+	for {
+		c.qmu.Lock()
+		if c.roomLocked() {
+			c.queue = append(c.queue, cl)
+			c.qmu.Unlock()
+			break
+		}
+		c.qmu.Unlock()
 		c.flush()
 		<-c.space
 	}
-	c.qmu.Lock()
-	c.queue = append(c.queue, cl)
-	c.qmu.Unlock()
 	if cl.ready.Load() {
 		c.wake()
 	}
