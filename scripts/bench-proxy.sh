@@ -2,7 +2,8 @@
 # Measures "squeeze proxy" against Redis directly with redis-benchmark, and
 # prints throughput ratios measured in one run on this machine:
 #
-#   1. compression off (--min-size 1GiB): SET/GET, -c 50, without and with -P 16
+#   1. compression off (--min-size 1GiB): SET/GET, -c 50, without and with -P 16,
+#      and the proxy's own CPU per SET (from /proc)
 #   2. compression on (the default codec), 47.5 kB JSON documents: SET/GET rates
 #      and the Redis memory those documents take, direct vs through the proxy.
 #
@@ -61,6 +62,7 @@ compare() {
 RD=$(freeport); start_redis "$RD"        # direct runs
 RP=$(freeport); start_redis "$RP"        # behind the proxies
 POFF=$(freeport); start_proxy "$POFF" "$RP" --min-size 1GiB
+POFF_PID=${pids[-1]}
 PON=$(freeport); start_proxy "$PON" "$RP"
 
 echo "squeeze proxy vs Redis, $(nproc) cores, $(redis-server --version | awk '{print $3}'), N=$N, median of $ROUNDS"
@@ -70,6 +72,17 @@ compare "SET -c 50"       "$RD" "$POFF" -t set -c 50 -n "$N"
 compare "GET -c 50"       "$RD" "$POFF" -t get -c 50 -n "$N"
 compare "SET -c 50 -P 16" "$RD" "$POFF" -t set -c 50 -n "$N" -P 16
 compare "GET -c 50 -P 16" "$RD" "$POFF" -t get -c 50 -n "$N" -P 16
+# The proxy's own CPU per command (user + system, from /proc), steadier
+# than the ratios on a shared machine: GOMAXPROCS=2 bash scripts/bench-proxy.sh
+# shows what a second thread costs.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+for args in "-c 50" "-c 50 -P 16"; do
+  before=$(cpu_ticks "$POFF_PID")
+  redis-benchmark -p "$POFF" -t set -n "$N" $args -q >/dev/null 2>&1
+  after=$(cpu_ticks "$POFF_PID")
+  awk -v a="$before" -v b="$after" -v hz="$(getconf CLK_TCK)" -v n="$N" -v args="$args" \
+    'BEGIN {printf "proxy CPU per SET (%s): %.1f us\n", args, (b - a) / hz * 1e6 / n}'
+done
 
 # A 47.5 kB JSON document: DOC, else a slice of a public JSON corpus when
 # present, else generated records.
