@@ -627,11 +627,7 @@ func (r *runner) write(ctx context.Context, items []*item) error {
 }
 
 func (r *runner) count(it *item, memAfter int64) {
-	r.st.Rewritten++
-	r.st.BytesBefore += int64(len(it.old))
-	r.st.BytesAfter += int64(len(it.new))
-	r.st.MemoryBefore += it.memOld
-	r.st.MemoryAfter += memAfter
+	r.countKey(int64(len(it.old)), int64(len(it.new)), it.memOld, memAfter)
 }
 
 // pace sleeps until the keys and bytes so far fit the rate limits.
