@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/compact"
 	"github.com/squeeze-kv/squeeze/dictstore"
 )
 
@@ -63,6 +64,18 @@ type RedisOptions struct {
 	DictValue func(size, i int) []byte
 	// DictSize is the largest dictionary; default dictstore.DefaultDictSize.
 	DictSize int
+	// CompactTo adds memory rows "at rest": keys written with
+	// codec.DefaultAlgorithm (what the proxy and the library write), then
+	// recompressed by compact.Run to each of these targets (what "squeeze
+	// compact" does to cold keys), measured the same way. Targets are
+	// codecs, as ParseCompactTarget reads them: "zstd:9+dict" uses a
+	// dictionary trained per size on DictValue's values. Default none.
+	CompactTo []string
+	// MemoryValue returns value i of a size for the memory study, whose
+	// keys hold distinct values, as real keys do. Default: JSONDocument
+	// (value 0 is Value's document) when Value is nil, else Value's one
+	// value for every key.
+	MemoryValue func(size, i int) []byte
 	// Progress is called after each cell.
 	Progress Progress
 }
@@ -113,8 +126,21 @@ func (o *RedisOptions) defaults() error {
 	if o.MemoryKeys <= 0 {
 		o.MemoryKeys = 10
 	}
+	if o.MemoryValue == nil {
+		if o.Value == nil {
+			o.MemoryValue = func(size, i int) []byte { return JSONDocument(DefaultSeed+uint64(size)+uint64(i)<<40, size) }
+		} else {
+			value := o.Value
+			o.MemoryValue = func(size, _ int) []byte { return value(size) }
+		}
+	}
 	if o.Value == nil {
 		o.Value = func(size int) []byte { return JSONDocument(DefaultSeed+uint64(size), size) }
+	}
+	for _, t := range o.CompactTo {
+		if _, _, err := ParseCompactTarget(t); err != nil {
+			return fmt.Errorf("bench: compaction target %w", err)
+		}
 	}
 	if o.DictValue == nil {
 		o.DictValue = func(size, i int) []byte { return JSONDocument(DefaultSeed+uint64(size)+1<<32+uint64(i), size) }
@@ -153,6 +179,19 @@ const DictSuffix = "+dict"
 // 2 MB of them, between 16 and 64.
 func dictSamples(size int) int { return max(16, min(64, (2<<20)/max(size, 1))) }
 
+// trainDict trains the dictionary of one size on DictValue's values.
+func trainDict(o *RedisOptions, size int) (codec.Dictionary, error) {
+	samples := make([][]byte, dictSamples(size))
+	for i := range samples {
+		samples[i] = o.DictValue(size, i)
+	}
+	d, err := dictstore.TrainID(samples, o.DictSize)
+	if err != nil {
+		return d, fmt.Errorf("dictionary for %s: %w", FormatSize(int64(size)), err)
+	}
+	return d, nil
+}
+
 // trainDicts trains one dictionary per size above 0 and returns, per zstd
 // codec, an encoder per size, plus a decoder that knows every dictionary.
 func trainDicts(o *RedisOptions) (map[codec.Algorithm]map[int]*codec.Encoder, *codec.Decoder, error) {
@@ -162,13 +201,9 @@ func trainDicts(o *RedisOptions) (map[codec.Algorithm]map[int]*codec.Encoder, *c
 		if size == 0 {
 			continue
 		}
-		samples := make([][]byte, dictSamples(size))
-		for i := range samples {
-			samples[i] = o.DictValue(size, i)
-		}
-		d, err := dictstore.TrainID(samples, o.DictSize)
+		d, err := trainDict(o, size)
 		if err != nil {
-			return nil, nil, fmt.Errorf("dictionary for %s: %w", FormatSize(int64(size)), err)
+			return nil, nil, err
 		}
 		all = append(all, d)
 		for _, a := range o.Codecs {
@@ -327,11 +362,29 @@ func RunRedis(ctx context.Context, o RedisOptions) (RedisResult, error) {
 				encs = append(encs[:len(encs):len(encs)], labeled{a.String() + DictSuffix, enc})
 			}
 		}
-		rows, err := measureMemory(ctx, o.Client, encs, values[size], o.MemoryKeys)
+		vals := &memoryValues{size: size, fn: o.MemoryValue}
+		rows, err := measureMemory(ctx, o.Client, encs, vals, o.MemoryKeys)
 		if err != nil {
 			return res, fmt.Errorf("memory at %s: %w", FormatSize(int64(size)), err)
 		}
 		res.Memory = append(res.Memory, rows...)
+		if size > 0 {
+			var dict *codec.Dictionary
+			for ti, target := range o.CompactTo {
+				if strings.HasSuffix(target, DictSuffix) && dict == nil {
+					d, err := trainDict(&o, size)
+					if err != nil {
+						return res, err
+					}
+					dict = &d
+				}
+				row, err := measureCompacted(ctx, o.Client, target, dict, len(encs)+ti, vals, o.MemoryKeys)
+				if err != nil {
+					return res, fmt.Errorf("memory at %s compacted to %s: %w", FormatSize(int64(size)), target, err)
+				}
+				res.Memory = append(res.Memory, row)
+			}
+		}
 		done++
 		o.Progress.step(done, total)
 	}
@@ -411,60 +464,173 @@ type labeled struct {
 	enc  *codec.Encoder
 }
 
-// measureMemory writes keys copies of val with each encoder and reads
-// MEMORY USAGE and the used_memory delta, then deletes the keys.
-func measureMemory(ctx context.Context, rdb *redis.Client, encs []labeled, val []byte, keys int) ([]MemoryRow, error) {
+// memoryValues hands out the values of one size for the memory study and
+// keeps them, so that every codec stores the same ones.
+type memoryValues struct {
+	size int
+	fn   func(size, i int) []byte
+	vals [][]byte
+}
+
+func (m *memoryValues) get(i int) []byte {
+	for len(m.vals) <= i {
+		m.vals = append(m.vals, m.fn(m.size, len(m.vals)))
+	}
+	return m.vals[i]
+}
+
+// memoryKeyCount is how many keys a memory row writes: at least keys, and
+// for small values enough for about 1 MB in all (at most 2000), so that the
+// used_memory delta rises above the allocator's noise.
+func memoryKeyCount(keys, stored int) int {
+	if stored == 0 {
+		return max(keys, 2000)
+	}
+	return max(keys, min(2000, (1<<20)/stored))
+}
+
+// memoryKeyNames returns the n key names of memory row slot at a size:
+// the same length for every codec, since a codec's name in the key would
+// change what small values cost.
+func memoryKeyNames(slot, size, n int) (prefix string, names []string) {
+	prefix = fmt.Sprintf("%smem:%03d:%d:", KeyPrefix, slot, size)
+	names = make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return prefix, names
+}
+
+// measureMemory writes distinct values (as real keys hold) with each
+// encoder, reads MEMORY USAGE of every key and the used_memory delta, then
+// deletes the keys.
+func measureMemory(ctx context.Context, rdb *redis.Client, encs []labeled, vals *memoryValues, keys int) ([]MemoryRow, error) {
 	var rows []MemoryRow
 	for ci, l := range encs {
-		stored := l.enc.AppendEncode(nil, val)
-		// Small values need many keys for the used_memory delta to rise
-		// above the allocator's noise: at least 1 MB in all, at most 2000.
-		n := keys
-		if len(stored) > 0 {
-			n = max(keys, min(2000, (1<<20)/len(stored)))
-		} else {
-			n = max(keys, 2000)
-		}
-		names := make([]string, n)
-		for i := range names {
-			// Keys of the same length for every codec: a codec's name in
-			// the key would change what small values cost.
-			names[i] = fmt.Sprintf("%smem:%03d:%d:%d", KeyPrefix, ci, len(val), i)
-		}
+		n := memoryKeyCount(keys, len(l.enc.AppendEncode(nil, vals.get(0))))
+		_, names := memoryKeyNames(ci, vals.size, n)
 		rdb.Del(ctx, names...)
 		before, beforeData, err := settledMemory(ctx, rdb)
 		if err != nil {
 			return nil, err
 		}
-		for _, k := range names {
-			// A fresh copy per key, as distinct values would be.
-			if err := rdb.Set(ctx, k, stored, 0).Err(); err != nil {
+		var stored int
+		var buf []byte
+		for i, k := range names {
+			buf = l.enc.AppendEncode(buf[:0], vals.get(i))
+			stored += len(buf)
+			if err := rdb.Set(ctx, k, buf, 0).Err(); err != nil {
 				return nil, fmt.Errorf("SET: %w", err)
 			}
 		}
-		after, afterData, err := settledMemory(ctx, rdb)
+		row, err := measureKeys(ctx, rdb, names, before, beforeData)
 		if err != nil {
 			return nil, err
 		}
-		var usage float64
-		for _, k := range names[:keys] {
-			u, err := rdb.MemoryUsage(ctx, k, 0).Result()
-			if err != nil {
-				return nil, fmt.Errorf("MEMORY USAGE: %w", err)
-			}
-			usage += float64(u)
-		}
-		if err := rdb.Del(ctx, names...).Err(); err != nil {
-			return nil, fmt.Errorf("DEL: %w", err)
-		}
-		rows = append(rows, MemoryRow{
-			Codec: l.name, SizeBytes: len(val), Keys: n, StoredBytes: len(stored),
-			MemoryUsageBytes:     usage / float64(keys),
-			UsedMemoryDeltaBytes: float64(after-before) / float64(n),
-			DatasetDeltaBytes:    float64(afterData-beforeData) / float64(n),
-		})
+		row.Codec, row.SizeBytes, row.StoredBytes = l.name, vals.size, stored/n
+		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// measureKeys reads the used_memory deltas since before and the mean
+// MEMORY USAGE of names, then deletes them.
+func measureKeys(ctx context.Context, rdb *redis.Client, names []string, before, beforeData int64) (MemoryRow, error) {
+	defer rdb.Del(context.WithoutCancel(ctx), names...)
+	after, afterData, err := settledMemory(ctx, rdb)
+	if err != nil {
+		return MemoryRow{}, err
+	}
+	pipe := rdb.Pipeline()
+	usages := make([]*redis.IntCmd, len(names))
+	for i, k := range names {
+		usages[i] = pipe.MemoryUsage(ctx, k, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return MemoryRow{}, fmt.Errorf("MEMORY USAGE: %w", err)
+	}
+	var usage float64
+	for _, u := range usages {
+		usage += float64(u.Val())
+	}
+	n := float64(len(names))
+	return MemoryRow{
+		Keys:                 len(names),
+		MemoryUsageBytes:     usage / n,
+		UsedMemoryDeltaBytes: float64(after-before) / n,
+		DatasetDeltaBytes:    float64(afterData-beforeData) / n,
+	}, nil
+}
+
+// CompactedLabel is the codec column of a memory row measured at rest:
+// written with codec write, then compacted to target.
+func CompactedLabel(write, target string) string { return write + "->" + target }
+
+// measureCompacted writes distinct values with codec.DefaultAlgorithm,
+// recompresses them to target with compact.Run (every key, regardless of
+// idleness) and measures them as measureMemory does; slot keeps the key
+// names the same length as the other rows'. A target ending in DictSuffix
+// uses dict, trained on other values of the size.
+func measureCompacted(ctx context.Context, rdb *redis.Client, target string, dict *codec.Dictionary, slot int, vals *memoryValues, keys int) (MemoryRow, error) {
+	alg, withDict, err := ParseCompactTarget(target)
+	if err != nil {
+		return MemoryRow{}, err
+	}
+	var encOpts []codec.EncoderOption
+	var decOpts []codec.DecoderOption
+	if withDict {
+		encOpts = append(encOpts, codec.WithDictionary(*dict))
+		decOpts = append(decOpts, codec.WithDictionaries(*dict))
+	}
+	write, err := codec.NewEncoder(codec.DefaultAlgorithm)
+	if err != nil {
+		return MemoryRow{}, err
+	}
+	enc, err := codec.NewEncoder(alg, encOpts...)
+	if err != nil {
+		return MemoryRow{}, err
+	}
+	dec, err := codec.NewDecoder(decOpts...)
+	if err != nil {
+		return MemoryRow{}, err
+	}
+	n := memoryKeyCount(keys, len(write.AppendEncode(nil, vals.get(0))))
+	prefix, names := memoryKeyNames(slot, vals.size, n)
+	rdb.Del(ctx, names...)
+	before, beforeData, err := settledMemory(ctx, rdb)
+	if err != nil {
+		return MemoryRow{}, err
+	}
+	var buf []byte
+	for i, k := range names {
+		buf = write.AppendEncode(buf[:0], vals.get(i))
+		if err := rdb.Set(ctx, k, buf, 0).Err(); err != nil {
+			return MemoryRow{}, fmt.Errorf("SET: %w", err)
+		}
+	}
+	st, err := compact.Run(ctx, rdb, compact.Options{Encoder: enc, Decoder: dec, Pattern: prefix + "*", MinGain: -1})
+	if err != nil {
+		return MemoryRow{}, err
+	}
+	var stored int
+	for i, k := range names {
+		v, err := rdb.Get(ctx, k).Bytes()
+		if err != nil {
+			return MemoryRow{}, fmt.Errorf("GET: %w", err)
+		}
+		stored += len(v)
+		if got, err := dec.AppendDecode(nil, v); err != nil || !bytes.Equal(got, vals.get(i)) {
+			return MemoryRow{}, fmt.Errorf("BUG: %s does not decode to its value after compaction (%v)", k, err)
+		}
+	}
+	row, err := measureKeys(ctx, rdb, names, before, beforeData)
+	if err != nil {
+		return MemoryRow{}, err
+	}
+	row.Codec = CompactedLabel(codec.DefaultAlgorithm.String(), target)
+	row.WrittenWith, row.Rewritten = codec.DefaultAlgorithm.String(), int(st.Rewritten)
+	row.SizeBytes, row.StoredBytes = vals.size, stored/n
+	return row, nil
 }
 
 // settledMemory waits until used_memory stops moving (Redis frees client
@@ -577,6 +743,22 @@ func CorpusValue(data []byte, size int) []byte {
 	out := make([]byte, 0, size)
 	for len(data) > 0 && len(out) < size {
 		out = append(out, data[:min(len(data), size-len(out))]...)
+	}
+	return out
+}
+
+// CorpusValueAt is CorpusValue starting at byte off of data (modulo its
+// length), wrapping around to its start: distinct cuts of one file.
+func CorpusValueAt(data []byte, off, size int) []byte {
+	if len(data) == 0 {
+		return []byte{}
+	}
+	off %= len(data)
+	out := make([]byte, 0, size)
+	for len(out) < size {
+		chunk := data[off:]
+		out = append(out, chunk[:min(len(chunk), size-len(out))]...)
+		off = 0
 	}
 	return out
 }

@@ -333,6 +333,82 @@ func TestRunRedis_Dict(t *testing.T) {
 	}
 }
 
+// TestRunRedis_CompactTo: the memory study writes distinct values, and
+// CompactTo adds rows at rest: keys written with the default codec, every
+// one rewritten by compact.Run to the target (here with a trained
+// dictionary), smaller than as written and still decoding to the values
+// (measureCompacted checks each).
+func TestRunRedis_CompactTo(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := newClient(t, srv.Addr)
+	drawn := map[int]bool{}
+	res, err := RunRedis(context.Background(), RedisOptions{
+		Client: rdb, Paths: []string{PathLibrary}, Codecs: []codec.Algorithm{codec.DefaultAlgorithm}, Sizes: []int{0, 8000},
+		Iterations: []int{1}, Repeats: 1, MemoryKeys: 3, Workloads: []string{WorkloadRead},
+		CompactTo: []string{"zstd:9", "zstd:9" + DictSuffix},
+		MemoryValue: func(size, i int) []byte {
+			if size == 8000 {
+				drawn[i] = true
+			}
+			return JSONDocument(uint64(1000+i), size)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(drawn) < 100 {
+		t.Errorf("the memory study drew %d distinct 8 kB values, want one per key (over 100 for 1 MB of them)", len(drawn))
+	}
+	mem := map[string]MemoryRow{}
+	for _, m := range res.Memory {
+		if m.SizeBytes == 0 && m.WrittenWith != "" {
+			t.Errorf("a row at rest for empty values: %+v", m)
+		}
+		if m.SizeBytes == 8000 {
+			mem[m.Codec] = m
+		}
+	}
+	written := mem[codec.DefaultAlgorithm.String()]
+	for _, target := range []string{"zstd:9", "zstd:9" + DictSuffix} {
+		m, ok := mem[CompactedLabel(codec.DefaultAlgorithm.String(), target)]
+		if !ok {
+			t.Fatalf("no row at rest for %s: %+v", target, res.Memory)
+		}
+		if m.WrittenWith != codec.DefaultAlgorithm.String() || m.Rewritten != m.Keys || m.Keys < 100 {
+			t.Errorf("%s: written with %q, %d of %d keys rewritten", target, m.WrittenWith, m.Rewritten, m.Keys)
+		}
+		if m.StoredBytes >= written.StoredBytes || m.SavedPct <= written.SavedPct {
+			t.Errorf("%s at rest: %d bytes, %.1f%% saved; as written: %d bytes, %.1f%%", target, m.StoredBytes, m.SavedPct, written.StoredBytes, written.SavedPct)
+		}
+	}
+	if d, p := mem[CompactedLabel(codec.DefaultAlgorithm.String(), "zstd:9"+DictSuffix)], mem[CompactedLabel(codec.DefaultAlgorithm.String(), "zstd:9")]; d.StoredBytes >= p.StoredBytes {
+		t.Errorf("with a dictionary %d bytes, without %d", d.StoredBytes, p.StoredBytes)
+	}
+	if n, _ := rdb.DBSize(context.Background()).Result(); n != 0 {
+		t.Errorf("%d keys left behind", n)
+	}
+	if _, err := RunRedis(context.Background(), RedisOptions{Client: rdb, CompactTo: []string{"lz4+dict"}}); err == nil || !strings.Contains(err.Error(), "zstd only") {
+		t.Errorf("lz4+dict target: %v", err)
+	}
+}
+
+func TestCorpusValueAt(t *testing.T) {
+	data := []byte("abcdef")
+	for _, tt := range []struct {
+		off, size int
+		want      string
+	}{
+		{0, 4, "abcd"}, {4, 4, "efab"}, {10, 3, "efa"}, {1, 13, "bcdefabcdefab"}, {3, 0, ""},
+	} {
+		if got := string(CorpusValueAt(data, tt.off, tt.size)); got != tt.want {
+			t.Errorf("CorpusValueAt(%q, %d, %d) = %q, want %q", data, tt.off, tt.size, got, tt.want)
+		}
+	}
+	if got := CorpusValueAt(nil, 5, 10); len(got) != 0 {
+		t.Errorf("empty data gave %q", got)
+	}
+}
+
 func TestParseMemoryInfo(t *testing.T) {
 	for _, tt := range []struct {
 		info          string

@@ -50,6 +50,11 @@ type MemoryRow struct {
 	Keys int `json:"keys"`
 	// StoredBytes is the length of the value as squeeze writes it.
 	StoredBytes int `json:"stored_bytes"`
+	// WrittenWith is set on rows measured at rest (RedisOptions.CompactTo):
+	// the codec the keys were written with before compaction to Codec's
+	// target; Rewritten is how many of the Keys compaction rewrote.
+	WrittenWith string `json:"written_with,omitempty"`
+	Rewritten   int    `json:"rewritten,omitempty"`
 	// MemoryUsageBytes is MEMORY USAGE of one key (averaged over Keys).
 	MemoryUsageBytes float64 `json:"memory_usage_bytes"`
 	// UsedMemoryDeltaBytes is INFO used_memory after writing Keys keys minus

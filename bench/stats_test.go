@@ -82,12 +82,20 @@ func TestCheckTargets(t *testing.T) {
 			row("zstd:1", WorkloadWrite, 100, 30), row("zlib:6", WorkloadWrite, 100, 100), // 30 > 20: fails
 			row("zstd:1", WorkloadWrite, 1000, 5), // zlib:6 not at x1000: ignored
 		},
-		Memory: []MemoryRow{{Codec: "zstd:1", SizeBytes: 16600, SavedPct: 85}, {Codec: "zstd:1", SizeBytes: 0}},
+		Memory: []MemoryRow{
+			{Codec: "zstd:1", SizeBytes: 16600, SavedPct: 85}, {Codec: "zstd:1", SizeBytes: 0},
+			{Codec: "zstd:1->zstd:9", WrittenWith: "zstd:1", SizeBytes: 16600, SavedPct: 79.9},       // at rest: fails
+			{Codec: "s2:default->zstd:9", WrittenWith: "s2:default", SizeBytes: 16600, SavedPct: 90}, // another codec: ignored
+		},
 	}
 	got := CheckTargets(res, "zstd:1")
-	if len(got) != 3 {
-		t.Fatalf("%d checks, want 3: %+v", len(got), got)
+	if len(got) != 4 {
+		t.Fatalf("%d checks, want 4: %+v", len(got), got)
 	}
+	if !strings.Contains(got[1].Target, "at rest, zstd:1->zstd:9") {
+		t.Errorf("check 1 is %q, want the one at rest", got[1].Target)
+	}
+	got = append(got[:1], got[2:]...)
 	want := []bool{true, true, false}
 	for i, c := range got {
 		if c.Pass != want[i] {

@@ -13,15 +13,24 @@ type TargetCheck struct {
 }
 
 // CheckTargets checks the Redis study's figures to reach, at every measured
-// size from 16.6 kB: memory saved by codec at least 80%; and on the library
+// size from 16.6 kB: memory saved by codec at least 80%, as written and,
+// where the run measured it (RedisOptions.CompactTo), at rest after
+// compaction of keys codec wrote; and on the library
 // path the slowdown of codec at most a third of zlib:6's for reads and a
 // fifth for writes. Slowdowns are compared at the largest iteration count
 // both were measured at. Sizes or codecs not measured give no check.
 func CheckTargets(res RedisResult, codec string) []TargetCheck {
 	var out []TargetCheck
 	for _, m := range res.Memory {
-		if m.Codec == codec && m.SizeBytes >= 16600 {
-			out = append(out, TargetCheck{Target: "memory saved by " + codec + " >= 80%", SizeByte: m.SizeBytes,
+		if m.SizeBytes < 16600 {
+			continue
+		}
+		if m.Codec == codec {
+			out = append(out, TargetCheck{Target: "memory saved by " + codec + " as written >= 80%", SizeByte: m.SizeBytes,
+				Measured: fmt.Sprintf("%.1f%%", m.SavedPct), Value: m.SavedPct, Limit: 80, Pass: m.SavedPct >= 80})
+		}
+		if m.WrittenWith == codec {
+			out = append(out, TargetCheck{Target: "memory saved at rest, " + m.Codec + " (squeeze compact) >= 80%", SizeByte: m.SizeBytes,
 				Measured: fmt.Sprintf("%.1f%%", m.SavedPct), Value: m.SavedPct, Limit: 80, Pass: m.SavedPct >= 80})
 		}
 	}

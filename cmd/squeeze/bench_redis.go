@@ -29,7 +29,8 @@ func init() {
 const benchRedisUsage = `Usage:
   squeeze bench redis [--redis URL] [--path direct,library,proxy] [--codecs LIST]
       [--sizes 0,16.6kB,47.5kB,221.9kB,4.2MB] [--iterations 1,10,100,1000]
-      [--repeat 10] [--corpus PATH] [--dict] [--quick] [--report DIR] [--json]
+      [--repeat 10] [--corpus PATH] [--dict] [--compact-to zstd:9] [--quick]
+      [--report DIR] [--json]
 
 Reproduces the 2013 Ruby/zlib study (seed 000) on your machine: read-only,
 write-only and read-write (one write per read) workloads at five value sizes,
@@ -54,6 +55,16 @@ documents unless --corpus gives a file (cut or repeated to each size).
 library path and in the memory table: one dictionary per size, trained on
 other generated documents of that size, never on the measured ones (what
 "squeeze dict train" does with your keys).
+
+--compact-to adds memory rows "at rest" (codec "s2:default->zstd:9"): keys
+written with the default codec, as the proxy and the library write them, then
+recompressed by the same code as "squeeze compact" does cold keys, and
+measured again. Fast writes and a small footprint for data that stays: give
+several codecs to compare (zstd:9,brotli:9), "zstd:9+dict" for a dictionary
+trained per size on other documents (what "squeeze dict train" and "squeeze
+compact --dict" do), or none to leave the rows out. The memory rows write
+distinct values, as real keys hold: other generated documents of each size,
+or other cuts of the --corpus file.
 
 --json prints one array, a row per cell: path, codec, workload (read, write,
 readwrite), size_bytes, iterations, repeats, total_ms, ns_per_op (median),
@@ -84,6 +95,7 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 	report := fs.String("report", "", "write an HTML report with charts, JSON and CSV into this directory")
 	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of tables")
 	dict := fs.Bool("dict", false, "also measure each zstd codec with a dictionary trained per size on other generated documents")
+	compactTo := fs.String("compact-to", "zstd:9", "codecs the default codec's keys are compacted to for the memory rows at rest (none: no such rows)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -110,6 +122,18 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 	}
 	if o.Codecs, err = bench.ParseAlgorithms(*codecs); err != nil {
 		return usageError("bench redis: --codecs: %v", err)
+	}
+	if *compactTo != "none" && *compactTo != "" {
+		for _, t := range strings.Split(*compactTo, ",") {
+			t = strings.TrimSpace(t)
+			if _, _, err := bench.ParseCompactTarget(t); err != nil {
+				return usageError("bench redis: --compact-to: %v", err)
+			}
+			if strings.HasSuffix(t, bench.DictSuffix) && *corpus != "" {
+				return usageError("bench redis: --compact-to %s trains on generated documents and cannot be combined with --corpus", t)
+			}
+			o.CompactTo = append(o.CompactTo, t)
+		}
 	}
 	if o.Sizes, err = bench.ParseSizes(*sizes); err != nil {
 		return usageError("bench redis: --sizes: %v", err)
@@ -141,6 +165,7 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 		}
 		data := c.Samples[0].Data
 		o.Value = func(size int) []byte { return bench.CorpusValue(data, size) }
+		o.MemoryValue = func(size, i int) []byte { return bench.CorpusValueAt(data, i*size, size) }
 	}
 
 	if err := checkReportDir(*report); err != nil {
