@@ -78,6 +78,7 @@ Examples:
   squeeze bench redis --redis redis://127.0.0.1:6379 --codecs zstd:1,lz4,zlib:6 --json
   squeeze bench redis --sizes 16.6kB,4.2MB --iterations 1,100 --repeat 5
   squeeze bench redis --quick --codecs zstd:1,zlib:6 --dict
+  squeeze bench redis --sizes 16.6kB,47.5kB --compact-to zstd:9,zstd:9+dict,brotli:9
 
 `
 
