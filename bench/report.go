@@ -658,6 +658,7 @@ code { background: #f6f6f6; padding: 1px 4px; }
 
 {{if .Memory}}
 <h2>Memory in Redis</h2>
+<p>Mean per key over keys holding distinct values of each size. A codec written "a->b" is measured at rest: keys written with a (what the proxy and the library write), then recompressed to b by the code of <code>squeeze compact</code>.</p>
 <table>
 <tr><th class="l">codec</th><th>value size</th><th>stored bytes</th><th>MEMORY USAGE / key</th><th>used_memory delta / key</th><th>dataset delta / key</th><th>saved (MEMORY USAGE)</th><th>saved (used_memory)</th><th>saved (dataset)</th></tr>
 {{range .Memory}}<tr><td class="l">{{.Codec}}</td><td>{{size .SizeBytes}}</td><td>{{.StoredBytes}}</td><td>{{f1 .MemoryUsageBytes}}</td><td>{{f1 .UsedMemoryDeltaBytes}}</td><td>{{f1 .DatasetDeltaBytes}}</td><td>{{f1 .SavedPct}}%</td><td>{{f1 .UsedMemorySavedPct}}%</td><td>{{f1 .DatasetSavedPct}}%</td></tr>
