@@ -324,12 +324,26 @@ func TestDifferential(t *testing.T) {
 				ra, rb = canonExec(ra, cmds[1:len(cmds)-1], unord[1:len(unord)-1]), canonExec(rb, cmds[1:len(cmds)-1], unord[1:len(unord)-1])
 				u = false
 			}
-			if canon(ra, u, c[0]) != canon(rb, u, c[0]) {
+			if ca, cb := canon(ra, u, c[0]), canon(rb, u, c[0]); ca != cb {
+				at := 0
+				for at < min(len(ca), len(cb)) && ca[at] == cb[at] {
+					at++
+				}
+				lo := max(0, at-120)
+				t.Logf("canonical replies differ at byte %d of %d / %d:\ndirect: %q\nproxy:  %q\ncommands: %q", at, len(ca), len(cb), ca[lo:min(len(ca), at+200)], cb[lo:min(len(cb), at+200)], shortAll(cmds))
 				t.Fatalf("command %d %s: replies differ (seed %d)\ndirect: %.300q\nproxy:  %.300q", done+i, short(c), seed, ra, rb)
 			}
 		}
 		done += len(cmds)
 	}
+}
+
+func shortAll(cmds [][]string) []string {
+	var out []string
+	for _, c := range cmds {
+		out = append(out, short(c))
+	}
+	return out
 }
 
 func canonExec(reply string, cmds [][]string, unord []bool) string {

@@ -23,6 +23,12 @@ import (
 // BITOP, INCRBYFLOAT, HINCRBYFLOAT) leave the value uncompressed, wrapped in a
 // none frame only if it begins with the magic; the next SET compresses it.
 //
+// A none frame without checksum or dictionary id, the form wrap writes, the
+// script reads itself (plain): its bytes follow the header. So a command
+// queued in MULTI after one that re-wrapped a value that begins with the
+// magic still finds it, although the proxy could not know those bytes when
+// it queued the command.
+//
 // Outside MULTI the proxy first sends the script without candidates: with
 // plain values, the common case, that is one round trip. On a marker it
 // decodes the frames and sends them as candidates (STRLEN and HSTRLEN answer
@@ -44,6 +50,19 @@ local function framed(k)
   if type(v) == 'string' and string.sub(v, 1, 3) == '\193SQ' then return v end
   return nil
 end
+local function plain(v)
+  if string.byte(v, 4) ~= 1 or string.byte(v, 5) ~= 0 or string.byte(v, 6) ~= 0 then return nil end
+  local n, scale, i = 0, 1, 7
+  while true do
+    local b = string.byte(v, i)
+    if b == nil or i > 16 then return nil end
+    n, i = n + (b % 128) * scale, i + 1
+    if b < 128 then break end
+    scale = scale * 128
+  end
+  if #v - i + 1 ~= n then return nil end
+  return string.sub(v, i)
+end
 local function wrap(k)
   if k == '' or redis.pcall('GETRANGE', k, 0, 2) ~= '\193SQ' then return end
   local v = redis.call('GET', k)
@@ -58,6 +77,7 @@ for i, k in ipairs(KEYS) do
     for j = 0, m - 1 do
       if ARGV[6 + 3*j] == k and ARGV[7 + 3*j] == cur then dec[k] = ARGV[8 + 3*j] break end
     end
+    if dec[k] == nil then dec[k] = plain(cur) end
     if dec[k] == nil then
       out = out or {'\193SQ'}
       out[#out+1] = k
