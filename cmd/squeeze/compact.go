@@ -54,6 +54,11 @@ What is safe and why:
   - --rate bounds the keys per second; --dry-run reads and measures and
     writes nothing.
 
+As a sidecar, --every runs a pass at that interval until SIGINT or SIGTERM
+(which ends the pass under way cleanly: what it rewrote stays rewritten);
+each pass prints its summary (--json: one JSON object per line), and keys
+written since the last pass are compacted once they are --min-idle cold.
+
 Reading a value (GET) counts as using it: compacted keys look freshly used to
 an LRU eviction policy.
 
@@ -62,6 +67,7 @@ Examples:
   squeeze compact --redis redis://127.0.0.1:6379 --pattern 'doc:*' --codec zstd:19 --min-idle 1h
   squeeze compact --redis redis://127.0.0.1:6379 --pattern 'user:*' --dict 1690163204 --codec zstd:9
   squeeze compact --redis unix:///run/redis.sock --codec brotli:9 --rate 1000 --json
+  squeeze compact --redis redis://127.0.0.1:6379 --every 1h --min-idle 6h --rate 500
 `
 
 func runCompact(ctx context.Context, e env, args []string) error {
@@ -80,6 +86,8 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	workers := fs.Int("workers", 1, "encode on this many CPUs")
 	dryRun := fs.Bool("dry-run", false, "read and measure what compaction would save, write nothing")
 	asJSON := fs.Bool("json", false, "print the result as JSON for machines")
+	every := fs.Duration("every", 0, "run a pass at this interval until interrupted (as a sidecar); 0 runs one pass")
+	passes := fs.Int("passes", 0, "with --every, stop after this many passes; 0 runs until interrupted")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -117,6 +125,12 @@ func runCompact(ctx context.Context, e env, args []string) error {
 		return usageError("--count must be positive, got %d", *count)
 	case *workers <= 0:
 		return usageError("--workers must be positive, got %d", *workers)
+	case *every < 0:
+		return usageError("--every must not be negative, got %v", *every)
+	case *passes < 0:
+		return usageError("--passes must not be negative, got %d", *passes)
+	case *passes > 0 && *every == 0:
+		return usageError("--passes counts the passes of --every; without --every compact runs one pass")
 	}
 	rdb, err := openRedis(ctx, *url, 0)
 	if err != nil {
@@ -143,47 +157,69 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	if gain == 0 {
 		gain = -1 // any gain of a byte
 	}
-	total, _ := rdb.DBSize(ctx).Result() // an estimate: the pattern may match fewer
-	b := newBar(e, int(total), "compacting")
-	st, err := compact.Run(ctx, rdb, compact.Options{
-		Encoder: enc, Resolver: res, Pattern: *pattern, ScanCount: *count, MinIdle: *minIdle,
-		IncludeRaw: *includeRaw, MinGain: gain, KeysPerSecond: *rate, BytesPerSecond: float64(byteRate),
-		Workers: *workers, DryRun: *dryRun,
-		Progress: func(s compact.Stats) { b.step(int(min(s.Scanned, total)), int(total)) },
-	})
-	b.finish()
 	target := alg.String()
 	if id != 0 {
 		target += "+dict " + strconv.FormatUint(id, 10)
 	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return err
+	opts := compact.Options{
+		Encoder: enc, Resolver: res, Pattern: *pattern, ScanCount: *count, MinIdle: *minIdle,
+		IncludeRaw: *includeRaw, MinGain: gain, KeysPerSecond: *rate, BytesPerSecond: float64(byteRate),
+		Workers: *workers, DryRun: *dryRun,
 	}
-	if *asJSON {
-		if jerr := printCompactJSON(e, st, target, *pattern); jerr != nil {
-			return jerr
+	for pass := 1; ; pass++ {
+		total, _ := rdb.DBSize(ctx).Result() // an estimate: the pattern may match fewer
+		b := newBar(e, int(total), "compacting")
+		opts.Progress = func(s compact.Stats) { b.step(int(min(s.Scanned, total)), int(total)) }
+		st, err := compact.Run(ctx, rdb, opts)
+		b.finish()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
 		}
-	} else {
-		printCompact(e, st, target, *pattern)
+		n := 0 // one pass: no pass number in the output
+		if *every > 0 {
+			n = pass
+		}
+		if *asJSON {
+			if jerr := printCompactJSON(e, st, target, *pattern, n); jerr != nil {
+				return jerr
+			}
+		} else {
+			printCompact(e, st, target, *pattern, n)
+		}
+		if err != nil || *every == 0 || pass == *passes {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil // interrupted between passes: nothing under way
+		case <-time.After(*every):
+		}
 	}
-	return err
 }
 
-func printCompactJSON(e env, st compact.Stats, target, pattern string) error {
+// printCompactJSON prints one pass; the passes of --every (pass above 0)
+// print one object per line, with their number.
+func printCompactJSON(e env, st compact.Stats, target, pattern string, pass int) error {
 	enc := json.NewEncoder(e.Stdout)
-	enc.SetIndent("", "  ")
+	if pass == 0 {
+		enc.SetIndent("", "  ")
+	}
 	return enc.Encode(struct {
+		Pass int `json:"pass,omitempty"`
 		compact.Stats
 		Codec          string  `json:"codec"`
 		Pattern        string  `json:"pattern"`
 		MemorySaved    int64   `json:"memory_saved_bytes"`
 		MemorySavedPct float64 `json:"memory_saved_pct"`
 		Seconds        float64 `json:"elapsed_s"`
-	}{st, target, pattern, st.MemorySaved(), round1(st.SavedPct()), st.Elapsed.Seconds()})
+	}{pass, st, target, pattern, st.MemorySaved(), round1(st.SavedPct()), st.Elapsed.Seconds()})
 }
 
-func printCompact(e env, st compact.Stats, target, pattern string) {
+func printCompact(e env, st compact.Stats, target, pattern string, pass int) {
 	w := e.Stdout
+	if pass > 0 {
+		fmt.Fprintf(w, "pass %d, %s: ", pass, time.Now().Format(time.DateTime))
+	}
 	verb := "rewrote"
 	if st.DryRun {
 		verb = "dry run: would rewrite"

@@ -114,6 +114,8 @@ func TestCompact_CLI(t *testing.T) {
 		{"dict bad", []string{"compact", "--redis", url, "--dict", "x"}, 2, "", "not a dictionary id"},
 		{"dict missing", []string{"compact", "--redis", url, "--dict", "40000"}, 1, "", "squeeze:dict:40000"},
 		{"min gain", []string{"compact", "--redis", url, "--min-gain", "100"}, 2, "", "percentage"},
+		{"passes without every", []string{"compact", "--redis", url, "--passes", "2"}, 2, "", "without --every"},
+		{"negative every", []string{"compact", "--redis", url, "--every", "-1s"}, 2, "", "--every must not be negative"},
 		{"args", []string{"compact", "--redis", url, "doc:*"}, 2, "", "no arguments"},
 		{"bad flag", []string{"compact", "--nope"}, 2, "", "--help"},
 		{"help", []string{"compact", "--help"}, 0, "Examples:", ""},
@@ -125,6 +127,45 @@ func TestCompact_CLI(t *testing.T) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, %q, %q", code, out, errs, tt.code, tt.stdout, tt.stderr)
 			}
 		})
+	}
+}
+
+// TestCompact_Every: --every repeats the pass, one JSON line per pass; the
+// second pass finds the keys the first compacted, and leaves them.
+func TestCompact_Every(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	s2, _ := codec.NewEncoder(codec.MustParseAlgorithm("s2"))
+	for i := range 20 {
+		rdb.Set(ctx, fmt.Sprintf("doc:%02d", i), s2.AppendEncode(nil, bench.JSONDocument(uint64(700+i), 4000)), 0)
+	}
+	out, errs, code := runCLI(t, nil, "compact", "--redis", r.URL(), "--json", "--min-idle", "0", "--every", "20ms", "--passes", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want one per pass:\n%s", len(lines), out)
+	}
+	type pass struct {
+		Pass      int            `json:"pass"`
+		Rewritten int            `json:"keys_rewritten"`
+		Skipped   map[string]int `json:"keys_skipped"`
+	}
+	var p [2]pass
+	for i, l := range lines {
+		if err := json.Unmarshal([]byte(l), &p[i]); err != nil {
+			t.Fatalf("line %d: %v: %s", i+1, err, l)
+		}
+	}
+	if p[0].Pass != 1 || p[0].Rewritten != 20 || p[1].Pass != 2 || p[1].Rewritten != 0 || p[1].Skipped["no-gain"] != 20 {
+		t.Fatalf("passes: %+v", p)
+	}
+	out, _, code = runCLI(t, nil, "compact", "--redis", r.URL(), "--min-idle", "0", "--every", "1ms", "--passes", "2")
+	if code != 0 || !strings.Contains(out, "pass 1, ") || !strings.Contains(out, "pass 2, ") {
+		t.Fatalf("exit %d, text output:\n%s", code, out)
 	}
 }
 
