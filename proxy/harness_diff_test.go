@@ -20,12 +20,21 @@ func TestHarnessDifferential(t *testing.T) {
 	}{{false, false}, {true, false}, {false, true}} {
 		direct := testutil.StartRedis(t)
 		e := startEnv(t, withMinSize(0), func(s *Server) { s.GoroutineReads = tc.goroutines })
-		res, err := difftest.Run(direct.Addr, e.addr, difftest.Config{Seed: 1, Steps: harnessSteps(), RESP3: tc.resp3, MaxValue: 1 << 20})
+		res, err := difftest.Run(direct.Addr, e.addr, difftest.Config{Seed: harnessSeed(), Steps: harnessSteps(), RESP3: tc.resp3, MaxValue: 1 << 20})
 		if err != nil {
 			t.Fatalf("resp3=%v goroutine reads=%v: %v", tc.resp3, tc.goroutines, err)
 		}
 		t.Logf("resp3=%v goroutine reads=%v: %d steps, %d commands, %d kinds", tc.resp3, tc.goroutines, res.Steps, res.Commands, len(res.ByCommand))
 	}
+}
+
+// harnessSeed is 1 by default and the value of SQUEEZE_DIFF_SEED when set:
+// SQUEEZE_DIFF_SEED=$RANDOM SQUEEZE_DIFF_STEPS=20000 go test ./proxy -run Harness
+func harnessSeed() uint64 {
+	if n, err := strconv.ParseUint(os.Getenv("SQUEEZE_DIFF_SEED"), 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return 1
 }
 
 // harnessSteps is 1500 by default and the value of SQUEEZE_DIFF_STEPS when
