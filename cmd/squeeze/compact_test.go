@@ -15,18 +15,29 @@ import (
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
-func TestCompact_CLI(t *testing.T) {
+// startS2Docs starts a Redis holding n generated documents of size bytes,
+// written with s2 at doc:00, doc:01 ..., and returns it, a client and the
+// documents by key.
+func startS2Docs(t *testing.T, n, size int, seed uint64) (*testutil.Redis, *redis.Client, map[string][]byte) {
+	t.Helper()
 	r := testutil.StartRedis(t)
-	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
-	defer rdb.Close()
+	t.Cleanup(func() { rdb.Close() })
 	s2, _ := codec.NewEncoder(codec.MustParseAlgorithm("s2"))
 	docs := map[string][]byte{}
-	for i := range 60 {
+	for i := range n {
 		k := fmt.Sprintf("doc:%02d", i)
-		docs[k] = bench.JSONDocument(uint64(500+i), 5000)
-		rdb.Set(ctx, k, s2.AppendEncode(nil, docs[k]), 0)
+		docs[k] = bench.JSONDocument(seed+uint64(i), size)
+		if err := rdb.Set(context.Background(), k, s2.AppendEncode(nil, docs[k]), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return r, rdb, docs
+}
+
+func TestCompact_CLI(t *testing.T) {
+	r, rdb, docs := startS2Docs(t, 60, 5000, 500)
+	ctx := context.Background()
 	rdb.Set(ctx, "other", "not mine", 0)
 	url := r.URL()
 
@@ -133,14 +144,7 @@ func TestCompact_CLI(t *testing.T) {
 // TestCompact_Every: --every repeats the pass, one JSON line per pass; the
 // second pass finds the keys the first compacted, and leaves them.
 func TestCompact_Every(t *testing.T) {
-	r := testutil.StartRedis(t)
-	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
-	defer rdb.Close()
-	s2, _ := codec.NewEncoder(codec.MustParseAlgorithm("s2"))
-	for i := range 20 {
-		rdb.Set(ctx, fmt.Sprintf("doc:%02d", i), s2.AppendEncode(nil, bench.JSONDocument(uint64(700+i), 4000)), 0)
-	}
+	r, _, _ := startS2Docs(t, 20, 4000, 700)
 	out, errs, code := runCLI(t, nil, "compact", "--redis", r.URL(), "--json", "--min-idle", "0", "--every", "20ms", "--passes", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
