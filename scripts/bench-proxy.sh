@@ -3,7 +3,7 @@
 # prints throughput ratios measured in one run on this machine:
 #
 #   1. compression off (--min-size 1GiB): SET/GET, -c 50, without and with -P 16,
-#      and the proxy's own CPU per SET (from /proc)
+#      and the CPU per SET of the proxy and of Redis itself (from /proc)
 #   2. compression on (the default codec), 47.5 kB JSON documents: SET/GET rates
 #      and the Redis memory those documents take, direct vs through the proxy.
 #
@@ -60,6 +60,7 @@ compare() {
 }
 
 RD=$(freeport); start_redis "$RD"        # direct runs
+RD_PID=${pids[-1]}
 RP=$(freeport); start_redis "$RP"        # behind the proxies
 POFF=$(freeport); start_proxy "$POFF" "$RP" --min-size 1GiB
 POFF_PID=${pids[-1]}
@@ -73,15 +74,21 @@ compare "GET -c 50"       "$RD" "$POFF" -t get -c 50 -n "$N"
 compare "SET -c 50 -P 16" "$RD" "$POFF" -t set -c 50 -n "$N" -P 16
 compare "GET -c 50 -P 16" "$RD" "$POFF" -t get -c 50 -n "$N" -P 16
 # The proxy's own CPU per command (user + system, from /proc), steadier
-# than the ratios on a shared machine: GOMAXPROCS=2 bash scripts/bench-proxy.sh
-# shows what a second thread costs.
+# than the ratios on a shared machine, beside what Redis itself spends per
+# command when clients talk to it directly: GOMAXPROCS=2 bash
+# scripts/bench-proxy.sh shows what a second proxy thread costs.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+cpu_per_set() { # PID PORT ARGS... : CPU microseconds of PID per SET sent to PORT
+  local pid=$1 port=$2; shift 2
+  local before after
+  before=$(cpu_ticks "$pid")
+  redis-benchmark -p "$port" -t set -n "$N" "$@" -q >/dev/null 2>&1
+  after=$(cpu_ticks "$pid")
+  awk -v a="$before" -v b="$after" -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN {printf "%.1f", (b - a) / hz * 1e6 / n}'
+}
 for args in "-c 50" "-c 50 -P 16"; do
-  before=$(cpu_ticks "$POFF_PID")
-  redis-benchmark -p "$POFF" -t set -n "$N" $args -q >/dev/null 2>&1
-  after=$(cpu_ticks "$POFF_PID")
-  awk -v a="$before" -v b="$after" -v hz="$(getconf CLK_TCK)" -v n="$N" -v args="$args" \
-    'BEGIN {printf "proxy CPU per SET (%s): %.1f us\n", args, (b - a) / hz * 1e6 / n}'
+  # shellcheck disable=SC2086 # args holds several flags
+  echo "CPU per SET ($args): proxy $(cpu_per_set "$POFF_PID" "$POFF" $args) us; Redis, clients direct: $(cpu_per_set "$RD_PID" "$RD" $args) us"
 done
 
 # A 47.5 kB JSON document: DOC, else a slice of a public JSON corpus when
