@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -143,29 +144,14 @@ func RunCompact(ctx context.Context, o CompactOptions) ([]CompactRow, error) {
 		}
 		var dict *codec.Dictionary
 		for _, t := range o.Targets {
-			alg, withDict, _ := ParseCompactTarget(t)
-			var encOpts []codec.EncoderOption
-			var decOpts []codec.DecoderOption
-			if withDict {
-				if dict == nil {
-					samples := make([][]byte, dictSamples(size))
-					for i := range samples {
-						samples[i] = compactDictDoc(size, i)
-					}
-					d, err := dictstore.TrainID(samples, dictstore.DefaultDictSize)
-					if err != nil {
-						return nil, fmt.Errorf("dictionary for %s: %w", FormatSize(int64(size)), err)
-					}
-					dict = &d
+			if strings.HasSuffix(t, DictSuffix) && dict == nil {
+				d, err := trainSizeDict(size, compactDictDoc, dictstore.DefaultDictSize)
+				if err != nil {
+					return nil, err
 				}
-				encOpts = append(encOpts, codec.WithDictionary(*dict))
-				decOpts = append(decOpts, codec.WithDictionaries(*dict))
+				dict = &d
 			}
-			enc, err := codec.NewEncoder(alg, encOpts...)
-			if err != nil {
-				return nil, err
-			}
-			dec, err := codec.NewDecoder(decOpts...)
+			enc, dec, err := targetCodecs(t, dict)
 			if err != nil {
 				return nil, err
 			}
@@ -187,15 +173,8 @@ func RunCompact(ctx context.Context, o CompactOptions) ([]CompactRow, error) {
 			if err != nil {
 				return nil, err
 			}
-			for i, k := range keys {
-				v, err := rdb.Get(ctx, k).Bytes()
-				if err != nil {
-					return nil, fmt.Errorf("GET: %w", err)
-				}
-				out, err := dec.AppendDecode(nil, v)
-				if err != nil || string(out) != string(docs[i]) {
-					return nil, fmt.Errorf("BUG: %s does not decode to its document after compaction (%v)", k, err)
-				}
+			if _, err := checkCompacted(ctx, rdb, dec, keys, func(i int) []byte { return docs[i] }); err != nil {
+				return nil, err
 			}
 			secs := st.Elapsed.Seconds()
 			rows = append(rows, CompactRow{
@@ -215,6 +194,48 @@ func RunCompact(ctx context.Context, o CompactOptions) ([]CompactRow, error) {
 		}
 	}
 	return rows, nil
+}
+
+// targetCodecs returns the encoder and the decoder of a compaction target
+// (as ParseCompactTarget reads it); dict is the size's dictionary, for a
+// target ending in DictSuffix.
+func targetCodecs(target string, dict *codec.Dictionary) (*codec.Encoder, *codec.Decoder, error) {
+	alg, withDict, err := ParseCompactTarget(target)
+	if err != nil {
+		return nil, nil, err
+	}
+	var encOpts []codec.EncoderOption
+	var decOpts []codec.DecoderOption
+	if withDict {
+		if dict == nil {
+			return nil, nil, fmt.Errorf("bench: %s needs a dictionary", target)
+		}
+		encOpts = append(encOpts, codec.WithDictionary(*dict))
+		decOpts = append(decOpts, codec.WithDictionaries(*dict))
+	}
+	enc, err := codec.NewEncoder(alg, encOpts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	dec, err := codec.NewDecoder(decOpts...)
+	return enc, dec, err
+}
+
+// checkCompacted reads keys back after compaction and checks that key i
+// decodes to value(i); it returns the bytes they hold in all.
+func checkCompacted(ctx context.Context, rdb *redis.Client, dec *codec.Decoder, keys []string, value func(i int) []byte) (int, error) {
+	stored := 0
+	for i, k := range keys {
+		v, err := rdb.Get(ctx, k).Bytes()
+		if err != nil {
+			return 0, fmt.Errorf("GET: %w", err)
+		}
+		stored += len(v)
+		if got, err := dec.AppendDecode(nil, v); err != nil || !bytes.Equal(got, value(i)) {
+			return 0, fmt.Errorf("BUG: %s does not decode to its value after compaction (%v)", k, err)
+		}
+	}
+	return stored, nil
 }
 
 func savedPct(before, after float64) float64 {

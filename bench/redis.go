@@ -179,13 +179,14 @@ const DictSuffix = "+dict"
 // 2 MB of them, between 16 and 64.
 func dictSamples(size int) int { return max(16, min(64, (2<<20)/max(size, 1))) }
 
-// trainDict trains the dictionary of one size on DictValue's values.
-func trainDict(o *RedisOptions, size int) (codec.Dictionary, error) {
+// trainSizeDict trains the dictionary of one size, at most dictSize bytes,
+// on dictSamples(size) values from value.
+func trainSizeDict(size int, value func(size, i int) []byte, dictSize int) (codec.Dictionary, error) {
 	samples := make([][]byte, dictSamples(size))
 	for i := range samples {
-		samples[i] = o.DictValue(size, i)
+		samples[i] = value(size, i)
 	}
-	d, err := dictstore.TrainID(samples, o.DictSize)
+	d, err := dictstore.TrainID(samples, dictSize)
 	if err != nil {
 		return d, fmt.Errorf("dictionary for %s: %w", FormatSize(int64(size)), err)
 	}
@@ -201,7 +202,7 @@ func trainDicts(o *RedisOptions) (map[codec.Algorithm]map[int]*codec.Encoder, *c
 		if size == 0 {
 			continue
 		}
-		d, err := trainDict(o, size)
+		d, err := trainSizeDict(size, o.DictValue, o.DictSize)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -372,7 +373,7 @@ func RunRedis(ctx context.Context, o RedisOptions) (RedisResult, error) {
 			var dict *codec.Dictionary
 			for ti, target := range o.CompactTo {
 				if strings.HasSuffix(target, DictSuffix) && dict == nil {
-					d, err := trainDict(&o, size)
+					d, err := trainSizeDict(size, o.DictValue, o.DictSize)
 					if err != nil {
 						return res, err
 					}
@@ -572,25 +573,11 @@ func CompactedLabel(write, target string) string { return write + "->" + target 
 // names the same length as the other rows'. A target ending in DictSuffix
 // uses dict, trained on other values of the size.
 func measureCompacted(ctx context.Context, rdb *redis.Client, target string, dict *codec.Dictionary, slot int, vals *memoryValues, keys int) (MemoryRow, error) {
-	alg, withDict, err := ParseCompactTarget(target)
+	enc, dec, err := targetCodecs(target, dict)
 	if err != nil {
 		return MemoryRow{}, err
-	}
-	var encOpts []codec.EncoderOption
-	var decOpts []codec.DecoderOption
-	if withDict {
-		encOpts = append(encOpts, codec.WithDictionary(*dict))
-		decOpts = append(decOpts, codec.WithDictionaries(*dict))
 	}
 	write, err := codec.NewEncoder(codec.DefaultAlgorithm)
-	if err != nil {
-		return MemoryRow{}, err
-	}
-	enc, err := codec.NewEncoder(alg, encOpts...)
-	if err != nil {
-		return MemoryRow{}, err
-	}
-	dec, err := codec.NewDecoder(decOpts...)
 	if err != nil {
 		return MemoryRow{}, err
 	}
@@ -612,16 +599,9 @@ func measureCompacted(ctx context.Context, rdb *redis.Client, target string, dic
 	if err != nil {
 		return MemoryRow{}, err
 	}
-	var stored int
-	for i, k := range names {
-		v, err := rdb.Get(ctx, k).Bytes()
-		if err != nil {
-			return MemoryRow{}, fmt.Errorf("GET: %w", err)
-		}
-		stored += len(v)
-		if got, err := dec.AppendDecode(nil, v); err != nil || !bytes.Equal(got, vals.get(i)) {
-			return MemoryRow{}, fmt.Errorf("BUG: %s does not decode to its value after compaction (%v)", k, err)
-		}
+	stored, err := checkCompacted(ctx, rdb, dec, names, vals.get)
+	if err != nil {
+		return MemoryRow{}, err
 	}
 	row, err := measureKeys(ctx, rdb, names, before, beforeData)
 	if err != nil {
