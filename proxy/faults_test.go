@@ -236,8 +236,12 @@ func TestProxy_CorruptValue(t *testing.T) {
 	}
 	bad[h.Len-1] ^= 0xFF // last checksum byte
 	d := dialRaw(t, e.redis.Addr)
-	d.send([]string{"SET", "broken", string(bad)}, []string{"SET", "fine", string(frame)}, []string{"HSET", "h", "f", string(bad)})
-	for i := 0; i < 3; i++ {
+	// A none frame without checksum (the form the inspect script writes)
+	// is read by the script itself; one whose length does not match its
+	// bytes is left to the proxy, which refuses it.
+	d.send([]string{"SET", "broken", string(bad)}, []string{"SET", "fine", string(frame)}, []string{"HSET", "h", "f", string(bad)},
+		[]string{"SET", "plain", "\xC1SQ\x01\x00\x00\x03abc"}, []string{"SET", "short", "\xC1SQ\x01\x00\x00\x05abc"})
+	for i := 0; i < 5; i++ {
 		d.read()
 	}
 	p := dialRaw(t, e.addr)
@@ -250,12 +254,20 @@ func TestProxy_CorruptValue(t *testing.T) {
 		{[]string{"HGET", "h", "f"}, `-ERR squeeze: HGET: stored value of key "h" cannot be decoded`},
 		{[]string{"APPEND", "broken", "x"}, `-ERR squeeze: APPEND: stored value of key "broken" cannot be decoded`},
 		{[]string{"GET", "fine"}, bulk(compressible(10_000, 5))},
+		{[]string{"GETRANGE", "plain", "1", "-1"}, bulk("bc")},
+		{[]string{"STRLEN", "plain"}, ":3\r\n"},
+		{[]string{"GETRANGE", "short", "0", "-1"}, `-ERR squeeze: GETRANGE: stored value of key "short" cannot be decoded`},
+		{[]string{"APPEND", "short", "x"}, `-ERR squeeze: APPEND: stored value of key "short" cannot be decoded`},
+		{[]string{"GET", "short"}, `-ERR squeeze: GET: stored value of key "short" cannot be decoded`},
 		{[]string{"PING"}, "+PONG\r\n"},
 	}
 	for _, tt := range tests {
 		if got := p.do(tt.args...); !strings.HasPrefix(got, tt.want) {
 			t.Errorf("%q: got %.200q, want prefix %q", tt.args, got, tt.want)
 		}
+	}
+	if got := d.do("GET", "short"); got != bulk("\xC1SQ\x01\x00\x00\x05abc") {
+		t.Errorf("the refused value changed in Redis: %q", got)
 	}
 }
 
