@@ -118,6 +118,7 @@ func (s *Server) newClient(nc net.Conn, pollers []*poller) *client {
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}
+	c.nc = newRawSock(nc)
 	if c.raw == nil {
 		c.noDirect.Store(true)
 		c.noLoop = true
@@ -768,7 +769,11 @@ func (c *client) writeDirect(rw *rewriter) bool {
 		var n int
 		var err error
 		rerr := c.raw.Write(func(fd uintptr) bool {
-			n, err = syscall.Write(int(fd), c.out)
+			var errno syscall.Errno
+			n, errno = rawWrite(fd, c.out)
+			if errno != 0 {
+				err = errno
+			}
 			return true // never wait: the writer goroutine finishes a full socket
 		})
 		if rerr != nil {

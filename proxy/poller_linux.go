@@ -120,13 +120,8 @@ func (p *poller) wait() (int, error) {
 	var n int
 	var werr error
 	err := p.rc.Read(func(fd uintptr) bool {
-		for {
-			n, werr = syscall.EpollWait(int(fd), p.events, 0)
-			if werr == syscall.EINTR {
-				continue
-			}
-			return n > 0 || werr != nil
-		}
+		n, werr = rawEpollWait(fd, p.events)
+		return n > 0 || werr != nil
 	})
 	if err == nil {
 		err = werr
@@ -193,11 +188,10 @@ func (c *client) readOnce(b []byte) (int, error) {
 	var n int
 	var rerr error
 	if err := c.raw.Control(func(fd uintptr) {
-		for {
-			n, rerr = syscall.Read(int(fd), b)
-			if rerr != syscall.EINTR {
-				return
-			}
+		var errno syscall.Errno
+		n, errno = rawRead(fd, b)
+		if errno != 0 {
+			rerr = errno
 		}
 	}); err != nil {
 		return 0, err

@@ -233,6 +233,7 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upCo
 	if tcp, ok := nc.(*net.TCPConn); ok {
 		tcp.SetNoDelay(true)
 	}
+	nc = newRawSock(nc)
 	var hello []byte
 	if u.Password != "" {
 		if u.Username != "" {

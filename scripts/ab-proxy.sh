@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Compares two builds of "squeeze proxy" side by side with redis-benchmark:
+# each proxy sits in front of its own redis-server, a third redis-server is
+# the direct baseline, and every round runs direct, A and B back to back.
+# It prints, per round and as medians, each proxy's rate as a ratio of the
+# direct rate and its CPU per request (user + system, from /proc), which is
+# steadier than rates on a shared machine.
+#
+# Usage: bash scripts/ab-proxy.sh OLD_REF [NEW_REF] -- REDIS_BENCHMARK_ARGS...
+#   bash scripts/ab-proxy.sh HEAD~1 -- -t set -c 50 -P 16 -n 1000000
+#   R=7 bash scripts/ab-proxy.sh main mybranch -- -t get -c 50 -n 200000
+# A ref is a git revision (built in a temporary worktree) or the path of a
+# squeeze binary; NEW_REF defaults to the working tree. -n is required.
+# FLAGS adds proxy flags to both (default: --min-size 1GiB, compression off).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+R=${R:-5}
+FLAGS=${FLAGS:---min-size 1GiB}
+[ $# -ge 2 ] || { sed -n '2,15p' "$0"; exit 2; }
+A=$1; shift
+B=.
+if [ "$1" != "--" ]; then B=$1; shift; fi
+[ "${1:-}" = "--" ] && shift
+N=$(printf '%s\n' "$@" | awk 'prev == "-n" {print; exit} {prev = $0}')
+[ -n "$N" ] || { echo "give redis-benchmark a request count with -n" >&2; exit 2; }
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  git worktree list --porcelain | awk -v w="$work" 'index($2, w) == 1 {print $2}' | xargs -r -n1 git worktree remove --force
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+build() { # REF OUT
+  if [ -f "$1" ] && [ -x "$1" ]; then cp "$1" "$2"; return; fi
+  if [ "$1" = . ]; then go build -o "$2" ./cmd/squeeze; return; fi
+  git worktree add -q --detach "$work/src-$(basename "$2")" "$1"
+  (cd "$work/src-$(basename "$2")" && go build -o "$2" ./cmd/squeeze)
+}
+build "$A" "$work/a"
+build "$B" "$work/b"
+
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
+waitport() { for _ in $(seq 200); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "port $1 did not answer" >&2; exit 1; }
+start_redis() { redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --loglevel warning >/dev/null 2>&1 & pids+=($!); waitport "$1"; }
+start_proxy() { # BIN PORT UPSTREAM_PORT
+  # shellcheck disable=SC2086 # FLAGS holds several flags
+  "$1" proxy --listen "127.0.0.1:$2" --upstream "redis://127.0.0.1:$3" --log-level warn $FLAGS 2>>"$work/proxy.log" &
+  pids+=($!); waitport "$2"
+}
+RD=$(freeport); start_redis "$RD"
+RA=$(freeport); start_redis "$RA"; PA=$(freeport); start_proxy "$work/a" "$PA" "$RA"; PA_PID=${pids[-1]}
+RB=$(freeport); start_redis "$RB"; PB=$(freeport); start_proxy "$work/b" "$PB" "$RB"; PB_PID=${pids[-1]}
+
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rate() { local port=$1; shift; redis-benchmark -p "$port" --csv "$@" 2>/dev/null | awk -F',' 'END {gsub(/"/, "", $2); print $2}'; }
+run() { # PID PORT ARGS... : rate and CPU microseconds per request
+  local pid=$1 port=$2; shift 2
+  local t0 r t1
+  t0=$(ticks "$pid"); r=$(rate "$port" "$@"); t1=$(ticks "$pid")
+  echo "$r $(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')"
+}
+echo "A=$A B=$B, redis-benchmark $*, $R rounds, $(nproc) cores"
+printf '%10s %10s %8s %10s %8s\n' "direct" "A rps" "A us" "B rps" "B us"
+for _ in $(seq "$R"); do
+  d=$(rate "$RD" "$@"); a=$(run "$PA_PID" "$PA" "$@"); b=$(run "$PB_PID" "$PB" "$@")
+  echo "$d $a $b" | tee -a "$work/rounds" | awk '{printf "%10.0f %10.0f %8.2f %10.0f %8.2f\n", $1, $2, $3, $4, $5}'
+done
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ar=$(awk '{print $2/$1}' "$work/rounds" | median); au=$(awk '{print $3}' "$work/rounds" | median)
+br=$(awk '{print $4/$1}' "$work/rounds" | median); bu=$(awk '{print $5}' "$work/rounds" | median)
+printf 'median: A %.2fx direct, %.2f us/request; B %.2fx direct, %.2f us/request\n' "$ar" "$au" "$br" "$bu"
