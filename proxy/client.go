@@ -195,7 +195,7 @@ const maxLoopCommand = 256 << 10
 // loopSafe reports whether the poller may handle this command: one that
 // never waits for Redis or for room in the reply queue.
 func (c *client) loopSafe(info *cmdInfo, args [][]byte) bool {
-	if info.flags&(flagInspect|flagHello) != 0 || needsPin(info, args) {
+	if info.flags&(flagInspect|flagHello) != 0 || needsPin(info, args) || c.exactListSearch(info, args) {
 		return false
 	}
 	return c.hasRoom()
@@ -541,6 +541,13 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.enqueue(cl)
 		return true
 	}
+	listSearch := c.exactListSearch(info, args) && !c.relay // subscribed: Redis refuses it by name
+	if listSearch && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
+		cl := c.listSearch(info, args)
+		cl.start = start
+		c.enqueue(cl)
+		return true
+	}
 	// Does this command get a reply we must wait for?
 	expect := true
 	switch {
@@ -568,7 +575,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		expect = false // RESP3 confirms with push messages
 	}
 	kind := replyShape(info, args)
-	if info.flags&flagInspect != 0 {
+	if info.flags&flagInspect != 0 || listSearch {
 		// Inside MULTI or with replies off, run the check script: it
 		// executes the command on uncompressed values and refuses, with a
 		// marker, on compressed ones.
@@ -637,6 +644,10 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.flush()
 		c.waitWritten(c.multiSeq)
 		c.req = c.appendQueuedInspect(c.req, info, args)
+	} else if listSearch {
+		c.flush()
+		c.waitWritten(c.multiSeq)
+		c.req = c.appendQueuedListSearch(c.req, info, args)
 	} else {
 		c.req = c.rw.appendRequest(c.req, info, args)
 	}

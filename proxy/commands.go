@@ -58,6 +58,7 @@ const (
 	flagReset                           // RESET
 	flagClient                          // CLIENT (REPLY needs care)
 	flagUnsubscribe                     // (P|S)UNSUBSCRIBE
+	flagListSearch                      // compares list elements: see listsearch.go
 )
 
 // inspectKeys says which arguments are the keys an inspect command reads.
@@ -138,10 +139,10 @@ func init() {
 	def("RPUSH", argsFrom2, shapeNone, 0)
 	def("LPUSHX", argsFrom2, shapeNone, 0)
 	def("RPUSHX", argsFrom2, shapeNone, 0)
-	def("LINSERT", argsLinsert, shapeNone, 0)
+	def("LINSERT", argsLinsert, shapeNone, flagListSearch)
 	def("LSET", argsAt3, shapeNone, 0)
-	def("LREM", argsAt3, shapeNone, 0)
-	def("LPOS", argsLpos, shapeNone, 0)
+	def("LREM", argsAt3, shapeNone, flagListSearch)
+	def("LPOS", argsLpos, shapeNone, flagListSearch)
 	def("LRANGE", argsNone, shapeValues, 0)
 	def("LINDEX", argsNone, shapeValue, 0)
 	def("LPOP", argsNone, shapeValue, 0)

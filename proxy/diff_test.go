@@ -162,7 +162,11 @@ func (g *gen) command() (args []string, unordered bool) {
 	case 43:
 		return []string{"RPOPLPUSH", l, g.key("l")}, false
 	case 44:
-		return []string{"LPOS", l, g.pick()}, false
+		cmd := []string{"LPOS", l, g.pick()}
+		if g.r.IntN(2) == 0 {
+			cmd = append(cmd, "RANK", g.num(-3, 3), "COUNT", g.num(0, 3), "MAXLEN", g.num(0, 5))
+		}
+		return cmd, false
 	case 45:
 		return []string{"LREM", l, g.num(-1, 1), g.pick()}, false
 	case 46:

@@ -60,6 +60,12 @@ type Server struct {
 	// RejectScripts makes EVAL, EVALSHA, FCALL and their _RO forms fail with
 	// an error, for teams that do not want scripts to see compressed bytes.
 	RejectScripts bool
+	// StoredListSearch makes LREM, LPOS and LINSERT compare list elements
+	// by their stored bytes, with Redis's own commands: faster, but an
+	// element stored with other settings (codec, level, min size or gain,
+	// dictionary, or raw before the proxy) is not found. By default the
+	// proxy finds elements by value (see listsearch.go).
+	StoredListSearch bool
 	// TLSConfig is used for a rediss:// upstream, for example to trust a
 	// private CA (RootCAs) or present a client certificate. Nil means the
 	// system's roots. An empty ServerName is taken from the URL's host.

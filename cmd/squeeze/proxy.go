@@ -74,11 +74,11 @@ makes one); it must exist when the proxy starts.
 
 // proxyFlags are the settings of squeeze proxy.
 type proxyFlags struct {
-	listen, upstream, upstreamCA, codecName, metrics, scripts, logLevel, logFormat string
-	minSize, maxValue, clientBuffer                                                units.SizeFlag
-	minGain                                                                        float64
-	shared, procs, maxInFlight                                                     int
-	pprof                                                                          bool
+	listen, upstream, upstreamCA, codecName, metrics, scripts, listSearch, logLevel, logFormat string
+	minSize, maxValue, clientBuffer                                                            units.SizeFlag
+	minGain                                                                                    float64
+	shared, procs, maxInFlight                                                                 int
+	pprof                                                                                      bool
 
 	dict string // --dict: a published dictionary id, or "none"
 }
@@ -98,6 +98,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.IntVar(&p.maxInFlight, "max-in-flight", 256, "stop reading a client's commands while this many await their replies")
 	fs.StringVar(&p.metrics, "metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9121)")
 	fs.StringVar(&p.scripts, "scripts", "pass", "EVAL/EVALSHA/FCALL: pass (scripts see stored, compressed bytes) or reject")
+	fs.StringVar(&p.listSearch, "list-search", "exact", "LREM/LPOS/LINSERT: exact (find elements by value, whatever codec or settings stored them) or stored (Redis's own byte comparison: faster, misses elements written with other settings)")
 	fs.IntVar(&p.shared, "shared-conns", 2, "pipelined upstream connections shared by all clients")
 	fs.IntVar(&p.procs, "procs", 0, "CPU threads running the proxy (GOMAXPROCS); 0: half the machine's CPUs, at least 1, or $GOMAXPROCS when set")
 	fs.BoolVar(&p.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics address")
@@ -258,6 +259,13 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 		s.RejectScripts = true
 	default:
 		return nil, usageError("--scripts must be pass or reject, got %q", p.scripts)
+	}
+	switch p.listSearch {
+	case "exact":
+	case "stored":
+		s.StoredListSearch = true
+	default:
+		return nil, usageError("--list-search must be exact or stored, got %q", p.listSearch)
 	}
 	if reg != nil {
 		s.Metrics = proxy.NewMetrics(reg, alg)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -63,6 +64,7 @@ func TestProxySettings_Errors(t *testing.T) {
 		{[]string{"--codec", "zstd:99"}, "--codec"},
 		{[]string{"--upstream", "http://x"}, "scheme must be redis"},
 		{[]string{"--scripts", "maybe"}, "--scripts must be pass or reject"},
+		{[]string{"--list-search", "fuzzy"}, "--list-search must be exact or stored"},
 		{[]string{"--min-gain", "2"}, "--min-gain"},
 		{[]string{"--config", bad}, "bad.conf:1"},
 		{[]string{"extra"}, "no arguments"},
@@ -203,6 +205,26 @@ func TestProxyProcs(t *testing.T) {
 		}
 		if err != nil || got != tc.want {
 			t.Errorf("proxyProcs(%d, %q, %d) = %d, %v; want %d", tc.flag, tc.env, tc.cpus, got, err, tc.want)
+		}
+	}
+}
+
+// TestProxySettings_ListSearch: --list-search reaches the server.
+func TestProxySettings_ListSearch(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		stored bool
+	}{{nil, false}, {[]string{"--list-search", "exact"}, false}, {[]string{"--list-search=stored"}, true}} {
+		fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
+		if err := parseFlags(fs, tt.args); err != nil {
+			t.Fatal(err)
+		}
+		s, err := p.buildServer(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.StoredListSearch != tt.stored {
+			t.Errorf("%q: StoredListSearch = %v, want %v", tt.args, s.StoredListSearch, tt.stored)
 		}
 	}
 }
