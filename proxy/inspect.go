@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"strconv"
 
 	"github.com/squeeze-kv/squeeze/codec"
@@ -147,9 +149,19 @@ func writtenKey(info *cmdInfo, args [][]byte) []byte {
 // candidate is a frame and its decoded bytes, for key.
 type candidate struct{ key, frame, dec []byte }
 
-// appendInspect appends EVAL inspectScript for the command. With withCmd
-// false the script only probes: it reports frames and changes nothing.
-func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, withCmd, head bool) []byte {
+// inspectSHA names inspectScript for EVALSHA (see listSearchSHA).
+var inspectSHA = scriptSHA(inspectScript)
+
+// scriptSHA returns the SHA-1 of a script, in hex, as EVALSHA takes it.
+func scriptSHA(script string) string {
+	sum := sha1.Sum([]byte(script))
+	return hex.EncodeToString(sum[:])
+}
+
+// appendInspect appends EVAL inspectScript for the command, or EVALSHA
+// with byName. With withCmd false the script only probes: it reports
+// frames and changes nothing.
+func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, withCmd, head, byName bool) []byte {
 	first, end := inspectKeyArgs(info, args)
 	nkeys := end - first
 	n := 3 + nkeys + 5 + 3*len(cands)
@@ -157,8 +169,13 @@ func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, 
 		n += len(args)
 	}
 	dst = resp.AppendArray(dst, n)
-	dst = resp.AppendBulkString(dst, "EVAL")
-	dst = resp.AppendBulkString(dst, inspectScript)
+	if byName {
+		dst = resp.AppendBulkString(dst, "EVALSHA")
+		dst = resp.AppendBulkString(dst, inspectSHA)
+	} else {
+		dst = resp.AppendBulkString(dst, "EVAL")
+		dst = resp.AppendBulkString(dst, inspectScript)
+	}
 	dst = resp.AppendBulkString(dst, strconv.Itoa(nkeys))
 	for _, k := range args[first:end] {
 		dst = resp.AppendBulk(dst, k)
@@ -238,8 +255,15 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) *call {
 		return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+": "+msg))
 	}
 	var cands []candidate
+	byName := true
 	for attempt := 0; attempt < maxInspectRetries; attempt++ {
-		r := c.roundtrip(appendInspect(nil, info, args, cands, true, info.headOnly))
+		r := c.roundtrip(appendInspect(nil, info, args, cands, true, info.headOnly, byName))
+		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
+			// Not cached (a restarted Redis, SCRIPT FLUSH): send the text.
+			r.release()
+			byName = false
+			r = c.roundtrip(appendInspect(nil, info, args, cands, true, info.headOnly, false))
+		}
 		if r.err != nil {
 			err := r.err
 			r.release()
@@ -290,7 +314,7 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 	}
 	// Frames the keys hold now, read on a shared connection.
 	if up, err := c.s.pool.get(context.Background(), int(c.id)); err == nil {
-		r := roundtripOn(up, appendInspect(nil, info, args, nil, false, false))
+		r := roundtripOn(up, appendInspect(nil, info, args, nil, false, false, false))
 		if r.err == nil {
 			if v, _, err := resp.ReadValue(r.reply); err == nil && isMarker(v) {
 				keys, frames := markerFrames(v)
@@ -299,7 +323,8 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 		}
 		r.release()
 	}
-	return appendInspect(dst, info, args, cands, true, false)
+	// By its text: a NOSCRIPT error at EXEC could not be retried.
+	return appendInspect(dst, info, args, cands, true, false, false)
 }
 
 // noteTxSet records a value a queued command will store under key, so that

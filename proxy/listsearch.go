@@ -122,10 +122,7 @@ return r`
 // listSearchSHA names the script for EVALSHA: Redis keeps every script EVAL
 // ran, so after the first call the proxy sends 40 bytes instead of the
 // script's text, and Redis need not hash it again.
-var listSearchSHA = func() string {
-	sum := sha1.Sum([]byte(listSearchScript))
-	return hex.EncodeToString(sum[:])
-}()
+var listSearchSHA = scriptSHA(listSearchScript)
 
 // List search modes, ARGV[1] of the script.
 const (

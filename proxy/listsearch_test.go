@@ -189,3 +189,31 @@ func TestProxy_ListSearchCorrupt(t *testing.T) {
 		t.Fatalf("the list changed: %q", after)
 	}
 }
+
+// TestProxy_ScriptsByName: the proxy's scripts run by EVALSHA, and by their
+// text again when Redis has none cached (a new or restarted Redis, SCRIPT
+// FLUSH).
+func TestProxy_ScriptsByName(t *testing.T) {
+	e := startEnv(t)
+	c, bare := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	v := compressible(300, 7)
+	c.do("SET", "s", v)
+	c.do("RPUSH", "l", "a", v)
+	for round := 0; round < 3; round++ {
+		if got := c.do("STRLEN", "s"); got != ":300\r\n" {
+			t.Fatalf("round %d: STRLEN = %q", round, got)
+		}
+		if got := c.do("GETRANGE", "s", "0", "5"); got != bulk(v[:6]) {
+			t.Fatalf("round %d: GETRANGE = %q", round, got)
+		}
+		if got := c.do("LPOS", "l", v); got != ":1\r\n" {
+			t.Fatalf("round %d: LPOS = %q", round, got)
+		}
+		if got := bare.do("SCRIPT", "EXISTS", inspectSHA, listSearchSHA); got != "*2\r\n:1\r\n:1\r\n" {
+			t.Fatalf("round %d: SCRIPT EXISTS = %q, want both cached", round, got)
+		}
+		if round == 1 {
+			bare.do("SCRIPT", "FLUSH")
+		}
+	}
+}
