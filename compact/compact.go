@@ -43,14 +43,22 @@
 //
 // # What is skipped
 //
-// String values and hash field values are compacted. A hash is read with
-// HSCAN and its fields are written back by HashCASScript, which sets each
-// field only if it still holds the bytes read (HSET keeps the key's TTL),
-// so a field written meanwhile keeps its newer value; the key counts as
-// rewritten when at least one field was. Lists, sets, sorted sets and
-// streams are counted as SkipNotString: list elements have no name to
-// compare and set by, set and sorted-set members are never compressed, and
-// a stream's entries are immutable.
+// String values, hash field values and list elements are compacted. A
+// hash is read with HSCAN and its fields are written back by
+// HashCASScript, which sets each field only if it still holds the bytes
+// read (HSET keeps the key's TTL), so a field written meanwhile keeps its
+// newer value; a list is read with LRANGE, 512 elements at a time, and
+// written back by ListCASScript, which sets each element by index only if
+// that index still holds the bytes read. The key counts as rewritten when
+// at least one field or element was. Sets, sorted sets and streams are
+// counted as SkipNotString: set and sorted-set members are never
+// compressed, and a stream's entries are immutable.
+//
+// Compacted list elements hold their values in new bytes. squeeze proxy
+// finds list elements by value (LREM, LPOS, LINSERT), whatever their form;
+// a client that searches a list by stored bytes, such as a proxy run with
+// --list-search stored, no longer finds compacted elements: leave such
+// lists out with Pattern.
 //
 // GET updates the key's access time, so a compacted key looks freshly used
 // to an LRU eviction policy and to a second run within MinIdle. OBJECT
@@ -154,7 +162,7 @@ type Options struct {
 // Skip reasons, the keys of Stats.Skipped.
 const (
 	SkipHot         = "hot"                  // used less than MinIdle ago
-	SkipNotString   = "not-a-string"         // list, set, zset, stream (strings and hashes are compacted)
+	SkipNotString   = "not-a-string"         // set, zset, stream (strings, hashes and lists are compacted)
 	SkipReserved    = "squeeze-key"          // squeeze's own keys (dictionaries)
 	SkipRaw         = "raw"                  // not a frame, and IncludeRaw is off
 	SkipNoGain      = "no-gain"              // the new form saves less than MinGain
@@ -371,7 +379,7 @@ func (r *runner) batch(ctx context.Context, keys []string) error {
 	if err != nil && !isPerKey(err) {
 		return fmt.Errorf("compact: TYPE/OBJECT IDLETIME: %w", err)
 	}
-	var cands, hashes []string
+	var cands, containers, kinds []string
 	var candLens []int64
 	for i, k := range keys {
 		if dictstore.IsStoreKey(k) {
@@ -380,7 +388,7 @@ func (r *runner) batch(ctx context.Context, keys []string) error {
 		}
 		t := types[i].Val()
 		switch t {
-		case "string", "hash":
+		case "string", "hash", "list":
 		case "none":
 			r.st.skip(SkipGone)
 			continue
@@ -403,15 +411,20 @@ func (r *runner) batch(ctx context.Context, keys []string) error {
 				continue
 			}
 		}
-		if t == "hash" {
-			hashes = append(hashes, k)
+		if t == "hash" || t == "list" {
+			containers = append(containers, k)
+			kinds = append(kinds, t)
 			continue
 		}
 		cands = append(cands, k)
 		candLens = append(candLens, lens[i].Val())
 	}
-	for _, k := range hashes {
-		if err := r.hash(ctx, k); err != nil {
+	for i, k := range containers {
+		read, cas := r.hashReader(k), hashCASScript
+		if kinds[i] == "list" {
+			read, cas = r.listReader(k), listCASScript
+		}
+		if err := r.elements(ctx, k, read, cas); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {

@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/compact"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
@@ -214,6 +217,45 @@ func TestProxy_ScriptsByName(t *testing.T) {
 		}
 		if round == 1 {
 			bare.do("SCRIPT", "FLUSH")
+		}
+	}
+}
+
+// TestProxy_ListSearchAfterCompact: list elements written through the proxy
+// and then recompressed by squeeze compact are still found by value.
+func TestProxy_ListSearchAfterCompact(t *testing.T) {
+	direct := testutil.StartRedis(t)
+	e := startEnv(t, withCodec("s2"))
+	ref, c := dialRaw(t, direct.Addr), dialRaw(t, e.addr)
+	vals := make([]string, 40)
+	for i := range vals {
+		vals[i] = compressible(1000+i%4, i%4)
+		ref.do("RPUSH", "l", vals[i])
+		c.do("RPUSH", "l", vals[i])
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: e.redis.Addr})
+	defer rdb.Close()
+	a, err := codec.ParseAlgorithm("zstd:9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := codec.NewEncoder(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := compact.Run(context.Background(), rdb, compact.Options{Encoder: enc})
+	if err != nil || st.Rewritten != 1 {
+		t.Fatalf("compact: %+v, %v", st, err)
+	}
+	for i, cmd := range [][]string{
+		{"LPOS", "l", vals[2], "COUNT", "0"},
+		{"LPOS", "l", vals[3], "RANK", "-2"},
+		{"LINSERT", "l", "BEFORE", vals[1], "new"},
+		{"LREM", "l", "3", vals[0]},
+		{"LRANGE", "l", "0", "-1"},
+	} {
+		if want, got := ref.do(cmd...), c.do(cmd...); want != got {
+			t.Fatalf("command %d %.30q: Redis replied %.200q, the proxy %.200q", i, cmd, want, got)
 		}
 	}
 }

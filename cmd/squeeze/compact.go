@@ -42,9 +42,11 @@ What is safe and why:
     keys are rewritten often anyway, and compacting them costs your writers.
     Under an LFU maxmemory-policy Redis does not track idle time: use
     --min-idle 0 to compact regardless of use.
-  - Strings and hash field values are compacted (a hash field by field,
-    each by its own compare-and-set). Lists, sets, sorted sets and streams
-    are skipped ("not-a-string"), as are squeeze's own keys (squeeze:dict*),
+  - Strings, hash field values and list elements are compacted (a hash
+    field by field, a list element by element, each by its own
+    compare-and-set; squeeze proxy finds compacted list elements by value).
+    Sets, sorted sets and streams are skipped ("not-a-string"), as are
+    squeeze's own keys (squeeze:dict*),
     corrupt frames ("decode-error", left as they are) and values stored
     without a frame unless --include-raw: a writer may have stored them raw
     on purpose, and applications reading them without squeeze would not
