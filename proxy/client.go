@@ -77,6 +77,11 @@ type client struct {
 	out    []byte
 	broken bool
 	raw    syscall.RawConn
+	// rd and wr carry the arguments and results of the non-blocking reads
+	// (the reader's: poller or serve goroutine) and writes (the output
+	// owner's) through functions made once per client: a closure made per
+	// call would escape to the heap through syscall.RawConn.
+	rd, wr sockIO
 
 	writerDone chan struct{} // closed when writeLoop returns
 	helloProto atomic.Int64  // protocol from the last HELLO reply, 0 if it failed
@@ -117,6 +122,10 @@ func (s *Server) newClient(nc net.Conn, pollers []*poller) *client {
 	c.writtenC = sync.NewCond(&c.writtenMu)
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
+	}
+	c.wr.write = func(fd uintptr) bool {
+		c.wr.n, c.wr.errno = rawWrite(fd, c.wr.buf)
+		return true // never wait: the writer goroutine finishes a full socket
 	}
 	c.nc = newRawSock(nc)
 	if c.raw == nil {
@@ -745,6 +754,16 @@ func (c *client) emit(rw *rewriter, cl *call) bool {
 	return closeAfter
 }
 
+// sockIO is one side's non-blocking socket call: its buffer, its results,
+// and the functions that run it, made once.
+type sockIO struct {
+	buf   []byte
+	n     int
+	errno syscall.Errno
+	read  func(fd uintptr)
+	write func(fd uintptr) bool
+}
+
 // writeDirect runs on the reader of the shared connection that completed
 // calls of this client: if the writer goroutine is idle, it writes the
 // ready replies at the head of the queue itself with one non-blocking
@@ -777,19 +796,17 @@ func (c *client) writeDirect(rw *rewriter) bool {
 		}
 	}
 	if len(c.out) > 0 {
-		var n int
+		c.wr.buf = c.out
+		rerr := c.raw.Write(c.wr.write)
+		n := c.wr.n
 		var err error
-		rerr := c.raw.Write(func(fd uintptr) bool {
-			var errno syscall.Errno
-			n, errno = rawWrite(fd, c.out)
-			if errno != 0 {
-				err = errno
-			}
-			return true // never wait: the writer goroutine finishes a full socket
-		})
-		if rerr != nil {
+		switch {
+		case rerr != nil:
 			err = rerr
+		case c.wr.errno != 0:
+			err = c.wr.errno
 		}
+		c.wr.buf = nil
 		switch {
 		case err == syscall.EAGAIN || err == syscall.EINTR:
 			n = 0

@@ -38,6 +38,11 @@ type poller struct {
 	events  []syscall.EpollEvent
 	mu      sync.Mutex
 	clients map[int32]*client // by descriptor; the loop deletes, register adds
+	// waitFn runs epoll_wait for wait, made once (a closure per call
+	// would escape); n and werr are its results.
+	waitFn func(fd uintptr) bool
+	n      int
+	werr   error
 	// handoffs counts clients given to their goroutine for a command.
 	handoffs atomic.Int64
 }
@@ -62,6 +67,10 @@ func newPoller(srv *Server) (*poller, error) {
 		return nil, err
 	}
 	p := &poller{srv: srv, epfd: epfd, file: f, rc: rc, events: make([]syscall.EpollEvent, 128), clients: map[int32]*client{}}
+	p.waitFn = func(fd uintptr) bool {
+		p.n, p.werr = rawEpollWait(fd, p.events)
+		return p.n > 0 || p.werr != nil
+	}
 	go p.loop()
 	return p, nil
 }
@@ -117,16 +126,11 @@ func (p *poller) unregister(c *client, fd int32) {
 // wait returns the number of ready events, parking the goroutine in Go's
 // network poller while there are none.
 func (p *poller) wait() (int, error) {
-	var n int
-	var werr error
-	err := p.rc.Read(func(fd uintptr) bool {
-		n, werr = rawEpollWait(fd, p.events)
-		return n > 0 || werr != nil
-	})
+	err := p.rc.Read(p.waitFn)
 	if err == nil {
-		err = werr
+		err = p.werr
 	}
-	return n, err
+	return p.n, err
 }
 
 func (p *poller) loop() {
@@ -185,22 +189,22 @@ func (p *poller) close() { p.file.Close() }
 // readOnce reads once from c's socket without waiting: the poller said it
 // has data. It returns 0, nil when the socket had nothing after all.
 func (c *client) readOnce(b []byte) (int, error) {
-	var n int
-	var rerr error
-	if err := c.raw.Control(func(fd uintptr) {
-		var errno syscall.Errno
-		n, errno = rawRead(fd, b)
-		if errno != 0 {
-			rerr = errno
-		}
-	}); err != nil {
+	if c.rd.read == nil {
+		c.rd.read = func(fd uintptr) { c.rd.n, c.rd.errno = rawRead(fd, c.rd.buf) }
+	}
+	c.rd.buf = b
+	err := c.raw.Control(c.rd.read)
+	c.rd.buf = nil
+	if err != nil {
 		return 0, err
 	}
-	if rerr == syscall.EAGAIN {
+	n := c.rd.n
+	switch c.rd.errno {
+	case 0:
+	case syscall.EAGAIN:
 		return 0, nil
-	}
-	if rerr != nil {
-		return 0, rerr
+	default:
+		return 0, c.rd.errno
 	}
 	if n == 0 && len(b) > 0 {
 		return 0, io.EOF

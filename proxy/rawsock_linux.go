@@ -67,6 +67,14 @@ func rawEpollWait(epfd uintptr, events []syscall.EpollEvent) (int, error) {
 type rawSock struct {
 	net.Conn
 	rc syscall.RawConn
+	// The arguments and results of the calls, for functions made once: a
+	// closure made per call would escape to the heap. One goroutine reads
+	// and one writes at a time, as with any net.Conn used by the proxy.
+	rbuf, wbuf     []byte
+	rn, wn         int
+	rerrno, werrno syscall.Errno
+	readFn         func(fd uintptr) bool
+	writeFn        func(fd uintptr) bool
 }
 
 // newRawSock wraps nc if it is a plain TCP or Unix connection, and returns
@@ -81,50 +89,56 @@ func newRawSock(nc net.Conn) net.Conn {
 	if err != nil {
 		return nc
 	}
-	return &rawSock{Conn: nc, rc: rc}
+	s := &rawSock{Conn: nc, rc: rc}
+	s.readFn = func(fd uintptr) bool {
+		s.rn, s.rerrno = rawRead(fd, s.rbuf)
+		return s.rerrno != syscall.EAGAIN
+	}
+	s.writeFn = func(fd uintptr) bool {
+		for s.wn < len(s.wbuf) {
+			var n int
+			n, s.werrno = rawWrite(fd, s.wbuf[s.wn:])
+			if s.werrno != 0 {
+				return s.werrno != syscall.EAGAIN
+			}
+			s.wn += n
+		}
+		return true
+	}
+	return s
+}
+
+func (s *rawSock) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: s.LocalAddr().Network(), Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: err}
 }
 
 func (s *rawSock) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := s.rc.Read(func(fd uintptr) bool {
-		n, errno = rawRead(fd, b)
-		return errno != syscall.EAGAIN
-	})
-	if err != nil {
-		return 0, &net.OpError{Op: "read", Net: s.LocalAddr().Network(), Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: err}
-	}
-	if errno != 0 {
-		return 0, &net.OpError{Op: "read", Net: s.LocalAddr().Network(), Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: errno}
-	}
-	if n == 0 {
+	s.rbuf, s.rn, s.rerrno = b, 0, 0
+	err := s.rc.Read(s.readFn)
+	s.rbuf = nil
+	switch {
+	case err != nil:
+		return 0, s.opError("read", err)
+	case s.rerrno != 0:
+		return 0, s.opError("read", s.rerrno)
+	case s.rn == 0:
 		return 0, io.EOF
 	}
-	return n, nil
+	return s.rn, nil
 }
 
 func (s *rawSock) Write(b []byte) (int, error) {
-	written := 0
-	var errno syscall.Errno
-	err := s.rc.Write(func(fd uintptr) bool {
-		for written < len(b) {
-			var n int
-			n, errno = rawWrite(fd, b[written:])
-			if errno != 0 {
-				return errno != syscall.EAGAIN
-			}
-			written += n
-		}
-		return true
-	})
-	if err == nil && errno != 0 {
-		err = errno
+	s.wbuf, s.wn, s.werrno = b, 0, 0
+	err := s.rc.Write(s.writeFn)
+	s.wbuf = nil
+	if err == nil && s.werrno != 0 {
+		err = s.werrno
 	}
 	if err != nil {
-		return written, &net.OpError{Op: "write", Net: s.LocalAddr().Network(), Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: err}
+		return s.wn, s.opError("write", err)
 	}
-	return written, nil
+	return s.wn, nil
 }

@@ -98,3 +98,43 @@ func TestRawSock_OthersUnwrapped(t *testing.T) {
 		t.Fatalf("newRawSock(pipe) = %T, want the pipe itself", s)
 	}
 }
+
+// TestRawSock_Allocs: a write and a read on a ready socket allocate
+// nothing (the functions handed to syscall.RawConn are made once).
+func TestRawSock_Allocs(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			io.Copy(c, c) // echo
+			c.Close()
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newRawSock(nc)
+	defer s.Close()
+	msg, buf := []byte("+PONG\r\n"), make([]byte, 64)
+	roundtrip := func() {
+		if _, err := s.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		for got := 0; got < len(msg); {
+			n, err := s.Read(buf[got:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
+		}
+	}
+	roundtrip() // the first read may park and set up the poller
+	if n := testing.AllocsPerRun(200, roundtrip); n != 0 {
+		t.Fatalf("%v allocations per write and read, want 0", n)
+	}
+}
