@@ -257,7 +257,10 @@ func canon(reply string, unordered bool, cmd string) string {
 // TestDifferential sends the same seeded random commands (all value
 // families, values of 0 B to 1 MB, compressible and random, transactions,
 // pipelines, expiry, RESP2 and RESP3) to one Redis directly and to another
-// through the proxy with min-size 0, and requires identical replies. Run it
+// through the proxy with min-size 0, and requires identical replies. Each
+// new connection goes through one of three proxies with other write
+// settings (s2, zstd:1, raw) on the same Redis, so values are also read
+// and searched under settings other than the ones that wrote them. Run it
 // longer with -diff.n=100000.
 func TestDifferential(t *testing.T) {
 	seed := *diffSeed
@@ -267,6 +270,15 @@ func TestDifferential(t *testing.T) {
 	t.Logf("seed %d (rerun with -diff.seed=%d)", seed, seed)
 	direct := testutil.StartRedis(t)
 	e := startEnv(t)
+	// Proxies with other write settings in front of the same Redis: each
+	// new connection goes through one of them, so values written under
+	// one setting are read, searched and changed under another, as after
+	// a change of settings.
+	proxies := []*env{
+		e,
+		startProxy(t, e.redis.URL(), e.redis, withCodec("zstd:1")),
+		startProxy(t, e.redis.URL(), e.redis, withMinSize(1<<20)), // stores raw
+	}
 	g := &gen{r: rand.New(rand.NewPCG(seed, 1)), xid: map[string]int{}, groups: map[string]bool{}, big: 4 + *diffN/2000}
 	n := *diffN
 	var a, b *rawConn
@@ -279,9 +291,10 @@ func TestDifferential(t *testing.T) {
 		}
 	}()
 	for done := 0; done < n; {
-		if a == nil || g.r.IntN(300) == 0 { // new connections now and then, RESP2 or RESP3
-			a, b = dialRaw(t, direct.Addr), dialRaw(t, e.addr)
-			hist = append(hist, "new connection")
+		if a == nil || g.r.IntN(100) == 0 { // new connections now and then, RESP2 or RESP3
+			p := g.r.IntN(len(proxies))
+			a, b = dialRaw(t, direct.Addr), dialRaw(t, proxies[p].addr)
+			hist = append(hist, fmt.Sprintf("new connection, through proxy %d", p))
 			if g.r.IntN(2) == 0 {
 				ra, rb := a.do("HELLO", "3"), b.do("HELLO", "3")
 				if strings.Contains(ra, "ERR") || strings.Contains(rb, "ERR") {
