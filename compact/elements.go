@@ -17,17 +17,7 @@ import (
 // the key's TTL. It returns, per triple, 1 if it set the field and 0 if
 // not; redis.pcall makes a key that became another type a mismatch, not a
 // script error.
-const HashCASScript = `local res = {}
-for i = 1, #ARGV, 3 do
-  local v = redis.pcall('HGET', KEYS[1], ARGV[i])
-  if v == ARGV[i + 1] then
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
-    res[#res + 1] = 1
-  else
-    res[#res + 1] = 0
-  end
-end
-return res`
+var HashCASScript = elementCAS("HGET", "HSET")
 
 // ListCASScript is HashCASScript for lists: ARGV holds triples of index,
 // old element, new element, and each element is set (LSET, which keeps the
@@ -36,17 +26,23 @@ return res`
 // another index or not at all. If another element with exactly the old
 // bytes took its place, it holds the same value, which the new bytes hold
 // too.
-const ListCASScript = `local res = {}
+var ListCASScript = elementCAS("LINDEX", "LSET")
+
+// elementCAS returns the compare-and-set script over triples of name, old,
+// new that reads an element with get and writes it with set.
+func elementCAS(get, set string) string {
+	return `local res = {}
 for i = 1, #ARGV, 3 do
-  local v = redis.pcall('LINDEX', KEYS[1], ARGV[i])
+  local v = redis.pcall('` + get + `', KEYS[1], ARGV[i])
   if v == ARGV[i + 1] then
-    redis.call('LSET', KEYS[1], ARGV[i], ARGV[i + 2])
+    redis.call('` + set + `', KEYS[1], ARGV[i], ARGV[i + 2])
     res[#res + 1] = 1
   else
     res[#res + 1] = 0
   end
 end
 return res`
+}
 
 var (
 	hashCASScript = redis.NewScript(HashCASScript)

@@ -152,6 +152,17 @@ type candidate struct{ key, frame, dec []byte }
 // inspectSHA names inspectScript for EVALSHA (see listSearchSHA).
 var inspectSHA = scriptSHA(inspectScript)
 
+// appendScript appends the first two arguments of a script call: EVALSHA
+// and the SHA-1 with byName, else EVAL and the script's text.
+func appendScript(dst []byte, script, sha string, byName bool) []byte {
+	if byName {
+		dst = resp.AppendBulkString(dst, "EVALSHA")
+		return resp.AppendBulkString(dst, sha)
+	}
+	dst = resp.AppendBulkString(dst, "EVAL")
+	return resp.AppendBulkString(dst, script)
+}
+
 // scriptSHA returns the SHA-1 of a script, in hex, as EVALSHA takes it.
 func scriptSHA(script string) string {
 	sum := sha1.Sum([]byte(script))
@@ -169,13 +180,7 @@ func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, 
 		n += len(args)
 	}
 	dst = resp.AppendArray(dst, n)
-	if byName {
-		dst = resp.AppendBulkString(dst, "EVALSHA")
-		dst = resp.AppendBulkString(dst, inspectSHA)
-	} else {
-		dst = resp.AppendBulkString(dst, "EVAL")
-		dst = resp.AppendBulkString(dst, inspectScript)
-	}
+	dst = appendScript(dst, inspectScript, inspectSHA, byName)
 	dst = resp.AppendBulkString(dst, strconv.Itoa(nkeys))
 	for _, k := range args[first:end] {
 		dst = resp.AppendBulk(dst, k)

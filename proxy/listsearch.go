@@ -235,13 +235,7 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 	dir, need, maxlen := searchScope(info, args)
 	n := 3 + 1 + 11 + len(forms.same) + len(forms.differ) + len(args) // EVAL script 1 key, mode e0 raw pattern hlen crc dir need maxlen ns nd
 	dst = resp.AppendArray(dst, n)
-	if byName {
-		dst = resp.AppendBulkString(dst, "EVALSHA")
-		dst = resp.AppendBulkString(dst, listSearchSHA)
-	} else {
-		dst = resp.AppendBulkString(dst, "EVAL")
-		dst = resp.AppendBulkString(dst, listSearchScript)
-	}
+	dst = appendScript(dst, listSearchScript, listSearchSHA, byName)
 	dst = resp.AppendBulkString(dst, "1")
 	dst = resp.AppendBulk(dst, args[1])
 	dst = resp.AppendBulkString(dst, mode)

@@ -25,6 +25,17 @@ func withCodec(name string) envOpt {
 	}
 }
 
+// mixedSetup starts a reference Redis, and another Redis with a zstd:1
+// proxy and an s2 proxy in front of it, and connects to all four.
+func mixedSetup(t *testing.T) (ref, bare, old, cur *rawConn) {
+	t.Helper()
+	direct := testutil.StartRedis(t)
+	r := testutil.StartRedis(t)
+	oldEnv := startProxy(t, r.URL(), r, withCodec("zstd:1"))
+	curEnv := startProxy(t, r.URL(), r, withCodec("s2"))
+	return dialRaw(t, direct.Addr), dialRaw(t, r.Addr), dialRaw(t, oldEnv.addr), dialRaw(t, curEnv.addr)
+}
+
 // mixedList fills key l of the Redis behind old and cur with the values of
 // want, written in several forms: through a proxy with zstd:1, stored raw
 // before any proxy (bare), and through a proxy with s2. The reference gets
@@ -46,12 +57,7 @@ func mixedList(t *testing.T, ref, bare, old, cur *rawConn, key string, want []st
 // elements by value, whatever settings stored them, with the replies Redis
 // gives on the same values stored plain, in and out of MULTI and in RESP3.
 func TestProxy_ListSearchAcrossSettings(t *testing.T) {
-	direct := testutil.StartRedis(t)
-	r := testutil.StartRedis(t)
-	oldEnv := startProxy(t, r.URL(), r, withCodec("zstd:1"))
-	curEnv := startProxy(t, r.URL(), r, withCodec("s2"))
-	ref, bare := dialRaw(t, direct.Addr), dialRaw(t, r.Addr)
-	old, cur := dialRaw(t, oldEnv.addr), dialRaw(t, curEnv.addr)
+	ref, bare, old, cur := mixedSetup(t)
 
 	v1, v2, v3, v4 := compressible(300, 1), compressible(300, 2), compressible(400, 3), compressible(500, 4)
 	mixedList(t, ref, bare, old, cur, "l", []string{v1, v2, v1, v3, v1, "x", v2, v1})
@@ -110,12 +116,7 @@ func TestProxy_ListSearchAcrossSettings(t *testing.T) {
 // TestProxy_ListSearchLong: a list longer than the script's LRANGE chunks,
 // searched from both ends.
 func TestProxy_ListSearchLong(t *testing.T) {
-	direct := testutil.StartRedis(t)
-	r := testutil.StartRedis(t)
-	oldEnv := startProxy(t, r.URL(), r, withCodec("zstd:1"))
-	curEnv := startProxy(t, r.URL(), r, withCodec("s2"))
-	ref, bare := dialRaw(t, direct.Addr), dialRaw(t, r.Addr)
-	old, cur := dialRaw(t, oldEnv.addr), dialRaw(t, curEnv.addr)
+	ref, bare, old, cur := mixedSetup(t)
 	vals := make([]string, 1300)
 	for i := range vals {
 		vals[i] = compressible(200+i%7, i%5) // five values, some repeated lengths

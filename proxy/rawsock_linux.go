@@ -14,28 +14,17 @@ import (
 // goroutine keeps its processor. With syscall.Read the scheduler's monitor
 // thread, seeing a processor in a system call, would wake every 20 µs to
 // consider taking it away, which on a busy proxy costs a tenth of its CPU.
-func rawRead(fd uintptr, b []byte) (int, syscall.Errno) {
-	if len(b) == 0 {
-		return 0, 0
-	}
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		if e == syscall.EINTR {
-			continue
-		}
-		if e != 0 {
-			return 0, e
-		}
-		return int(n), 0
-	}
-}
+func rawRead(fd uintptr, b []byte) (int, syscall.Errno) { return rawIO(syscall.SYS_READ, fd, b) }
 
-func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) {
+func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) { return rawIO(syscall.SYS_WRITE, fd, b) }
+
+// rawIO is read(2) or write(2) (trap) of b on fd, retried on EINTR.
+func rawIO(trap, fd uintptr, b []byte) (int, syscall.Errno) {
 	if len(b) == 0 {
 		return 0, 0
 	}
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 		if e == syscall.EINTR {
 			continue
 		}
