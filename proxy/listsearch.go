@@ -233,6 +233,9 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 	}
 	encoded := func(i int) bool { return step != 0 && i >= first && (i-first)%step == 0 }
 	dir, need, maxlen := searchScope(info, args)
+	if need < 0 { // overflowed (LREM of -2^63, LPOS RANK + COUNT): all
+		need = 0
+	}
 	n := 3 + 1 + 11 + len(forms.same) + len(forms.differ) + len(args) // EVAL script 1 key, mode e0 raw pattern hlen crc dir need maxlen ns nd
 	dst = resp.AppendArray(dst, n)
 	dst = appendScript(dst, listSearchScript, listSearchSHA, byName)
