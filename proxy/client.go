@@ -657,6 +657,8 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.flush()
 		c.waitWritten(c.multiSeq)
 		c.req = c.appendQueuedListSearch(c.req, info, args)
+	} else if by, alpha, patterns, ok := sortNeedsCheck(info, args); ok {
+		c.req = appendSortCheck(c.req, by, alpha, patterns, args)
 	} else {
 		c.req = c.rw.appendRequest(c.req, info, args)
 	}

@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+// TestProxy_SortCompressed: SORT ALPHA over compressed elements, and SORT
+// BY over compressed elements of equal weight, are refused with an error
+// that says why (in and out of MULTI; STORE stores nothing); every other
+// SORT gives Redis's reply on the same values stored plain.
+func TestProxy_SortCompressed(t *testing.T) {
+	direct := testutil.StartRedis(t)
+	e := startEnv(t)
+	ref, c := dialRaw(t, direct.Addr), dialRaw(t, e.addr)
+	// Value order z < a after compression is not the values' order.
+	hi, lo := "zz"+compressible(400, 1), "aa"+compressible(400, 2)
+	setup := [][]string{
+		{"RPUSH", "docs", hi, lo},
+		{"RPUSH", "small", "b", "a", "c"},
+		{"SADD", "set", "b", "a"},
+		{"SET", "w_" + hi, "2"}, {"SET", "w_" + lo, "1"},
+		{"SET", "w_b", hi}, {"SET", "w_a", lo}, // compressed weights
+		{"HSET", "h_b", "f", "2"}, {"HSET", "h_a", "f", "1"}, {"HSET", "h_c", "f", "3"},
+	}
+	for _, cmd := range setup {
+		ref.do(cmd...)
+		c.do(cmd...)
+	}
+	same := [][]string{
+		{"SORT", "small", "ALPHA"},
+		{"SORT", "small", "ALPHA", "DESC", "LIMIT", "0", "2"},
+		{"SORT", "small", "BY", "h_*->f"},
+		{"SORT", "set", "ALPHA"},
+		{"SORT_RO", "small", "ALPHA"},
+		{"SORT", "docs", "BY", "nosort"},
+		{"SORT", "docs", "BY", "nosort", "GET", "#"},
+		{"SORT", "nokey", "ALPHA"},
+		{"SORT", "docs", "ALPHA", "LIMIT", "x"},
+		{"SORT", "docs", "ALPHA", "LIMIT", "0"},
+		{"SORT", "docs", "ALPHA", "BOGUS"},
+		{"SORT_RO", "docs", "ALPHA", "STORE", "x"},
+		{"SORT", "docs", "ALPHA", "GET"},
+		{"SORT", "w_" + hi, "ALPHA"},
+		{"SORT", "small", "ALPHA", "STORE", "sorted"},
+		{"LRANGE", "sorted", "0", "-1"},
+	}
+	for i, cmd := range same {
+		if want, got := ref.do(cmd...), c.do(cmd...); want != got {
+			t.Fatalf("command %d %.40q: Redis replied %.200q, the proxy %.200q", i, cmd, want, got)
+		}
+	}
+	refused := []struct {
+		cmd []string
+		why string
+	}{
+		{[]string{"SORT", "docs", "ALPHA"}, "SORT ALPHA would order compressed bytes"},
+		{[]string{"sort_ro", "docs", "alpha", "desc"}, "SORT_RO ALPHA would order compressed bytes"},
+		{[]string{"SORT", "small", "BY", "doc_*", "ALPHA"}, ""}, // missing weights: allowed
+		{[]string{"SORT", "docs", "BY", "w_*"}, "SORT BY and GET patterns would name keys after compressed bytes"},
+		{[]string{"SORT", "docs", "BY", "nosort", "GET", "x_*"}, "SORT BY and GET patterns would name keys after compressed bytes"},
+		{[]string{"SORT", "small", "BY", "h_*->f", "GET", "#"}, ""},
+		{[]string{"SORT", "small", "BY", "w_*", "ALPHA"}, "SORT ALPHA would order compressed bytes"},
+		{[]string{"SORT", "small", "BY", "w_*"}, ""}, // numeric: Redis's own error on the values
+		{[]string{"SORT", "docs", "ALPHA", "STORE", "out"}, "SORT ALPHA would order compressed bytes"},
+	}
+	for _, r := range refused {
+		got := c.do(r.cmd...)
+		if r.why == "" {
+			if want := ref.do(r.cmd...); got != want {
+				t.Fatalf("%q: Redis replied %q, the proxy %q", r.cmd, want, got)
+			}
+			continue
+		}
+		if !strings.HasPrefix(got, "-ERR squeeze: "+r.why) || !strings.Contains(got, "(key ") {
+			t.Fatalf("%.40q: %q, want an error saying %q", r.cmd, got, r.why)
+		}
+	}
+	if got := c.do("EXISTS", "out"); got != ":0\r\n" {
+		t.Fatalf("a refused SORT ... STORE stored: EXISTS = %q", got)
+	}
+	c.send([]string{"MULTI"}, []string{"SORT", "docs", "ALPHA"}, []string{"SORT", "small", "ALPHA"}, []string{"EXEC"})
+	for range 3 {
+		c.read()
+	}
+	if got := c.read(); !strings.Contains(got, "ALPHA would order compressed bytes") || !strings.Contains(got, bulk("a")+bulk("b")+bulk("c")) {
+		t.Fatalf("EXEC: %q", got)
+	}
+}
