@@ -7,10 +7,11 @@ import (
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
-// TestProxy_SortCompressed: SORT ALPHA over compressed elements, and SORT
-// BY over compressed elements of equal weight, are refused with an error
-// that says why (in and out of MULTI; STORE stores nothing); every other
-// SORT gives Redis's reply on the same values stored plain.
+// TestProxy_SortCompressed: SORT ALPHA over compressed elements or
+// weights, and BY or GET patterns over compressed elements, are refused
+// with an error that says why (in and out of MULTI; STORE stores nothing);
+// every other SORT, and every call Redis refuses for its syntax, gives
+// Redis's reply on the same values stored plain.
 func TestProxy_SortCompressed(t *testing.T) {
 	direct := testutil.StartRedis(t)
 	e := startEnv(t)
