@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/squeeze-kv/squeeze/internal/testutil"
+	"github.com/squeeze-kv/squeeze/resp"
 )
 
 // TestProxy_SortCompressed: SORT ALPHA over compressed elements or
@@ -89,4 +90,43 @@ func TestProxy_SortCompressed(t *testing.T) {
 	if got := c.read(); !strings.Contains(got, "ALPHA would order compressed bytes") || !strings.Contains(got, bulk("a")+bulk("b")+bulk("c")) {
 		t.Fatalf("EXEC: %q", got)
 	}
+}
+
+// FuzzScriptCalls builds the list search and SORT scripts' calls from
+// arbitrary arguments: no panic, the scope is a direction and a count of at
+// least zero, and every call is one RESP array of the expected length.
+func FuzzScriptCalls(f *testing.F) {
+	s := newTestServer(f)
+	for _, seed := range []string{
+		"l\x00x", "l\x00x\x00RANK\x00-2\x00COUNT\x000\x00MAXLEN\x009",
+		"l\x00-9223372036854775808\x00x", "l\x00BEFORE\x00p\x00e",
+		"l\x00ALPHA\x00BY\x00w_*->f\x00GET\x00#\x00LIMIT\x000\x001\x00STORE\x00d",
+		"l\x00RANK\x00", "",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		rest := strings.Split(in, "\x00")
+		for _, name := range []string{"LREM", "LPOS", "LINSERT", "SORT", "SORT_RO"} {
+			info := commandTable[strings.ToLower(name)]
+			args := append([][]byte{[]byte(name)}, argv(rest...)...)
+			c := &client{s: s}
+			if listSearchArg(info, args) > 0 {
+				dir, need, maxlen := searchScope(info, args)
+				if (dir != 1 && dir != -1) || maxlen < 0 {
+					t.Fatalf("%q: scope %d %d %d", args, dir, need, maxlen)
+				}
+				req := c.appendListSearch(nil, info, args, searchKeep, &listForms{same: []string{"a"}}, true)
+				if v, left, err := resp.ReadValue(req); err != nil || len(left) != 0 || v.N != 3+1+11+1+len(args) {
+					t.Fatalf("%q: list search call %q: %v", args, req, err)
+				}
+			}
+			if by, alpha, patterns, ok := sortNeedsCheck(info, args); ok {
+				req := appendSortCheck(nil, by, alpha, patterns, args)
+				if v, left, err := resp.ReadValue(req); err != nil || len(left) != 0 || v.N != 7+len(args) {
+					t.Fatalf("%q: SORT call %q: %v", args, req, err)
+				}
+			}
+		}
+	})
 }
