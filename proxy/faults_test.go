@@ -124,6 +124,10 @@ func TestProxy_UpstreamRestart(t *testing.T) {
 	if got := shared.do("GET", "k"); !strings.HasPrefix(got, "-ERR squeeze: upstream") {
 		t.Fatalf("GET with Redis down got %q, want an upstream error", got)
 	}
+	// The commands that run scripts synchronously say so too.
+	if got := shared.do("LPOS", "l", "x"); !strings.HasPrefix(got, "-ERR squeeze: LPOS: upstream") {
+		t.Fatalf("LPOS with Redis down got %q, want an upstream error", got)
+	}
 	startRedisAt(t, dir, port)
 	var got string
 	for i := 0; i < 50; i++ { // the first command after a restart may still see the old connection fail
@@ -134,6 +138,12 @@ func TestProxy_UpstreamRestart(t *testing.T) {
 	}
 	if got != "+OK\r\n" || shared.do("GET", "k2") != bulk("v") {
 		t.Fatalf("after restart: %q", got)
+	}
+	// A restarted Redis has no scripts cached: the list search sends its
+	// text after NOSCRIPT.
+	shared.do("RPUSH", "l2", "a", compressible(300, 1))
+	if got := shared.do("LPOS", "l2", compressible(300, 1)); got != ":1\r\n" {
+		t.Fatalf("LPOS after restart: %q", got)
 	}
 }
 
