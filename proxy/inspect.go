@@ -237,20 +237,29 @@ func markerFrames(v resp.Value) (keys, frames [][]byte) {
 // a DecodeError naming the key.
 func (c *client) decodeCandidates(dst []candidate, keys, frames [][]byte) ([]candidate, error) {
 	for i, f := range frames {
-		var d []byte
-		var err error
-		if h, herr := codec.ParseHeader(f); herr == nil && h.HasDict {
-			d, err = c.s.decodeValue(nil, f, &h) // resolves the dictionary it names
-		} else {
-			d, err = c.s.decoder().AppendDecode(nil, f)
-		}
+		d, err := c.s.decodeFrame(f)
 		if err != nil {
-			c.s.metrics.decodeError()
 			return dst, &DecodeError{Key: keys[i], Err: err}
 		}
 		dst = append(dst, candidate{key: append([]byte(nil), keys[i]...), frame: append([]byte(nil), f...), dec: d})
 	}
 	return dst, nil
+}
+
+// decodeFrame decodes a stored frame a script returned, resolving the
+// dictionary it names; a failure is counted.
+func (s *Server) decodeFrame(f []byte) ([]byte, error) {
+	var d []byte
+	var err error
+	if h, herr := codec.ParseHeader(f); herr == nil && h.HasDict {
+		d, err = s.decodeValue(nil, f, &h)
+	} else {
+		d, err = s.decoder().AppendDecode(nil, f)
+	}
+	if err != nil {
+		s.metrics.decodeError()
+	}
+	return d, err
 }
 
 // inspect runs a command that looks inside stored bytes, synchronously on

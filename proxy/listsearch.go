@@ -320,15 +320,8 @@ func (c *client) classify(forms *listForms, key, value []byte, v resp.Value) err
 		if !ok {
 			return nil
 		}
-		var d []byte
-		var err error
-		if h, herr := codec.ParseHeader(f.Str); herr == nil && h.HasDict {
-			d, err = c.s.decodeValue(nil, f.Str, &h)
-		} else {
-			d, err = c.s.decoder().AppendDecode(nil, f.Str)
-		}
+		d, err := c.s.decodeFrame(f.Str)
 		if err != nil {
-			c.s.metrics.decodeError()
 			return &DecodeError{Key: key, Err: err}
 		}
 		sum := sha1.Sum(f.Str)
