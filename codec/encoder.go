@@ -23,8 +23,8 @@ type Outcome uint8
 const (
 	// Compressed: the value was written as a compressed frame.
 	Compressed Outcome = iota
-	// StoredRaw: the value was too short or compressed too little, and was
-	// written as it is.
+	// StoredRaw: the value was too short, compressed too little or reads
+	// as a number (Numeric), and was written as it is.
 	StoredRaw
 	// Wrapped: the value was stored uncompressed but began with the magic,
 	// so it was wrapped in a none frame to read back unambiguously.
@@ -142,7 +142,7 @@ func (e *Encoder) AppendEncode(dst, src []byte) []byte {
 // AppendEncodeOutcome is AppendEncode that also reports what it stored.
 func (e *Encoder) AppendEncodeOutcome(dst, src []byte) ([]byte, Outcome) {
 	start := len(dst)
-	if len(src) >= e.minSize && e.alg.ID != IDNone {
+	if len(src) >= e.minSize && e.alg.ID != IDNone && !Numeric(src) {
 		out, ok := e.appendFrame(dst, src)
 		if ok {
 			return out, Compressed

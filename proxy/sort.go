@@ -18,9 +18,10 @@ import (
 // looks at every element (and, with ALPHA and BY, every fetched value) and
 // runs Redis's SORT only if none that matters is a frame; otherwise it
 // replies with an error that says why, and sorts nothing (with STORE, it
-// stores nothing). A numeric SORT without patterns needs no check: a frame
-// is never a number, so Redis's "can't be converted into double" is the
-// reply Redis gives on the values. Lists written raw, and sets and sorted
+// stores nothing). A numeric SORT without patterns needs no check: the
+// write policy stores numbers raw (codec.Numeric), so a frame never holds
+// one, and Redis's "can't be converted into double" is the reply Redis
+// gives on the values. Lists written raw, and sets and sorted
 // sets, whose members the proxy never compresses, sort as before.
 //
 // The script needs no answer from the proxy, so it travels like any

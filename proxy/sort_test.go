@@ -92,6 +92,40 @@ func TestProxy_SortCompressed(t *testing.T) {
 	}
 }
 
+// TestProxy_SortLongNumbers: numbers long enough to compress well are
+// stored raw (the write policy's number rule), so a numeric SORT of them,
+// and a SORT BY weights that are long numbers, give Redis's own reply.
+func TestProxy_SortLongNumbers(t *testing.T) {
+	direct := testutil.StartRedis(t)
+	e := startEnv(t)
+	ref, c := dialRaw(t, direct.Addr), dialRaw(t, e.addr)
+	long := strings.Repeat("1", 300)
+	setup := [][]string{
+		{"RPUSH", "nums", long, "2", "-" + long, "  " + strings.Repeat("7", 100) + ".5e-3"},
+		{"RPUSH", "ids", "a", "b"},
+		{"SET", "w_a", strings.Repeat("9", 200)}, {"SET", "w_b", "1"},
+		{"HSET", "h_a", "f", "3"}, {"HSET", "h_b", "f", strings.Repeat("0", 150) + "2"},
+	}
+	for _, cmd := range setup {
+		ref.do(cmd...)
+		c.do(cmd...)
+	}
+	for i, cmd := range [][]string{
+		{"SORT", "nums"},
+		{"SORT", "nums", "DESC", "LIMIT", "1", "2"},
+		{"SORT", "ids", "BY", "w_*"},
+		{"SORT", "ids", "BY", "h_*->f", "GET", "#", "GET", "w_*"},
+		{"LRANGE", "nums", "0", "-1"},
+	} {
+		if want, got := ref.do(cmd...), c.do(cmd...); want != got {
+			t.Fatalf("command %d %.40q: Redis replied %.200q, the proxy %.200q", i, cmd, want, got)
+		}
+	}
+	if got := dialRaw(t, e.redis.Addr).do("GET", "w_a"); got != bulk(strings.Repeat("9", 200)) {
+		t.Fatalf("a long number is stored as %.60q, want it raw", got)
+	}
+}
+
 // FuzzScriptCalls builds the list search and SORT scripts' calls from
 // arbitrary arguments: no panic, the scope is a direction and a count of at
 // least zero, and every call is one RESP array of the expected length.
