@@ -55,7 +55,11 @@ func (g *gen) value() string {
 		for len(b) < n {
 			b = append(b, byte(g.r.UintN(256)))
 		}
-	case 1: // a number
+	case 1: // a number, now and then a long one (the policy stores it raw)
+		if g.r.IntN(4) == 0 {
+			d := strings.Repeat(strconv.Itoa(g.r.IntN(10)), 1+n%300)
+			return []string{"", "-", " "}[g.r.IntN(3)] + d + []string{"", ".5", "e-3"}[g.r.IntN(3)]
+		}
 		return strconv.Itoa(g.r.IntN(1000) - 500)
 	default: // text that compresses
 		for len(b) < n {
@@ -76,7 +80,7 @@ func (g *gen) command() (args []string, unordered bool) {
 	if g.r.IntN(30) == 0 { // cross-family access: WRONGTYPE both ways
 		s, h, l = h, l, s
 	}
-	switch g.r.IntN(62) {
+	switch g.r.IntN(73) {
 	case 0:
 		return []string{"SET", s, g.value()}, false
 	case 1:
@@ -203,6 +207,53 @@ func (g *gen) command() (args []string, unordered bool) {
 		return []string{"LLEN", l}, false
 	case 60:
 		return []string{"HRANDFIELD", h, "-0", "WITHVALUES"}, false // count 0: deterministic empty
+	case 61:
+		ops := [][]string{{"GET", "u8", g.num(0, 200)}, {"SET", "i16", "#" + g.num(0, 20), g.num(-999, 999)}, {"INCRBY", "u4", g.num(0, 300), g.num(-20, 20)}, {"OVERFLOW", "SAT", "INCRBY", "i8", "0", "100"}}
+		cmd := []string{"BITFIELD", s}
+		for range 1 + g.r.IntN(2) {
+			cmd = append(cmd, ops[g.r.IntN(len(ops))]...)
+		}
+		return cmd, false
+	case 62:
+		return []string{"BITFIELD_RO", s, "GET", "u16", g.num(0, 500), "GET", "i5", g.num(0, 50)}, false
+	case 63:
+		op := []string{"AND", "OR", "XOR", "NOT"}[g.r.IntN(4)]
+		if op == "NOT" {
+			return []string{"BITOP", op, g.key("s"), s}, false
+		}
+		return []string{"BITOP", op, g.key("s"), s, g.key("s")}, false
+	case 64:
+		return []string{"SUBSTR", s, g.num(-50, 50), g.num(-50, 500)}, false
+	case 65:
+		return []string{[]string{"INCR", "DECR"}[g.r.IntN(2)], s}, false
+	case 66:
+		return []string{"HINCRBY", h, "f" + g.num(0, 5), g.num(-5, 5)}, false
+	case 67:
+		return []string{"HMSET", h, "f" + g.num(0, 5), g.value()}, false
+	case 68:
+		// Numeric sorts only: ALPHA over compressed elements is refused
+		// by design (TestProxy_SortCompressed).
+		cmd := []string{"SORT", l}
+		if g.r.IntN(2) == 0 {
+			cmd = append(cmd, "DESC", "LIMIT", g.num(0, 2), g.num(1, 3))
+		}
+		return cmd, false
+	case 69:
+		// One case for the blocking family: a timeout on an empty list
+		// takes up to 100 ms (Redis checks them at hz 10).
+		switch g.r.IntN(4) {
+		case 0:
+			return []string{"BRPOP", l, "0.01"}, false
+		case 1:
+			return []string{"BLMOVE", l, g.key("l"), "RIGHT", "LEFT", "0.01"}, false
+		case 2:
+			return []string{"BLMPOP", "0.01", "1", l, "RIGHT", "COUNT", g.num(1, 2)}, false
+		}
+		return []string{"BRPOPLPUSH", l, g.key("l"), "0.01"}, false
+	case 70:
+		return []string{"COPY", s, g.key("s"), "REPLACE"}[:3+g.r.IntN(2)], false
+	case 71:
+		return []string{"RENAME", s, g.key("s")}, false
 	default:
 		return []string{"EXISTS", s, h, l, x}, false
 	}
