@@ -186,6 +186,7 @@ func init() {
 	for _, n := range []string{"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"} {
 		def(n, argsNone, shapeAny, flagScript)
 	}
+	def("CLUSTER", argsNone, shapeNone, 0) // shapeCluster* for topology, see replyShape
 	def("SORT", argsNone, shapeAny, 0)
 	def("SORT_RO", argsNone, shapeAny, 0)
 	// Commands that look inside stored bytes.
@@ -262,6 +263,8 @@ func replyShape(info *cmdInfo, args [][]byte) shape {
 		if len(args) > 3 && is(args[3], "WITHVALUES") {
 			return shapePairs
 		}
+	case "CLUSTER":
+		return clusterShape(args)
 	}
 	return info.reply
 }

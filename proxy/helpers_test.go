@@ -54,6 +54,12 @@ func startProxy(t testing.TB, upstream string, r *testutil.Redis, opts ...envOpt
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, s, ln, r)
+}
+
+// serveOn runs s on ln until the test ends.
+func serveOn(t testing.TB, s *Server, ln net.Listener, r *testutil.Redis) *env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()

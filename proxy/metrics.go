@@ -19,6 +19,7 @@ type Metrics struct {
 	values       *prometheus.CounterVec // by outcome: compressed, raw, wrapped, decoded
 	decodeErrors prometheus.Counter
 	upErrors     *prometheus.CounterVec
+	redirects    *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	codec        string
 	// Pre-resolved children keep the hot path free of label lookups.
@@ -50,11 +51,12 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 		values:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_values_total", Help: "Values written, by outcome: compressed, raw (too small or incompressible), wrapped (raw but began with the frame magic); and decoded on reads."}, []string{"outcome"}),
 		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_decode_errors_total", Help: "Stored values that failed to decode (corrupt, checksum, too large); the client got an error."}),
 		upErrors:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_upstream_errors_total", Help: "Upstream failures, by kind: dial, tls, conn."}, []string{"kind"}),
+		redirects:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_cluster_redirects_total", Help: "Redis Cluster redirections and topology replies, by outcome: rewritten (to name the proxy in front of the node) or refused (no proxy address for the node)."}, []string{"outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "squeeze_proxy_command_seconds", Help: "Time from reading a command to having its reply ready, by command.",
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16)}, []string{"cmd"}),
 		codec: alg.String(),
 	}
-	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.upErrors, m.latency)
+	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.upErrors, m.redirects, m.latency)
 	m.outcome[codec.Compressed] = m.values.WithLabelValues("compressed")
 	m.outcome[codec.StoredRaw] = m.values.WithLabelValues("raw")
 	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
@@ -85,6 +87,14 @@ func (m *Metrics) decoded(id codec.ID, stored, orig int) {
 func (m *Metrics) decodeError() {
 	if m != nil {
 		m.decodeErrors.Inc()
+	}
+}
+
+// clusterRedirect counts a -MOVED, -ASK or CLUSTER topology reply the
+// proxy rewrote (or refused, when it had no proxy address for a node).
+func (m *Metrics) clusterRedirect(rewritten bool) {
+	if m != nil {
+		m.redirects.WithLabelValues(map[bool]string{true: "rewritten", false: "refused"}[rewritten]).Inc()
 	}
 }
 

@@ -61,6 +61,11 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // decoded where c's shape says they are. On a decode failure it appends an
 // error naming the key instead.
 func (r *rewriter) appendReply(dst []byte, c *call) []byte {
+	if len(c.reply) > 0 && c.reply[0] == '-' {
+		if out, ok := r.s.redirect(dst, c.reply); ok { // Redis Cluster
+			return out
+		}
+	}
 	if c.kind == shapeNone || c.kind == shapeRelay || c.local {
 		return append(dst, c.reply...)
 	}
@@ -274,6 +279,8 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 			return dst, nil
 		}
 		return append(dst, v.Raw...), nil
+	case shapeClusterSlots, shapeClusterShards, shapeClusterNodes:
+		return r.clusterReply(dst, v, sh), nil
 	case shapeExec:
 		if !agg || len(tx) != v.N {
 			return append(dst, v.Raw...), nil

@@ -66,6 +66,12 @@ type Server struct {
 	// dictionary, or raw before the proxy) is not found. By default the
 	// proxy finds elements by value (see listsearch.go).
 	StoredListSearch bool
+	// Cluster, for a proxy in front of a Redis Cluster node, says where
+	// the proxies in front of every node listen, so that -MOVED, -ASK and
+	// CLUSTER SLOTS, SHARDS, NODES and REPLICAS name them instead of the
+	// nodes (see cluster.go). Nil: those replies become errors that say to
+	// set it, so cluster clients never bypass the proxy.
+	Cluster *ClusterMap
 	// TLSConfig is used for a rediss:// upstream, for example to trust a
 	// private CA (RootCAs) or present a client certificate. Nil means the
 	// system's roots. An empty ServerName is taken from the URL's host.

@@ -65,6 +65,16 @@ Examples:
   squeeze proxy --upstream redis://127.0.0.1:6379 --dict 1690163204   # see "squeeze dict"
   redis-cli -p 6380 SET greeting "$(cat big.json)"    # stored compressed
 
+Redis Cluster: run one proxy beside each node, each with --upstream its
+own node, and tell every proxy where the others listen, so that cluster
+clients (redis-cli -c, go-redis ClusterClient, ioredis Cluster ...) are
+redirected from proxy to proxy and never to a node directly:
+  squeeze proxy --listen :7379 --upstream redis://127.0.0.1:6379 --cluster-port-offset 1000
+  squeeze proxy --upstream redis://10.0.0.5:6379 \
+      --cluster-map 10.0.0.5:6379=10.0.0.5:6380,10.0.0.6:6379=10.0.0.6:6380
+Without either flag, CLUSTER SLOTS/SHARDS/NODES and -MOVED/-ASK become
+errors that say so.
+
 Dictionaries: values that name a zstd dictionary are decoded with it,
 whatever --dict says; the proxy loads each one from the upstream
 (squeeze:dict:<id>) the first time a value names it. --dict ID compresses
@@ -75,6 +85,8 @@ makes one); it must exist when the proxy starts.
 // proxyFlags are the settings of squeeze proxy.
 type proxyFlags struct {
 	listen, upstream, upstreamCA, codecName, metrics, scripts, listSearch, logLevel, logFormat string
+	clusterMap                                                                                 string
+	clusterPortOffset                                                                          int
 	minSize, maxValue, clientBuffer                                                            units.SizeFlag
 	minGain                                                                                    float64
 	shared, procs, maxInFlight                                                                 int
@@ -99,6 +111,8 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.StringVar(&p.metrics, "metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9121)")
 	fs.StringVar(&p.scripts, "scripts", "pass", "EVAL/EVALSHA/FCALL: pass (scripts see stored, compressed bytes) or reject")
 	fs.StringVar(&p.listSearch, "list-search", "exact", "LREM/LPOS/LINSERT: exact (find elements by value, whatever codec or settings stored them) or stored (Redis's own byte comparison: faster, misses elements written with other settings)")
+	fs.StringVar(&p.clusterMap, "cluster-map", "", "Redis Cluster: `NODE=PROXY,...`, each node's address as the cluster announces it and the address of the squeeze proxy in front of it, so redirections and CLUSTER SLOTS/SHARDS/NODES name proxies")
+	fs.IntVar(&p.clusterPortOffset, "cluster-port-offset", 0, "Redis Cluster: the proxy in front of node host:port listens at host:port+`N` (for nodes not in --cluster-map)")
 	fs.IntVar(&p.shared, "shared-conns", 2, "pipelined upstream connections shared by all clients")
 	fs.IntVar(&p.procs, "procs", 0, "CPU threads running the proxy (GOMAXPROCS); 0: half the machine's CPUs, at least 1, or $GOMAXPROCS when set")
 	fs.BoolVar(&p.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics address")
@@ -266,6 +280,17 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 		s.StoredListSearch = true
 	default:
 		return nil, usageError("--list-search must be exact or stored, got %q", p.listSearch)
+	}
+	if p.clusterMap != "" || p.clusterPortOffset != 0 {
+		s.Cluster = &proxy.ClusterMap{PortOffset: p.clusterPortOffset}
+		if p.clusterMap != "" {
+			if s.Cluster.Nodes, err = proxy.ParseClusterNodes(p.clusterMap); err != nil {
+				return nil, usageError("--cluster-map: %v", err)
+			}
+		}
+		if p.clusterPortOffset <= -65535 || p.clusterPortOffset >= 65535 {
+			return nil, usageError("--cluster-port-offset %d is out of range", p.clusterPortOffset)
+		}
 	}
 	if reg != nil {
 		s.Metrics = proxy.NewMetrics(reg, alg)

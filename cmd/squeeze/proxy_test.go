@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -65,6 +66,8 @@ func TestProxySettings_Errors(t *testing.T) {
 		{[]string{"--upstream", "http://x"}, "scheme must be redis"},
 		{[]string{"--scripts", "maybe"}, "--scripts must be pass or reject"},
 		{[]string{"--list-search", "fuzzy"}, "--list-search must be exact or stored"},
+		{[]string{"--cluster-map", "10.0.0.1:6379"}, "--cluster-map: cluster map: \"10.0.0.1:6379\" is not node=proxy"},
+		{[]string{"--cluster-port-offset", "70000"}, "--cluster-port-offset 70000 is out of range"},
 		{[]string{"--min-gain", "2"}, "--min-gain"},
 		{[]string{"--config", bad}, "bad.conf:1"},
 		{[]string{"extra"}, "no arguments"},
@@ -225,6 +228,44 @@ func TestProxySettings_ListSearch(t *testing.T) {
 		}
 		if s.StoredListSearch != tt.stored {
 			t.Errorf("%q: StoredListSearch = %v, want %v", tt.args, s.StoredListSearch, tt.stored)
+		}
+	}
+}
+
+// TestProxySettings_Cluster: --cluster-map and --cluster-port-offset (also
+// from the environment) reach the server; without them it has no map.
+func TestProxySettings_Cluster(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		env    map[string]string
+		nodes  map[string]string
+		offset int
+		none   bool
+	}{
+		{none: true},
+		{args: []string{"--cluster-port-offset", "1000"}, offset: 1000},
+		{args: []string{"--cluster-map", "a:1=b:2, c:3=d:4"}, nodes: map[string]string{"a:1": "b:2", "c:3": "d:4"}},
+		{env: map[string]string{"SQUEEZE_CLUSTER_PORT_OFFSET": "-1"}, offset: -1},
+	} {
+		fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
+		if err := applySettings(fs, tt.args, func(k string) string { return tt.env[k] }); err != nil {
+			t.Fatal(err)
+		}
+		if err := parseFlags(fs, tt.args); err != nil {
+			t.Fatal(err)
+		}
+		s, err := p.buildServer(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.none {
+			if s.Cluster != nil {
+				t.Errorf("%q: a cluster map without the flags: %+v", tt.args, s.Cluster)
+			}
+			continue
+		}
+		if s.Cluster == nil || s.Cluster.PortOffset != tt.offset || fmt.Sprint(s.Cluster.Nodes) != fmt.Sprint(tt.nodes) {
+			t.Errorf("%q %v: cluster map %+v, want nodes %v offset %d", tt.args, tt.env, s.Cluster, tt.nodes, tt.offset)
 		}
 	}
 }

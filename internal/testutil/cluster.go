@@ -1,0 +1,92 @@
+package testutil
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// StartCluster starts a Redis Cluster of n masters (no replicas), each a
+// throwaway redis-server on loopback, with the 16384 slots split evenly in
+// node order, and waits until every node sees the cluster as ok. The
+// servers are stopped in t.Cleanup.
+func StartCluster(t testing.TB, n int) []*Redis {
+	t.Helper()
+	nodes := make([]*Redis, n)
+	bus := make([]string, n) // cluster bus ports, chosen free (not port+10000)
+	for i := range nodes {
+		bus[i] = strconv.Itoa(FreePort(t))
+		nodes[i] = StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", bus[i], "--cluster-node-timeout", "5000")
+	}
+	for i, r := range nodes {
+		lo, hi := i*16384/n, (i+1)*16384/n-1
+		if reply, err := Do(r.Addr, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil || reply != "+OK" {
+			t.Fatalf("CLUSTER ADDSLOTSRANGE on %s: %q %v", r.Addr, reply, err)
+		}
+	}
+	for i, r := range nodes[1:] {
+		host, port, _ := net.SplitHostPort(r.Addr)
+		if reply, err := Do(nodes[0].Addr, "CLUSTER", "MEET", host, port, bus[i+1]); err != nil || reply != "+OK" {
+			t.Fatalf("CLUSTER MEET %s: %q %v", r.Addr, reply, err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, r := range nodes {
+		for {
+			info, err := Do(r.Addr, "CLUSTER", "INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)+"\r") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster node %s not ok after 30s: %q %v", r.Addr, info, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nodes
+}
+
+// Do sends one command to the Redis at addr on a new connection and
+// returns its reply: a simple string or error with its type byte ("+OK",
+// "-ERR ..."), an integer as ":N", a bulk string's contents, or for an
+// array "*N" (the elements are not read).
+func Do(addr string, args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if !strings.HasPrefix(line, "$") && !strings.HasPrefix(line, "=") {
+		return line, nil
+	}
+	size, err := strconv.Atoi(line[1:])
+	if err != nil || size < 0 {
+		return line, err
+	}
+	body := make([]byte, size+2)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return "", err
+	}
+	return string(body[:size]), nil
+}

@@ -1,0 +1,438 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// Redis Cluster: one squeeze proxy runs in front of each node, as a
+// sidecar, and each connects to its own node only. A cluster client learns
+// the topology from CLUSTER SLOTS, SHARDS or NODES and follows -MOVED and
+// -ASK redirections; if those named the Redis nodes themselves, the client
+// would leave the proxies and read compressed bytes. So the proxy rewrites
+// every node address in those replies to the address of the proxy in front
+// of that node, as a ClusterMap says. Without a ClusterMap, the topology
+// replies and redirections become errors that say what to configure: a
+// client never gets an address that bypasses squeeze.
+
+// ClusterMap tells a proxy in front of a Redis Cluster node where the
+// proxies in front of every node listen.
+type ClusterMap struct {
+	// Nodes maps a node's address as the cluster announces it
+	// ("10.0.0.5:6379", the endpoint and port of CLUSTER SLOTS and -MOVED)
+	// to the address clients use for the proxy in front of it.
+	Nodes map[string]string
+	// PortOffset, when not 0, serves the nodes that are not in Nodes: the
+	// proxy in front of host:port listens at host:port+PortOffset.
+	PortOffset int
+}
+
+// ParseClusterNodes parses the --cluster-map list
+// "node=proxy,node=proxy", each side a host:port.
+func ParseClusterNodes(s string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, pair := range strings.Split(s, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		node, px, ok := strings.Cut(pair, "=")
+		if !ok {
+			return nil, fmt.Errorf("cluster map: %q is not node=proxy (host:port=host:port)", pair)
+		}
+		var norm [2]string
+		for i, a := range []string{node, px} {
+			h, p, ok := splitAddr(strings.TrimSpace(a))
+			if !ok || p == 0 || (i == 1 && h == "") {
+				return nil, fmt.Errorf("cluster map: %q in %q is not host:port", a, pair)
+			}
+			norm[i] = joinAddr(h, p)
+		}
+		if _, dup := m[norm[0]]; dup {
+			return nil, fmt.Errorf("cluster map: node %s is mapped twice", norm[0])
+		}
+		m[norm[0]] = norm[1]
+	}
+	if len(m) == 0 {
+		return nil, errors.New("cluster map: no node=proxy pair")
+	}
+	return m, nil
+}
+
+// splitAddr splits host:port at the last colon, as Redis writes node
+// addresses (an IPv6 host without brackets); brackets are accepted too.
+func splitAddr(a string) (host string, port int64, ok bool) {
+	i := strings.LastIndexByte(a, ':')
+	if i < 0 {
+		return "", 0, false
+	}
+	p, err := strconv.ParseInt(a[i+1:], 10, 64)
+	if err != nil || p < 0 || p > 65535 {
+		return "", 0, false
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(a[:i], "["), "]"), p, true
+}
+
+// joinAddr writes host:port as Redis does, without brackets.
+func joinAddr(host string, port int64) string { return host + ":" + strconv.FormatInt(port, 10) }
+
+// proxyFor returns the address of the proxy in front of the node host:port.
+func (m *ClusterMap) proxyFor(host string, port int64) (phost string, pport int64, ok bool) {
+	if m == nil {
+		return "", 0, false
+	}
+	if px, found := m.Nodes[joinAddr(host, port)]; found {
+		return splitAddr(px)
+	}
+	if m.PortOffset != 0 && port > 0 && port+int64(m.PortOffset) > 0 && port+int64(m.PortOffset) < 65536 {
+		return host, port + int64(m.PortOffset), true
+	}
+	return "", 0, false
+}
+
+// errNoClusterMap is the refusal of a topology reply or redirection when
+// the proxy has no ClusterMap.
+const errNoClusterMap = "ERR squeeze: %s would send the client past the proxy, straight to a Redis Cluster node that stores compressed values; start every proxy with --cluster-port-offset or --cluster-map so that cluster clients are sent to the proxies"
+
+// unmapped is the refusal when the map does not name a node.
+func unmapped(what, node string) string {
+	return fmt.Sprintf("ERR squeeze: %s names cluster node %s, which has no proxy in --cluster-map (and --cluster-port-offset is not set); add it", what, node)
+}
+
+// redirect rewrites a -MOVED or -ASK error reply to name the proxy in
+// front of the target node. It reports false for any other reply.
+func (s *Server) redirect(dst, reply []byte) ([]byte, bool) {
+	kind := ""
+	switch {
+	case bytes.HasPrefix(reply, []byte("-MOVED ")):
+		kind = "MOVED"
+	case bytes.HasPrefix(reply, []byte("-ASK ")):
+		kind = "ASK"
+	default:
+		return dst, false
+	}
+	line := string(bytes.TrimRight(reply[1:], "\r\n"))
+	f := strings.Fields(line)
+	if len(f) != 3 {
+		return dst, false
+	}
+	host, n, ok := splitAddr(f[2])
+	if !ok {
+		return dst, false
+	}
+	if s.Cluster == nil {
+		s.metrics.clusterRedirect(false)
+		return resp.AppendError(dst, fmt.Sprintf(errNoClusterMap, "-"+kind+" "+f[1]+" "+f[2])), true
+	}
+	h, p, ok := s.Cluster.proxyFor(host, n)
+	s.metrics.clusterRedirect(ok)
+	if !ok {
+		return resp.AppendError(dst, unmapped("-"+kind, f[2])), true
+	}
+	return resp.AppendError(dst, kind+" "+f[1]+" "+joinAddr(h, p)), true
+}
+
+// clusterShape returns the reply shape of a CLUSTER subcommand whose reply
+// names nodes, or shapeNone.
+func clusterShape(args [][]byte) shape {
+	if len(args) < 2 {
+		return shapeNone
+	}
+	switch {
+	case is(args[1], "SLOTS"):
+		return shapeClusterSlots
+	case is(args[1], "SHARDS"):
+		return shapeClusterShards
+	case is(args[1], "NODES"), is(args[1], "REPLICAS"), is(args[1], "SLAVES"):
+		return shapeClusterNodes
+	}
+	return shapeNone
+}
+
+// Shapes of CLUSTER replies that name nodes.
+const (
+	shapeClusterSlots  shape = 100 + iota // [[start, end, [endpoint, port, id, meta], ...], ...]
+	shapeClusterShards                    // [{slots: [...], nodes: [{port, ip, endpoint, ...}]}, ...]
+	shapeClusterNodes                     // "id host:port@cport flags ..." lines, one string or an array
+)
+
+// errUnmapped carries an unmapped node out of a topology rewrite.
+type errUnmapped struct{ node string }
+
+func (e *errUnmapped) Error() string { return e.node }
+
+// clusterReply appends a topology reply with every node address replaced
+// by its proxy's, or an error reply if that cannot be done.
+func (r *rewriter) clusterReply(dst []byte, v resp.Value, sh shape) []byte {
+	if v.Type == resp.Error || v.Type == resp.BulkError || v.IsNull() {
+		return append(dst, v.Raw...)
+	}
+	what := map[shape]string{shapeClusterSlots: "CLUSTER SLOTS", shapeClusterShards: "CLUSTER SHARDS", shapeClusterNodes: "CLUSTER NODES"}[sh]
+	if r.s.Cluster == nil {
+		r.s.metrics.clusterRedirect(false)
+		return resp.AppendError(dst, fmt.Sprintf(errNoClusterMap, what))
+	}
+	mark := len(dst)
+	var err error
+	switch sh {
+	case shapeClusterSlots:
+		dst, err = r.s.Cluster.rewriteSlots(dst, v)
+	case shapeClusterShards:
+		dst, err = r.s.Cluster.rewriteShards(dst, v)
+	default:
+		dst, err = r.s.Cluster.rewriteNodes(dst, v)
+	}
+	if err != nil {
+		var um *errUnmapped
+		if errors.As(err, &um) {
+			r.s.metrics.clusterRedirect(false)
+			return resp.AppendError(dst[:mark], unmapped(what, um.node))
+		}
+		// A shape this proxy does not know: refuse rather than pass
+		// addresses that bypass it.
+		r.s.metrics.clusterRedirect(false)
+		return resp.AppendError(dst[:mark], "ERR squeeze: "+what+" reply has a shape the proxy cannot rewrite; cluster clients would bypass the proxy")
+	}
+	r.s.metrics.clusterRedirect(true)
+	return dst
+}
+
+var errShape = errors.New("unexpected reply shape")
+
+// rewriteSlots rewrites CLUSTER SLOTS: each range is [start, end, node,
+// node ...] and each node [endpoint, port, id, metadata].
+func (m *ClusterMap) rewriteSlots(dst []byte, v resp.Value) ([]byte, error) {
+	if v.Type != resp.Array {
+		return dst, errShape
+	}
+	dst = append(dst, v.Header()...)
+	ranges := v.Elements()
+	for {
+		rg, ok := ranges.Next()
+		if !ok {
+			return dst, nil
+		}
+		if rg.Type != resp.Array {
+			return dst, errShape
+		}
+		dst = append(dst, rg.Header()...)
+		it := rg.Elements()
+		for i := 0; ; i++ {
+			e, ok := it.Next()
+			if !ok {
+				break
+			}
+			if i < 2 || e.Type != resp.Array || e.N < 2 {
+				dst = append(dst, e.Raw...)
+				continue
+			}
+			node := e.Elements()
+			host, _ := node.Next()
+			port, _ := node.Next()
+			n, isInt := resp.ParseInt(port.Str)
+			if host.Type != resp.BulkString || port.Type != resp.Integer || !isInt {
+				return dst, errShape
+			}
+			h, p, ok := m.proxyFor(string(host.Str), n)
+			if !ok {
+				return dst, &errUnmapped{joinAddr(string(host.Str), n)}
+			}
+			dst = append(dst, e.Header()...)
+			dst = resp.AppendBulkString(dst, h)
+			dst = resp.AppendInt(dst, p)
+			for {
+				rest, ok := node.Next()
+				if !ok {
+					break
+				}
+				dst = append(dst, rest.Raw...)
+			}
+		}
+	}
+}
+
+// rewriteShards rewrites CLUSTER SHARDS: a list of shards, each a map (a
+// flat array in RESP2) with "nodes", a list of node maps whose "port",
+// "tls-port", "ip" and "endpoint" name the node.
+func (m *ClusterMap) rewriteShards(dst []byte, v resp.Value) ([]byte, error) {
+	if v.Type != resp.Array {
+		return dst, errShape
+	}
+	dst = append(dst, v.Header()...)
+	shards := v.Elements()
+	for {
+		sh, ok := shards.Next()
+		if !ok {
+			return dst, nil
+		}
+		if sh.Type != resp.Map && sh.Type != resp.Array {
+			return dst, errShape
+		}
+		dst = append(dst, sh.Header()...)
+		it := sh.Elements()
+		for {
+			k, ok := it.Next()
+			if !ok {
+				break
+			}
+			val, ok := it.Next()
+			if !ok {
+				return dst, errShape
+			}
+			dst = append(dst, k.Raw...)
+			if string(k.Str) != "nodes" || val.Type != resp.Array {
+				dst = append(dst, val.Raw...)
+				continue
+			}
+			dst = append(dst, val.Header()...)
+			nodes := val.Elements()
+			for {
+				node, ok := nodes.Next()
+				if !ok {
+					break
+				}
+				var err error
+				if dst, err = m.rewriteShardNode(dst, node); err != nil {
+					return dst, err
+				}
+			}
+		}
+	}
+}
+
+// rewriteShardNode rewrites one node map of CLUSTER SHARDS.
+func (m *ClusterMap) rewriteShardNode(dst []byte, node resp.Value) ([]byte, error) {
+	if node.Type != resp.Map && node.Type != resp.Array {
+		return dst, errShape
+	}
+	var endpoint, ip string
+	var port, tlsPort int64
+	it := node.Elements()
+	for {
+		k, ok := it.Next()
+		if !ok {
+			break
+		}
+		val, ok := it.Next()
+		if !ok {
+			return dst, errShape
+		}
+		switch string(k.Str) {
+		case "endpoint":
+			endpoint = string(val.Str)
+		case "ip":
+			ip = string(val.Str)
+		case "port":
+			port, _ = resp.ParseInt(val.Str)
+		case "tls-port":
+			tlsPort, _ = resp.ParseInt(val.Str)
+		}
+	}
+	host := endpoint
+	if host == "" || host == "?" {
+		host = ip
+	}
+	if port == 0 {
+		port = tlsPort
+	}
+	h, p, ok := m.proxyFor(host, port)
+	if !ok {
+		return dst, &errUnmapped{joinAddr(host, port)}
+	}
+	dst = append(dst, node.Header()...)
+	it = node.Elements()
+	for {
+		k, ok := it.Next()
+		if !ok {
+			return dst, nil
+		}
+		val, _ := it.Next()
+		dst = append(dst, k.Raw...)
+		switch string(k.Str) {
+		case "port", "tls-port":
+			dst = resp.AppendInt(dst, p)
+		case "endpoint", "ip":
+			if h != host {
+				dst = resp.AppendBulkString(dst, h)
+				continue
+			}
+			dst = append(dst, val.Raw...)
+		default:
+			dst = append(dst, val.Raw...)
+		}
+	}
+}
+
+// rewriteNodes rewrites CLUSTER NODES (one string of lines) and CLUSTER
+// REPLICAS (an array of such lines): the second field of each line is
+// host:port@cport[,hostname].
+func (m *ClusterMap) rewriteNodes(dst []byte, v resp.Value) ([]byte, error) {
+	switch v.Type {
+	case resp.Array:
+		dst = append(dst, v.Header()...)
+		it := v.Elements()
+		for {
+			e, ok := it.Next()
+			if !ok {
+				return dst, nil
+			}
+			var err error
+			if dst, err = m.rewriteNodes(dst, e); err != nil {
+				return dst, err
+			}
+		}
+	case resp.BulkString, resp.Verbatim:
+		body := v.Str
+		prefix := ""
+		if v.Type == resp.Verbatim && len(body) >= 4 && body[3] == ':' {
+			prefix, body = string(body[:4]), body[4:]
+		}
+		out, err := m.rewriteNodeLines(string(body))
+		if err != nil {
+			return dst, err
+		}
+		out = prefix + out
+		if v.Type == resp.Verbatim {
+			dst = resp.AppendHeader(dst, resp.Verbatim, len(out))
+			dst = append(dst, out...)
+			return append(dst, '\r', '\n'), nil
+		}
+		return resp.AppendBulkString(dst, out), nil
+	}
+	return dst, errShape
+}
+
+func (m *ClusterMap) rewriteNodeLines(text string) (string, error) {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		f := strings.SplitN(line, " ", 3)
+		if len(f) < 3 {
+			b.WriteString(line)
+			continue
+		}
+		addr, rest, hasAt := strings.Cut(f[1], "@")
+		host, n, ok := splitAddr(addr)
+		if !ok {
+			return "", errShape
+		}
+		if n == 0 { // a node without an address yet (handshake, noaddr)
+			b.WriteString(line)
+			continue
+		}
+		h, p, ok := m.proxyFor(host, n)
+		if !ok {
+			return "", &errUnmapped{addr}
+		}
+		b.WriteString(f[0] + " " + joinAddr(h, p))
+		if hasAt {
+			b.WriteString("@" + rest)
+		}
+		b.WriteString(" " + f[2])
+	}
+	return b.String(), nil
+}
