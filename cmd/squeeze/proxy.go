@@ -450,7 +450,9 @@ func (p *proxyFlags) dictID() (uint32, error) {
 // setupDictionaries gives srv a resolver that loads the dictionaries values
 // name from the upstream, over a go-redis client of its own (not the data
 // path's connections), and with --dict compresses new values with that
-// dictionary, which must be published. The returned func releases them.
+// dictionary, which must be published. In front of a Redis Cluster node
+// (--cluster-map or --cluster-port-offset) the client is a cluster client:
+// a dictionary's key may live on any node. The returned func releases them.
 func (p *proxyFlags) setupDictionaries(ctx context.Context, srv *proxy.Server) (func(), error) {
 	u, err := proxy.ParseUpstream(p.upstream)
 	if err != nil {
@@ -468,7 +470,12 @@ func (p *proxyFlags) setupDictionaries(ctx context.Context, srv *proxy.Server) (
 			opt.TLSConfig = c
 		}
 	}
-	rdb := redis.NewClient(opt)
+	var rdb redis.UniversalClient = redis.NewClient(opt)
+	if srv.Cluster != nil && u.Network == "tcp" {
+		rdb.Close()
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{u.Addr}, Username: u.Username, Password: u.Password,
+			TLSConfig: opt.TLSConfig, PoolSize: 2, DialTimeout: opt.DialTimeout})
+	}
 	res, err := dictstore.NewResolver(rdb, codec.WithMaxDecodedSize(int64(p.maxValue)))
 	if err != nil {
 		rdb.Close()

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/dictstore"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
@@ -266,6 +268,60 @@ func TestProxySettings_Cluster(t *testing.T) {
 		}
 		if s.Cluster == nil || s.Cluster.PortOffset != tt.offset || fmt.Sprint(s.Cluster.Nodes) != fmt.Sprint(tt.nodes) {
 			t.Errorf("%q %v: cluster map %+v, want nodes %v offset %d", tt.args, tt.env, s.Cluster, tt.nodes, tt.offset)
+		}
+	}
+}
+
+// TestProxyDictionaries_Cluster: in front of a cluster node, the proxy
+// loads a published dictionary whose key lives on another node (a cluster
+// client follows the redirection); without the cluster flags it cannot.
+func TestProxyDictionaries_Cluster(t *testing.T) {
+	nodes := testutil.StartCluster(t, 2)
+	ctx := context.Background()
+	var docs [][]byte
+	for i := range 1000 {
+		docs = append(docs, fmt.Appendf(nil, `{"user_id":%d,"country":"%s","plan":"%s","features":{"dark_mode":%v}}`, i*7919, []string{"DE", "FR", "US"}[i%3], []string{"free", "pro"}[i%2], i%5 == 0))
+	}
+	d, err := codec.TrainDictionary(40077, docs, 4<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].Addr}})
+	defer cc.Close()
+	if err := dictstore.Publish(ctx, cc, d, dictstore.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	away := nodes[0] // the node that does not hold the dictionary's key
+	if r, _ := testutil.Do(nodes[0].Addr, "EXISTS", dictstore.Key(d.ID)); r == ":1" {
+		away = nodes[1]
+	}
+	for _, tt := range []struct {
+		flags []string
+		ok    bool
+	}{{nil, false}, {[]string{"--cluster-port-offset", "1"}, true}} {
+		fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
+		args := append([]string{"--upstream", away.URL(), "--dict", strconv.Itoa(int(d.ID))}, tt.flags...)
+		if err := parseFlags(fs, args); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := p.buildServer(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeDicts, err := p.setupDictionaries(ctx, srv)
+		if !tt.ok {
+			if err == nil || !strings.Contains(err.Error(), "MOVED") {
+				t.Fatalf("%q: %v, want the redirection as an error", tt.flags, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tt.flags, err)
+		}
+		h, err := codec.ParseHeader(srv.Encoder.AppendEncode(nil, bytes.Repeat(docs[1], 3)))
+		closeDicts()
+		if err != nil || !h.HasDict || h.DictID != uint64(d.ID) {
+			t.Fatalf("%q: a new value's header %+v, %v: want dictionary %d", tt.flags, h, err, d.ID)
 		}
 	}
 }
