@@ -622,7 +622,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		if info.flags&flagMulti != 0 {
 			c.multiSeq = c.seq
 		}
-		if kind != shapeNone {
+		if kind != shapeNone && kind != shapeSniff {
 			cl.saveArgs(args)
 		}
 	}

@@ -24,6 +24,7 @@ const (
 	shapeExec                   // EXEC: element i has the shape of queued command i
 	shapeInspect                // queued inspect script: may be the "framed" marker
 	shapeRelay                  // enters pub/sub or MONITOR relay (RESP2)
+	shapeSniff                  // a command the proxy does not know: see unknownCmd
 )
 
 // argRule says which arguments of a command are values to compress.
@@ -108,8 +109,14 @@ func arityOK(arity, n int) bool {
 	return n >= -arity
 }
 
-// unknownCmd passes through untouched.
-var unknownCmd = &cmdInfo{name: "OTHER"}
+// unknownCmd is every command the proxy does not know: newer Redis or
+// Valkey commands (Redis 8's HGETDEL and HGETEX return hash values),
+// module commands, and the many that never carry values. It passes
+// through untouched, and so do its replies, unless one holds a valid
+// frame: that is decoded (shapeSniff), so that no command returns
+// compressed bytes as if they were the value. Values such commands write
+// are stored as the client sent them.
+var unknownCmd = &cmdInfo{name: "OTHER", reply: shapeSniff}
 
 func init() {
 	// Strings.

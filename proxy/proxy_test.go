@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
 func TestProxy_Strings(t *testing.T) {
@@ -105,5 +106,37 @@ func TestProxy_GoRedis(t *testing.T) {
 		if err != nil || get.Val() != big || hget.Val() != big {
 			t.Fatalf("proto %d: MULTI/EXEC: %v, GET %d bytes, HGET %d bytes", proto, err, len(get.Val()), len(hget.Val()))
 		}
+	}
+}
+
+// TestProxy_UnknownCommandReplies: a command the proxy does not know (here
+// HGETALL renamed, as a newer Redis's HGETDEL would be) gets its frames
+// decoded, in and out of MULTI; bytes that only begin like a frame, such
+// as a binary set member, pass through as they are.
+func TestProxy_UnknownCommandReplies(t *testing.T) {
+	r := testutil.StartRedis(t, "--rename-command", "HGETALL", "HGETALL_NEW")
+	e := startProxy(t, r.URL(), r)
+	c := dialRaw(t, e.addr)
+	v := compressible(3000, 7)
+	if got := c.do("HSET", "h", "f", v); got != ":1\r\n" {
+		t.Fatalf("HSET: %q", got)
+	}
+	if stored := dialRaw(t, r.Addr).do("HGET", "h", "f"); !strings.Contains(stored, codec.Magic) {
+		t.Fatalf("the field is stored raw: %.40q", stored)
+	}
+	want := "*2\r\n" + bulk("f") + bulk(v)
+	if got := c.do("HGETALL_NEW", "h"); got != want {
+		t.Fatalf("unknown command: %.80q, want %.80q", got, want)
+	}
+	c.send([]string{"MULTI"}, []string{"HGETALL_NEW", "h"}, []string{"EXEC"})
+	c.read()
+	c.read()
+	if got := c.read(); got != "*1\r\n"+want {
+		t.Fatalf("in MULTI: %.80q", got)
+	}
+	member := codec.Magic + "\x07not a frame"
+	c.do("SADD", "s", member)
+	if got := c.do("SMEMBERS", "s"); got != "*1\r\n"+bulk(member) {
+		t.Fatalf("SMEMBERS of a member that begins like a frame: %q", got)
 	}
 }

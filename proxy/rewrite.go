@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -66,7 +67,8 @@ func (r *rewriter) appendReply(dst []byte, c *call) []byte {
 			return out
 		}
 	}
-	if c.kind == shapeNone || c.kind == shapeRelay || c.local {
+	if c.kind == shapeNone || c.kind == shapeRelay || c.local ||
+		c.kind == shapeSniff && !bytes.Contains(c.reply, magic) {
 		return append(dst, c.reply...)
 	}
 	v, _, err := resp.ReadValue(c.reply)
@@ -260,6 +262,18 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 		return r.positional(dst, v, c, shapeNone, shapeEntries)
 	case shapeAutoClaim:
 		return r.positional(dst, v, c, shapeNone, shapeEntries)
+	case shapeSniff:
+		// Decode what is a frame; a bulk string that only begins like one
+		// (a binary key or member) stays as it is.
+		if agg {
+			return r.each(dst, v, shapeSniff, c)
+		}
+		if v.Type == resp.BulkString && v.N >= 0 && codec.IsFramed(v.Str) {
+			if _, err := codec.ParseHeader(v.Str); err == nil {
+				return r.decode(dst, v.Str, c, 0)
+			}
+		}
+		return append(dst, v.Raw...), nil
 	case shapeAny:
 		if agg {
 			return r.each(dst, v, shapeAny, c)
