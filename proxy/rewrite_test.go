@@ -164,7 +164,7 @@ func FuzzAppendReply(f *testing.F) {
 		defer c.release()
 		c.cmd = "GET"
 		c.reply = append(c.reply, v.Raw...)
-		c.kind = shape(sh % uint8(shapeRelay+1))
+		c.kind = shape(sh % uint8(shapeSniff+1))
 		c.saveArgs(argv("GET", "k"))
 		out := r.appendReply(nil, c)
 		if _, rest, err := resp.ReadValue(out); err != nil || len(rest) != 0 {
