@@ -1,0 +1,647 @@
+// Package advise samples a live Redis and recommends, per key prefix, how
+// squeeze should store its values: whether to compress at all, the codec
+// for writes (the proxy's and the library's --codec), the size under which
+// values stay raw (--min-size), the codec for compaction at rest (squeeze
+// compact), and whether a trained dictionary pays (squeeze dict train).
+//
+// Sampling only reads (SCAN, TYPE, GET, HRANDFIELD, LRANGE, XRANGE); values
+// squeeze already stores are decoded first, so the advice is about the
+// original bytes. Every candidate codec then encodes every sampled value
+// here, on this machine: the sizes are exact, the speeds are this machine's.
+//
+// The rules, applied per prefix and over all values for the one codec a
+// proxy writes with:
+//
+//   - Memory is estimated per value as Redis allocates a string: the SDS
+//     header and the jemalloc size class (dictstore.ValueMemory).
+//   - Write codec: among the fast codecs (those encoding at least half as
+//     fast as the fastest candidate measured), the one that saves the most
+//     memory. If it saves less than the minimum gain, the advice is to
+//     leave the values raw (images, already compressed data).
+//   - Min size: values are grouped by size (powers of two); the advice is
+//     the smallest size from which every group compresses by at least the
+//     minimum gain with the write codec.
+//   - At rest: the candidate saving the most memory, if it saves at least
+//     3 points more than the write codec; compaction rewrites cold keys
+//     with it.
+//   - Dictionary: for prefixes with enough values of at most 16 KiB, a
+//     zstd dictionary is trained on four fifths and measured on the rest
+//     with zstd:1; it is advised when it saves at least 5 points more.
+package advise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/bits"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/dictstore"
+)
+
+// Defaults of Options.
+const (
+	DefaultKeys      = 1000
+	DefaultPerKey    = 50
+	DefaultDepth     = 1
+	DefaultSeparator = ":"
+	DefaultDictMin   = 40
+	// DefaultCodecs are the candidates: fast writers and strong compactors.
+	DefaultCodecs = "s2,lz4,zstd:1,zstd:3,zstd:9,brotli:9"
+)
+
+// Thresholds of the rules in the package documentation.
+const (
+	fastShare       = 0.5   // a fast codec encodes at least this share of the fastest's speed
+	atRestPoints    = 3.0   // points of memory saved an at-rest codec must add
+	dictPoints      = 5.0   // points a dictionary must add
+	dictMaxMedian   = 16384 // dictionaries help small values
+	maxValueSampled = 8 << 20
+)
+
+// Options configure Run. Zero fields take the defaults.
+type Options struct {
+	Keys      int               // most keys sampled (DefaultKeys)
+	PerKey    int               // most hash fields, list elements or stream entries read per key (DefaultPerKey)
+	Depth     int               // a prefix is the first Depth segments of a key (DefaultDepth)
+	Separator string            // segment separator (DefaultSeparator)
+	Codecs    []codec.Algorithm // candidates (DefaultCodecs)
+	MinGain   float64           // fraction a codec must save (codec.DefaultMinGain)
+	DictMin   int               // fewest values of a prefix to try a dictionary (DefaultDictMin); negative: never
+	ScanCount int64             // SCAN COUNT (100)
+	// Progress, if set, is called as keys are sampled and as prefixes are
+	// analysed: done of total steps.
+	Progress func(done, total int)
+}
+
+func (o *Options) defaults() error {
+	if o.Keys <= 0 {
+		o.Keys = DefaultKeys
+	}
+	if o.PerKey <= 0 {
+		o.PerKey = DefaultPerKey
+	}
+	if o.Depth <= 0 {
+		o.Depth = DefaultDepth
+	}
+	if o.Separator == "" {
+		o.Separator = DefaultSeparator
+	}
+	if len(o.Codecs) == 0 {
+		for _, s := range strings.Split(DefaultCodecs, ",") {
+			o.Codecs = append(o.Codecs, codec.MustParseAlgorithm(s))
+		}
+	}
+	for _, a := range o.Codecs {
+		if a.ID == codec.IDNone {
+			return errors.New("advise: none is not a candidate codec")
+		}
+	}
+	if o.MinGain == 0 {
+		o.MinGain = codec.DefaultMinGain
+	}
+	if o.MinGain < 0 || o.MinGain >= 1 {
+		return fmt.Errorf("advise: min gain %v must be in [0, 1)", o.MinGain)
+	}
+	if o.DictMin == 0 {
+		o.DictMin = DefaultDictMin
+	}
+	if o.ScanCount <= 0 {
+		o.ScanCount = 100
+	}
+	return nil
+}
+
+// Value is one sampled value: a string, a hash field value, a list element
+// or a stream field value, as the application wrote it.
+type Value struct {
+	Key  string
+	Data []byte
+}
+
+// Report is the advice and what it rests on.
+type Report struct {
+	KeysScanned int      `json:"keys_scanned"`
+	KeysSampled int      `json:"keys_sampled"` // keys whose values were read
+	Values      int      `json:"values"`
+	Bytes       int64    `json:"bytes"` // original bytes of the sampled values
+	Prefixes    []Prefix `json:"prefixes"`
+	// Overall is the advice for one codec and min size over all sampled
+	// values, as one proxy writes every key.
+	Overall Prefix `json:"overall"`
+}
+
+// Prefix is the analysis of the values of one key prefix.
+type Prefix struct {
+	Prefix    string         `json:"prefix"`
+	Keys      int            `json:"keys"`
+	Types     map[string]int `json:"types"` // keys by Redis type
+	Values    int            `json:"values"`
+	Bytes     int64          `json:"bytes"`
+	Median    int            `json:"median_bytes"`
+	P90       int            `json:"p90_bytes"`
+	Framed    int            `json:"already_framed"` // values squeeze already stores as frames
+	MemoryRaw int64          `json:"memory_raw"`     // estimated allocations if stored raw
+	Codecs    []CodecFit     `json:"codecs"`
+	Dict      *DictFit       `json:"dict,omitempty"`
+	Advice    Advice         `json:"advice"`
+}
+
+// CodecFit is one candidate codec over a prefix's values.
+type CodecFit struct {
+	Codec     string  `json:"codec"`
+	Memory    int64   `json:"memory"`    // estimated allocations, values kept raw where they gain too little
+	SavedPct  float64 `json:"saved_pct"` // against MemoryRaw
+	EncodeMBs float64 `json:"encode_mb_s"`
+	DecodeMBs float64 `json:"decode_mb_s"`
+	Fast      bool    `json:"fast"`
+}
+
+// DictFit is a dictionary trained on a prefix's values and measured on
+// held-out ones with zstd:1.
+type DictFit struct {
+	Samples         int     `json:"samples"`
+	HeldOut         int     `json:"held_out"`
+	Size            int     `json:"size"`
+	SavedPctWithout float64 `json:"saved_pct_without"`
+	SavedPctWith    float64 `json:"saved_pct_with"`
+}
+
+// Advice is the recommendation for a prefix.
+type Advice struct {
+	Compress    bool    `json:"compress"`
+	Write       string  `json:"write_codec,omitempty"`
+	MinSize     int     `json:"min_size"`
+	SavedPct    float64 `json:"saved_pct"` // with Write and MinSize
+	AtRest      string  `json:"at_rest_codec,omitempty"`
+	AtRestSaved float64 `json:"at_rest_saved_pct,omitempty"`
+	Dict        bool    `json:"dict"`
+	Why         string  `json:"why"`
+}
+
+// Pattern returns the SCAN pattern of a prefix's keys.
+func (p Prefix) Pattern() string { return globEscape(p.Prefix) + "*" }
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[]\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// PrefixOf returns the prefix of key: its first depth segments, each with
+// its separator; a key with fewer segments is its own group, named by the
+// key up to its last separator (or "" for keys without one).
+func PrefixOf(key, sep string, depth int) string {
+	end := 0
+	for range depth {
+		i := strings.Index(key[end:], sep)
+		if i < 0 {
+			return key[:end]
+		}
+		end += i + len(sep)
+	}
+	return key[:end]
+}
+
+// Run samples rdb and analyses what it read.
+func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, error) {
+	if err := o.defaults(); err != nil {
+		return Report{}, err
+	}
+	res, err := dictstore.NewResolver(rdb)
+	if err != nil {
+		return Report{}, err
+	}
+	var rep Report
+	groups := map[string]*group{}
+	sample := func(ctx context.Context, node redis.Cmdable, keys int) error {
+		return sampleNode(ctx, node, res, o, keys, &rep, groups)
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		var masters []*redis.Client
+		if err := cc.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
+			mu.Lock()
+			masters = append(masters, n)
+			mu.Unlock()
+			return nil
+		}); err != nil {
+			return rep, fmt.Errorf("advise: cluster masters: %w", err)
+		}
+		for _, n := range masters {
+			if err := sample(ctx, n, (o.Keys+len(masters)-1)/len(masters)); err != nil {
+				return rep, err
+			}
+		}
+	} else if err := sample(ctx, rdb, o.Keys); err != nil {
+		return rep, err
+	}
+	var all []Value
+	names := make([]string, 0, len(groups))
+	for name, g := range groups {
+		names = append(names, name)
+		all = append(all, g.values...)
+	}
+	slices.Sort(names)
+	for i, name := range names {
+		g := groups[name]
+		p, err := Analyze(name, g.values, o)
+		if err != nil {
+			return rep, err
+		}
+		p.Keys, p.Types, p.Framed = g.keys, g.types, g.framed
+		rep.Prefixes = append(rep.Prefixes, p)
+		if o.Progress != nil {
+			o.Progress(i+1, len(names)+1)
+		}
+	}
+	slices.SortStableFunc(rep.Prefixes, func(a, b Prefix) int { return int(b.MemoryRaw - a.MemoryRaw) })
+	if len(all) > 0 {
+		o.DictMin = -1 // one dictionary per prefix, not one for everything
+		if rep.Overall, err = Analyze("", all, o); err != nil {
+			return rep, err
+		}
+		rep.Overall.Keys = rep.KeysSampled
+	}
+	return rep, nil
+}
+
+// group collects the sampled values of one prefix.
+type group struct {
+	keys   int
+	types  map[string]int
+	framed int
+	values []Value
+}
+
+// sampleNode reads up to keys keys of one server.
+func sampleNode(ctx context.Context, rdb redis.Cmdable, res *dictstore.Resolver, o Options, keys int, rep *Report, groups map[string]*group) error {
+	var cursor uint64
+	seen := 0
+	for seen < keys {
+		batch, next, err := rdb.Scan(ctx, cursor, "", o.ScanCount).Result()
+		if err != nil {
+			return fmt.Errorf("advise: SCAN: %w", err)
+		}
+		for _, k := range batch {
+			if seen >= keys {
+				break
+			}
+			if strings.HasPrefix(k, "squeeze:dict") {
+				continue // squeeze's own dictionaries
+			}
+			seen++
+			rep.KeysScanned++
+			typ, err := rdb.Type(ctx, k).Result()
+			if err != nil {
+				return fmt.Errorf("advise: TYPE %q: %w", k, err)
+			}
+			vals, err := readValues(ctx, rdb, k, typ, o.PerKey)
+			if err != nil {
+				return err
+			}
+			name := PrefixOf(k, o.Separator, o.Depth)
+			g := groups[name]
+			if g == nil {
+				g = &group{types: map[string]int{}}
+				groups[name] = g
+			}
+			g.keys++
+			g.types[typ]++
+			if len(vals) > 0 {
+				rep.KeysSampled++
+			}
+			for _, v := range vals {
+				if len(v) == 0 || len(v) > maxValueSampled {
+					continue
+				}
+				if codec.IsFramed(v) {
+					d, err := res.AppendDecode(ctx, nil, v)
+					if err != nil {
+						continue // a frame this reader cannot decode: no advice from it
+					}
+					v = d
+					g.framed++
+				}
+				g.values = append(g.values, Value{Key: k, Data: v})
+				rep.Values++
+				rep.Bytes += int64(len(v))
+			}
+			if o.Progress != nil {
+				o.Progress(seen, keys)
+			}
+		}
+		cursor = next
+		if cursor == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// readValues reads the values of one key that squeeze would compress.
+func readValues(ctx context.Context, rdb redis.Cmdable, key, typ string, perKey int) ([][]byte, error) {
+	var out [][]byte
+	switch typ {
+	case "string":
+		v, err := rdb.Get(ctx, key).Bytes()
+		if err == redis.Nil {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("advise: GET %q: %w", key, err)
+		}
+		out = append(out, v)
+	case "hash":
+		kv, err := rdb.HRandFieldWithValues(ctx, key, perKey).Result()
+		if err != nil {
+			return nil, fmt.Errorf("advise: HRANDFIELD %q: %w", key, err)
+		}
+		for _, p := range kv {
+			out = append(out, []byte(p.Value))
+		}
+	case "list":
+		vs, err := rdb.LRange(ctx, key, 0, int64(perKey)-1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("advise: LRANGE %q: %w", key, err)
+		}
+		for _, v := range vs {
+			out = append(out, []byte(v))
+		}
+	case "stream":
+		es, err := rdb.XRangeN(ctx, key, "-", "+", int64(perKey)).Result()
+		if err != nil {
+			return nil, fmt.Errorf("advise: XRANGE %q: %w", key, err)
+		}
+		for _, e := range es {
+			for _, v := range e.Values {
+				if s, ok := v.(string); ok {
+					out = append(out, []byte(s))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Analyze measures every candidate codec on values and gives the advice
+// for them (see the package documentation for the rules).
+func Analyze(name string, values []Value, o Options) (Prefix, error) {
+	if err := o.defaults(); err != nil {
+		return Prefix{}, err
+	}
+	p := Prefix{Prefix: name, Values: len(values)}
+	if len(values) == 0 {
+		p.Advice.Why = "no string, hash, list or stream values sampled"
+		return p, nil
+	}
+	sizes := make([]int, len(values))
+	for i, v := range values {
+		sizes[i] = len(v.Data)
+		p.Bytes += int64(len(v.Data))
+		p.MemoryRaw += dictstore.ValueMemory(len(v.Data))
+	}
+	slices.Sort(sizes)
+	p.Median, p.P90 = sizes[len(sizes)/2], sizes[len(sizes)*9/10]
+
+	dec, err := codec.NewDecoder()
+	if err != nil {
+		return p, err
+	}
+	// stored[c][i]: the frame size of value i with codec c, policy off.
+	stored := make([][]int, len(o.Codecs))
+	fastest := 0.0
+	for ci, a := range o.Codecs {
+		fit, sz, err := measureCodec(a, values, dec, p, o)
+		if err != nil {
+			return p, err
+		}
+		stored[ci] = sz
+		p.Codecs = append(p.Codecs, fit)
+		fastest = max(fastest, fit.EncodeMBs)
+	}
+	best := -1 // the fast codec saving the most
+	for ci := range p.Codecs {
+		c := &p.Codecs[ci]
+		c.Fast = c.EncodeMBs >= fastShare*fastest
+		if c.Fast && (best < 0 || c.SavedPct > p.Codecs[best].SavedPct) {
+			best = ci
+		}
+	}
+	strongest := 0
+	for ci, c := range p.Codecs {
+		if c.SavedPct > p.Codecs[strongest].SavedPct {
+			strongest = ci
+		}
+	}
+	adv := &p.Advice
+	w := p.Codecs[best]
+	if w.SavedPct < 100*o.MinGain {
+		adv.Why = fmt.Sprintf("the best fast codec (%s) saves %.1f%%, under the %.0f%% minimum gain: store these values raw", w.Codec, w.SavedPct, 100*o.MinGain)
+		if s := p.Codecs[strongest]; s.SavedPct >= 100*o.MinGain+atRestPoints {
+			adv.AtRest, adv.AtRestSaved = s.Codec, s.SavedPct
+			adv.Why += fmt.Sprintf("; %s saves %.1f%% at rest", s.Codec, s.SavedPct)
+		}
+	} else {
+		adv.Compress, adv.Write = true, w.Codec
+		adv.MinSize = minSize(values, stored[best], o.MinGain)
+		adv.SavedPct = savedWithMinSize(values, stored[best], adv.MinSize, o.MinGain, p.MemoryRaw)
+		adv.Why = fmt.Sprintf("%s is the fast codec that saves the most (%.1f%% from %s up)", w.Codec, adv.SavedPct, sizeName(adv.MinSize))
+		if s := p.Codecs[strongest]; s.SavedPct >= adv.SavedPct+atRestPoints {
+			adv.AtRest, adv.AtRestSaved = s.Codec, s.SavedPct
+			adv.Why += fmt.Sprintf("; compact cold keys to %s for %.1f%%", s.Codec, s.SavedPct)
+		}
+	}
+	if o.DictMin > 0 && len(values) >= o.DictMin && p.Median <= dictMaxMedian {
+		fit, err := measureDict(values)
+		if err != nil {
+			return p, err
+		}
+		if fit != nil {
+			p.Dict = fit
+			if fit.SavedPctWith >= fit.SavedPctWithout+dictPoints && fit.SavedPctWith >= 100*o.MinGain {
+				adv.Dict = true
+				adv.Why += fmt.Sprintf("; a trained dictionary takes zstd:1 from %.1f%% to %.1f%%", fit.SavedPctWithout, fit.SavedPctWith)
+			}
+		}
+	}
+	return p, nil
+}
+
+// measureCodec encodes and decodes every value with a (three rounds, the
+// median time), checks the round trip, and returns the codec's fit and
+// each value's frame size with the raw-storage policy off.
+func measureCodec(a codec.Algorithm, values []Value, dec *codec.Decoder, p Prefix, o Options) (CodecFit, []int, error) {
+	enc, err := codec.NewEncoder(a, codec.WithMinSize(0), codec.WithMinGain(-1))
+	if err != nil {
+		return CodecFit{}, nil, err
+	}
+	sz := make([]int, len(values))
+	var etimes, dtimes []time.Duration
+	var buf, out []byte
+	for round := 0; round < 3; round++ {
+		var et, dt time.Duration
+		for i, v := range values {
+			t0 := time.Now()
+			buf = enc.AppendEncode(buf[:0], v.Data)
+			t1 := time.Now()
+			out, err = dec.AppendDecode(out[:0], buf)
+			dt += time.Since(t1)
+			et += t1.Sub(t0)
+			if err != nil || string(out) != string(v.Data) {
+				return CodecFit{}, nil, fmt.Errorf("advise: %s does not round-trip a value of %q (%v)", a, v.Key, err)
+			}
+			sz[i] = len(buf)
+		}
+		etimes, dtimes = append(etimes, et), append(dtimes, dt)
+	}
+	fit := CodecFit{Codec: a.String()}
+	for i, v := range values {
+		fit.Memory += dictstore.ValueMemory(keptSize(len(v.Data), sz[i], o.MinGain))
+	}
+	fit.SavedPct = saved(fit.Memory, p.MemoryRaw)
+	fit.EncodeMBs = rate(p.Bytes, median(etimes))
+	fit.DecodeMBs = rate(p.Bytes, median(dtimes))
+	return fit, sz, nil
+}
+
+// keptSize is what the write policy stores for a value of n bytes whose
+// frame has f bytes: the frame if it saves at least minGain, else the value.
+func keptSize(n, f int, minGain float64) int {
+	if float64(f) <= float64(n)*(1-minGain) {
+		return f
+	}
+	return n
+}
+
+// minSize returns the smallest power of two (or 0) from which every group
+// of values of sizes [2^k, 2^(k+1)) saves at least minGain with the
+// frames in stored; -1 when even the largest values do not.
+func minSize(values []Value, stored []int, minGain float64) int {
+	var orig, frame [65]int64
+	for i, v := range values {
+		k := bits.Len(uint(len(v.Data)))
+		orig[k] += int64(len(v.Data))
+		frame[k] += int64(stored[i])
+	}
+	from := 0
+	for k := 64; k >= 0; k-- {
+		if orig[k] == 0 {
+			continue
+		}
+		if float64(frame[k]) > float64(orig[k])*(1-minGain) {
+			from = k + 1
+			break
+		}
+	}
+	if from == 0 {
+		return 0
+	}
+	return 1 << (from - 1)
+}
+
+// savedWithMinSize is the memory saved when values from minSize up are
+// compressed under the policy.
+func savedWithMinSize(values []Value, stored []int, minSize int, minGain float64, raw int64) float64 {
+	var mem int64
+	for i, v := range values {
+		n := len(v.Data)
+		if n >= minSize {
+			n = keptSize(n, stored[i], minGain)
+		}
+		mem += dictstore.ValueMemory(n)
+	}
+	return saved(mem, raw)
+}
+
+// measureDict trains a dictionary on four fifths of the values (by a hash
+// of their key) and measures zstd:1 with and without it on the rest.
+func measureDict(values []Value) (*DictFit, error) {
+	var train [][]byte
+	var held []Value
+	for i, v := range values {
+		h := fnv.New32a()
+		h.Write([]byte(v.Key))
+		h.Write([]byte{byte(i), byte(i >> 8)})
+		if h.Sum32()%5 == 0 {
+			held = append(held, v)
+		} else {
+			train = append(train, v.Data)
+		}
+	}
+	if len(train) < 8 || len(held) < 2 {
+		return nil, nil
+	}
+	var total int
+	for _, t := range train {
+		total += len(t)
+	}
+	size := min(dictstore.DefaultDictSize, max(256, total/4))
+	d, err := dictstore.TrainID(train, size)
+	if err != nil {
+		return nil, nil // too little or too uniform to train on: no dictionary advice
+	}
+	zstd1 := codec.Algorithm{ID: codec.IDZstd, Level: 1}
+	plain, err := codec.NewEncoder(zstd1)
+	if err != nil {
+		return nil, err
+	}
+	withDict, err := codec.NewEncoder(zstd1, codec.WithDictionary(d))
+	if err != nil {
+		return nil, err
+	}
+	var raw, without, with int64
+	var buf []byte
+	for _, v := range held {
+		raw += dictstore.ValueMemory(len(v.Data))
+		buf = plain.AppendEncode(buf[:0], v.Data)
+		without += dictstore.ValueMemory(len(buf))
+		buf = withDict.AppendEncode(buf[:0], v.Data)
+		with += dictstore.ValueMemory(len(buf))
+	}
+	return &DictFit{Samples: len(train), HeldOut: len(held), Size: len(d.Data),
+		SavedPctWithout: saved(without, raw), SavedPctWith: saved(with, raw)}, nil
+}
+
+func saved(mem, raw int64) float64 {
+	if raw == 0 {
+		return 0
+	}
+	return 100 * (1 - float64(mem)/float64(raw))
+}
+
+func rate(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / 1e6 / d.Seconds()
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func sizeName(n int) string {
+	switch {
+	case n <= 0:
+		return "0 B"
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}

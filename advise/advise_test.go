@@ -1,0 +1,239 @@
+package advise
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+// jsonDoc is a JSON document of about n bytes, like an API's.
+func jsonDoc(r *rand.Rand, n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"items":[`)
+	for i := 0; b.Len() < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"user %d","country":"%s","plan":"%s","active":%v,"score":%d.%02d}`,
+			r.IntN(1e6), r.IntN(1e4), []string{"DE", "FR", "US", "JP"}[r.IntN(4)], []string{"free", "pro", "team"}[r.IntN(3)], r.IntN(2) == 0, r.IntN(100), r.IntN(100))
+	}
+	b.WriteString("]}")
+	return []byte(b.String())
+}
+
+func randomBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.UintN(256))
+	}
+	return b
+}
+
+func values(n int, key string, gen func(i int) []byte) []Value {
+	out := make([]Value, n)
+	for i := range out {
+		out[i] = Value{Key: key + strconv.Itoa(i), Data: gen(i)}
+	}
+	return out
+}
+
+func TestAnalyze(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	t.Run("json compresses", func(t *testing.T) {
+		p, err := Analyze("doc:", values(30, "doc:", func(int) []byte { return jsonDoc(r, 4000) }), Options{DictMin: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := p.Advice
+		if !a.Compress || a.SavedPct < 50 || a.MinSize > 4096 {
+			t.Fatalf("%+v", a)
+		}
+		var fast bool
+		for _, c := range p.Codecs {
+			if c.Codec == a.Write {
+				fast = c.Fast
+			}
+			if c.SavedPct <= 0 || c.EncodeMBs <= 0 || c.DecodeMBs <= 0 {
+				t.Errorf("codec %+v measured nothing", c)
+			}
+		}
+		if !fast {
+			t.Fatalf("write codec %s is not a fast one: %+v", a.Write, p.Codecs)
+		}
+		if a.AtRest != "" && a.AtRestSaved < a.SavedPct+atRestPoints {
+			t.Fatalf("at rest %s saves %.1f, write %.1f", a.AtRest, a.AtRestSaved, a.SavedPct)
+		}
+		if p.Values != 30 || p.Median < 4000 || p.MemoryRaw < p.Bytes {
+			t.Fatalf("%+v", p)
+		}
+	})
+	t.Run("random stays raw", func(t *testing.T) {
+		p, err := Analyze("img:", values(20, "img:", func(int) []byte { return randomBytes(r, 3000) }), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Advice.Compress || p.Advice.AtRest != "" || !strings.Contains(p.Advice.Why, "store these values raw") {
+			t.Fatalf("%+v", p.Advice)
+		}
+	})
+	t.Run("small values set the min size", func(t *testing.T) {
+		vals := values(40, "k:", func(i int) []byte {
+			if i%2 == 0 {
+				return randomBytes(r, 20+i) // ids and tokens: no gain
+			}
+			return jsonDoc(r, 2000)
+		})
+		p, err := Analyze("k:", vals, Options{DictMin: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Advice.Compress || p.Advice.MinSize < 64 || p.Advice.MinSize > 2048 {
+			t.Fatalf("%+v", p.Advice)
+		}
+	})
+	t.Run("dictionary for small similar values", func(t *testing.T) {
+		p, err := Analyze("user:", values(300, "user:", func(int) []byte { return jsonDoc(r, 200) }), Options{Codecs: []codec.Algorithm{codec.MustParseAlgorithm("s2")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Dict == nil || p.Dict.HeldOut == 0 || !p.Advice.Dict || p.Dict.SavedPctWith < p.Dict.SavedPctWithout+dictPoints {
+			t.Fatalf("dict %+v, advice %+v", p.Dict, p.Advice)
+		}
+	})
+	t.Run("nothing sampled", func(t *testing.T) {
+		p, err := Analyze("set:", nil, Options{})
+		if err != nil || p.Advice.Compress || p.Advice.Why == "" {
+			t.Fatalf("%+v %v", p, err)
+		}
+	})
+}
+
+func TestAnalyze_BadOptions(t *testing.T) {
+	for _, o := range []Options{{Codecs: []codec.Algorithm{{ID: codec.IDNone}}}, {MinGain: 1.5}} {
+		if _, err := Analyze("x", nil, o); err == nil {
+			t.Errorf("%+v accepted", o)
+		}
+	}
+}
+
+func TestMinSize(t *testing.T) {
+	v := func(n int) Value { return Value{Data: make([]byte, n)} }
+	for _, c := range []struct {
+		vals   []Value
+		stored []int
+		want   int
+	}{
+		{[]Value{v(100), v(5000)}, []int{50, 1000}, 0},             // everything gains
+		{[]Value{v(20), v(100), v(5000)}, []int{25, 50, 1000}, 32}, // 20 B grows: from 32 up
+		{[]Value{v(20), v(100), v(5000)}, []int{25, 99, 1000}, 128},
+		{[]Value{v(100), v(5000)}, []int{50, 4990}, 8192}, // the largest do not gain
+	} {
+		if got := minSize(c.vals, c.stored, 0.1); got != c.want {
+			t.Errorf("minSize(%v) = %d, want %d", c.stored, got, c.want)
+		}
+	}
+}
+
+func TestPrefixOf(t *testing.T) {
+	for _, c := range []struct {
+		key, sep string
+		depth    int
+		want     string
+	}{
+		{"user:42", ":", 1, "user:"},
+		{"user:42:profile", ":", 2, "user:42:"},
+		{"user:42", ":", 2, "user:"},
+		{"plain", ":", 1, ""},
+		{"a/b/c", "/", 1, "a/"},
+		{"a::b", "::", 1, "a::"},
+	} {
+		if got := PrefixOf(c.key, c.sep, c.depth); got != c.want {
+			t.Errorf("PrefixOf(%q, %q, %d) = %q, want %q", c.key, c.sep, c.depth, got, c.want)
+		}
+	}
+	if got := (Prefix{Prefix: "a*b:"}).Pattern(); got != `a\*b:*` {
+		t.Errorf("Pattern = %q", got)
+	}
+}
+
+// TestRun samples a real Redis holding JSON documents (strings, hashes,
+// lists, some already stored as squeeze frames), random bytes and a set,
+// and checks the advice per prefix and that nothing was written.
+func TestRun(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	r := rand.New(rand.NewPCG(3, 4))
+	s2, err := codec.NewEncoder(codec.MustParseAlgorithm("s2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		doc := jsonDoc(r, 3000)
+		if i%4 == 0 {
+			doc = s2.AppendEncode(nil, doc) // written by squeeze already
+		}
+		rdb.Set(ctx, "doc:"+strconv.Itoa(i), doc, 0)
+		rdb.Set(ctx, "img:"+strconv.Itoa(i), randomBytes(r, 2000), 0)
+	}
+	for i := range 5 {
+		rdb.HSet(ctx, "cart:"+strconv.Itoa(i), "a", jsonDoc(r, 500), "b", jsonDoc(r, 800))
+		rdb.RPush(ctx, "log:"+strconv.Itoa(i), jsonDoc(r, 300), jsonDoc(r, 300))
+		rdb.SAdd(ctx, "tags:"+strconv.Itoa(i), "x", "y")
+	}
+	dirty := func() string {
+		info := rdb.Info(ctx, "persistence").Val()
+		for _, l := range strings.Split(info, "\r\n") {
+			if strings.HasPrefix(l, "rdb_changes_since_last_save:") {
+				return l
+			}
+		}
+		t.Fatal("no rdb_changes_since_last_save in INFO")
+		return ""
+	}
+	before := dirty()
+	var steps int
+	rep, err := Run(ctx, rdb, Options{Progress: func(int, int) { steps++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := dirty(); after != before {
+		t.Fatalf("advise wrote to Redis: %s, then %s", before, after)
+	}
+	if rep.KeysScanned != 95 || rep.KeysSampled != 90 || steps == 0 {
+		t.Fatalf("scanned %d, sampled %d keys, %d progress calls", rep.KeysScanned, rep.KeysSampled, steps)
+	}
+	by := map[string]Prefix{}
+	for _, p := range rep.Prefixes {
+		by[p.Prefix] = p
+	}
+	if p := by["doc:"]; !p.Advice.Compress || p.Framed != 10 || p.Values != 40 || p.Median < 3000 {
+		t.Fatalf("doc: %+v", p)
+	}
+	if p := by["img:"]; p.Advice.Compress {
+		t.Fatalf("img: %+v", p.Advice)
+	}
+	if p := by["cart:"]; p.Values != 10 || p.Types["hash"] != 5 || !p.Advice.Compress {
+		t.Fatalf("cart: %+v", p)
+	}
+	if p := by["log:"]; p.Values != 10 || p.Types["list"] != 5 {
+		t.Fatalf("log: %+v", p)
+	}
+	if p := by["tags:"]; p.Values != 0 || p.Types["set"] != 5 || p.Advice.Compress {
+		t.Fatalf("tags: %+v", p)
+	}
+	if rep.Prefixes[0].Prefix != "doc:" && rep.Prefixes[0].Prefix != "img:" {
+		t.Fatalf("prefixes not by memory: first %q", rep.Prefixes[0].Prefix)
+	}
+	if o := rep.Overall; o.Values != rep.Values || !o.Advice.Compress || o.Dict != nil {
+		t.Fatalf("overall %+v", o)
+	}
+}

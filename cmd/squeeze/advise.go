@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/advise"
+	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/internal/units"
+)
+
+func init() {
+	register(command{Name: "advise", Summary: "sample a live Redis and recommend codec, min size, compaction and dictionaries per key prefix", Run: runAdvise})
+}
+
+const adviseUsage = `
+Usage: squeeze advise --redis URL [flags]
+
+Reads a sample of your keys (read-only: SCAN, TYPE, GET, HRANDFIELD,
+LRANGE, XRANGE; nothing is written), groups them by key prefix (user:,
+session:, ...), and compresses every sampled value with every candidate
+codec on this machine. For each prefix it says:
+
+  write      the codec for writes (squeeze proxy --codec, the library's
+             codec): of the fast codecs here (at least half the fastest
+             one's speed), the one that saves the most memory; "raw" when
+             even that saves less than --min-gain (images, archives)
+  min-size   the size from which every size class of values gains at least
+             --min-gain (squeeze proxy --min-size)
+  at rest    a stronger codec for cold keys (squeeze compact), when it
+             saves at least 3 points more
+  dict       whether a zstd dictionary trained on the prefix (squeeze dict
+             train) saves at least 5 points more for its small values
+
+Memory is estimated as Redis allocates string values (header and allocator
+size class); keys and per-key overhead are left out. Values squeeze already
+stores are decoded first, so the advice is about the original data. The
+last lines print the commands that apply the advice.
+
+Examples:
+  squeeze advise --redis redis://127.0.0.1:6379
+  squeeze advise --redis redis://10.0.0.5:6379/2 --keys 5000 --depth 2
+  squeeze advise --redis redis://127.0.0.1:6379 --codecs s2,zstd:1,zstd:19 --json
+`
+
+func runAdvise(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "advise", adviseUsage)
+	url := fs.String("redis", "", "Redis server `URL` to sample (required): redis://[user:pass@]host:port/db, rediss://, unix://")
+	keys := fs.Int("keys", advise.DefaultKeys, "most keys to sample")
+	perKey := fs.Int("per-key", advise.DefaultPerKey, "most hash fields, list elements or stream entries read per key")
+	depth := fs.Int("depth", advise.DefaultDepth, "a prefix is this many leading segments of a key (user:42:cart with 2: user:42:)")
+	sep := fs.String("separator", advise.DefaultSeparator, "the separator of key segments")
+	codecs := fs.String("codecs", advise.DefaultCodecs, "candidate codecs, comma-separated NAME or NAME:LEVEL")
+	minGain := fs.Float64("min-gain", 0.1, "the fraction of memory a codec must save to be worth it (as the proxy's --min-gain)")
+	noDict := fs.Bool("no-dict", false, "do not train dictionaries")
+	asJSON := fs.Bool("json", false, "print the report as JSON for machines")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageError("advise takes no arguments, got %q", fs.Args())
+	case *url == "":
+		return usageError("advise needs --redis URL: the Redis whose keys to sample (e.g. --redis redis://127.0.0.1:6379)")
+	case *keys <= 0 || *perKey <= 0 || *depth <= 0:
+		return usageError("--keys, --per-key and --depth must be positive")
+	case *sep == "":
+		return usageError("--separator must not be empty")
+	case *minGain <= 0 || *minGain >= 1:
+		return usageError("--min-gain is a fraction in (0, 1), got %v", *minGain)
+	}
+	algs, err := bench.ParseAlgorithms(*codecs)
+	if err != nil {
+		return usageError("--codecs: %v", err)
+	}
+	rdb, err := openRedis(ctx, *url, 0)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	o := advise.Options{Keys: *keys, PerKey: *perKey, Depth: *depth, Separator: *sep, Codecs: algs, MinGain: *minGain}
+	if *noDict {
+		o.DictMin = -1
+	}
+	b := newBar(e, *keys, "sampling")
+	o.Progress = b.step
+	start := time.Now()
+	rep, err := advise.Run(ctx, rdb, o)
+	b.finish()
+	if err != nil {
+		if strings.Contains(err.Error(), "none is not") {
+			return usageError("--codecs: %v", err)
+		}
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printAdvice(e, rep, redactURL(*url), time.Since(start))
+	return nil
+}
+
+func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
+	w := e.Stdout
+	fmt.Fprintf(w, "sampled %d keys of %s (%d with values), %d values, %s, in %s\n\n",
+		rep.KeysScanned, url, rep.KeysSampled, rep.Values, units.FormatSize(rep.Bytes), took.Round(time.Millisecond))
+	if rep.Values == 0 {
+		fmt.Fprintln(w, "no string, hash, list or stream values found: nothing to advise")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "prefix\tkeys\tvalues\tmedian\tmemory now\twrite\tmin-size\tsaved\tat rest\tdict")
+	row := func(p advise.Prefix) {
+		name := p.Prefix
+		if name == "" {
+			name = "(no separator)"
+		}
+		a := p.Advice
+		write, minSize, saved, atRest, dict := "raw", "-", "-", "-", "-"
+		if a.Compress {
+			write, minSize, saved = a.Write, units.FormatSize(int64(a.MinSize)), fmt.Sprintf("%.1f%%", a.SavedPct)
+		}
+		if a.AtRest != "" {
+			atRest = fmt.Sprintf("%s %.1f%%", a.AtRest, a.AtRestSaved)
+		}
+		if p.Dict != nil {
+			dict = fmt.Sprintf("no (%.1f%% -> %.1f%%)", p.Dict.SavedPctWithout, p.Dict.SavedPctWith)
+			if a.Dict {
+				dict = fmt.Sprintf("yes (%.1f%% -> %.1f%%)", p.Dict.SavedPctWithout, p.Dict.SavedPctWith)
+			}
+		}
+		median := "-"
+		if p.Values > 0 {
+			median = units.FormatSize(int64(p.Median))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, p.Keys, p.Values, median,
+			units.FormatSize(p.MemoryRaw), write, minSize, saved, atRest, dict)
+	}
+	for _, p := range rep.Prefixes {
+		row(p)
+	}
+	tw.Flush()
+
+	o := rep.Overall
+	fmt.Fprintf(w, "\n%s\n", "codecs over all sampled values (memory saved; encode and decode speed on this machine):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "codec\tsaved\tencode\tdecode\tfast\t")
+	for _, c := range o.Codecs {
+		fast := ""
+		if c.Fast {
+			fast = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%.0f MB/s\t%.0f MB/s\t%s\t\n", c.Codec, c.SavedPct, c.EncodeMBs, c.DecodeMBs, fast)
+	}
+	tw.Flush()
+
+	fmt.Fprintf(w, "\nadvice: %s\n\nto apply it:\n", o.Advice.Why)
+	if o.Advice.Compress {
+		fmt.Fprintf(w, "  squeeze proxy --upstream %s --codec %s --min-size %d\n", url, o.Advice.Write, o.Advice.MinSize)
+	} else {
+		fmt.Fprintf(w, "  (values compress too little to be worth it: run squeeze without compressing, or not at all)\n")
+	}
+	for _, p := range rep.Prefixes {
+		if p.Advice.AtRest != "" {
+			fmt.Fprintf(w, "  squeeze compact --redis %s --pattern %s --codec %s   # cold %s keys: %.1f%% saved\n",
+				url, shellQuote(p.Pattern()), p.Advice.AtRest, p.Prefix, p.Advice.AtRestSaved)
+		}
+	}
+	for _, p := range rep.Prefixes {
+		if p.Advice.Dict {
+			fmt.Fprintf(w, "  squeeze dict train --redis %s --pattern %s --publish   # then --dict ID on the proxy\n", url, shellQuote(p.Pattern()))
+		}
+	}
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

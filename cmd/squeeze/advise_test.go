@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+// TestAdvise_CLI runs "squeeze advise" as a new user would, on a Redis
+// holding JSON pages, random bytes and short tokens: the table, the
+// commands that apply the advice, and the --json report.
+func TestAdvise_CLI(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	random := rand.New(rand.NewPCG(1, 2))
+	for i := range 40 {
+		rdb.Set(ctx, fmt.Sprintf("page:%d", i), bench.JSONDocument(uint64(i), 8000), 0)
+		rdb.Set(ctx, fmt.Sprintf("img:%d", i), randomBytes(random, 1500), 0)
+		rdb.Set(ctx, fmt.Sprintf("token:%d", i), fmt.Sprintf("%016x", i*7919), 0)
+	}
+	out, errs, code := runCLI(t, nil, "advise", "--redis", r.URL(), "--no-dict")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"sampled 120 keys of " + r.URL(), "prefix", "page:", "img:", "token:",
+		"to apply it:", "squeeze proxy --upstream " + r.URL() + " --codec ",
+		"squeeze compact --redis " + r.URL() + " --pattern 'page:*' --codec ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "img:") && !strings.Contains(line, " raw ") {
+			t.Errorf("random bytes not advised raw: %q", line)
+		}
+	}
+
+	out, errs, code = runCLI(t, nil, "advise", "--redis", r.URL(), "--json", "--codecs", "s2,zstd:3", "--keys", "60")
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, errs)
+	}
+	var rep struct {
+		KeysScanned int `json:"keys_scanned"`
+		Prefixes    []struct {
+			Prefix string `json:"prefix"`
+			Codecs []struct {
+				Codec    string  `json:"codec"`
+				SavedPct float64 `json:"saved_pct"`
+			} `json:"codecs"`
+			Advice struct {
+				Compress bool   `json:"compress"`
+				Write    string `json:"write_codec"`
+				MinSize  int    `json:"min_size"`
+			} `json:"advice"`
+		} `json:"prefixes"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	if rep.KeysScanned != 60 || len(rep.Prefixes) == 0 || len(rep.Prefixes[0].Codecs) != 2 {
+		t.Fatalf("--json: %+v", rep)
+	}
+	for _, p := range rep.Prefixes {
+		if p.Prefix == "page:" && (!p.Advice.Compress || p.Advice.Write == "") {
+			t.Fatalf("page: %+v", p)
+		}
+	}
+
+	for _, bad := range [][]string{
+		{"advise"},
+		{"advise", "--redis", r.URL(), "--codecs", "nope"},
+		{"advise", "--redis", r.URL(), "--codecs", "none"},
+		{"advise", "--redis", r.URL(), "--min-gain", "1"},
+		{"advise", "--redis", r.URL(), "--depth", "0"},
+	} {
+		if _, errs, code := runCLI(t, nil, bad...); code != 2 || errs == "" {
+			t.Errorf("%q: exit %d, stderr %q; want a usage error", bad, code, errs)
+		}
+	}
+}
+
+func randomBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.UintN(256))
+	}
+	return b
+}
