@@ -235,6 +235,9 @@ func newBar(e env, total int, desc string) *bar {
 
 func (b *bar) step(done, total int) {
 	if b.pb != nil {
+		if total > 0 && total != b.pb.GetMax() {
+			b.pb.ChangeMax(total)
+		}
 		b.pb.Set(done)
 	}
 }
