@@ -10,6 +10,12 @@
 // archive atomically: it fills a temporary key and renames it over the
 // archive, so readers see the old files or the new ones, never a mix.
 // Files keep their contents only: not their modes, owners or times.
+//
+// Small files of one kind (reports, logs, pages) share most of their
+// words and structure, which a zip, compressing each file alone, cannot
+// use. With Options.Dict, Put trains a zstd dictionary on the files,
+// publishes it in Redis (dictstore: squeeze:dict:<id>, immutable, where
+// every squeeze reader finds it) and compresses every file with it.
 package archive
 
 import (
@@ -26,6 +32,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/dictstore"
 )
 
 // ErrNotFound is returned by Get for a path the archive does not hold.
@@ -40,9 +47,13 @@ const batchBytes = 8 << 20
 
 // Options configure Put. Zero fields take the defaults.
 type Options struct {
-	// Encoder compresses the files (default: DefaultAlgorithm with the
-	// default write policy, so tiny and incompressible files stay raw).
-	Encoder *codec.Encoder
+	// Algorithm compresses the files (default DefaultAlgorithm), under the
+	// default write policy: tiny and incompressible files stay raw.
+	Algorithm codec.Algorithm
+	// Dict trains a zstd dictionary on the files and compresses them with
+	// it (Algorithm must be a zstd level); the dictionary is published
+	// before any file names it.
+	Dict bool
 	// Progress, if set, is called after each batch with the files stored
 	// so far and the total.
 	Progress func(done, total int)
@@ -54,6 +65,7 @@ type Stats struct {
 	Skipped int           `json:"skipped"` // not regular files (links, devices ...)
 	Bytes   int64         `json:"bytes"`   // original bytes of the files
 	Stored  int64         `json:"stored"`  // bytes of the stored values
+	DictID  uint32        `json:"dict_id,omitempty"`
 	Elapsed time.Duration `json:"elapsed_ns"`
 }
 
@@ -78,12 +90,12 @@ func tempKey(key string) string {
 // what key held (see the package documentation).
 func Put(ctx context.Context, rdb redis.UniversalClient, key string, fsys fs.FS, o Options) (Stats, error) {
 	start := time.Now()
-	enc := o.Encoder
-	if enc == nil {
-		var err error
-		if enc, err = codec.NewEncoder(DefaultAlgorithm); err != nil {
-			return Stats{}, err
-		}
+	alg := o.Algorithm
+	if alg.ID == codec.IDNone {
+		alg = DefaultAlgorithm
+	}
+	if o.Dict && alg.ID != codec.IDZstd {
+		return Stats{}, fmt.Errorf("archive: dictionaries work with zstd, not %s", alg)
 	}
 	var st Stats
 	var files []string
@@ -104,6 +116,19 @@ func Put(ctx context.Context, rdb redis.UniversalClient, key string, fsys fs.FS,
 	}
 	if len(files) == 0 {
 		return st, errors.New("archive: no regular files to store")
+	}
+	var opts []codec.EncoderOption
+	if o.Dict {
+		d, err := trainDict(ctx, rdb, fsys, files)
+		if err != nil {
+			return st, err
+		}
+		opts = append(opts, codec.WithDictionary(d))
+		st.DictID = d.ID
+	}
+	enc, err := codec.NewEncoder(alg, opts...)
+	if err != nil {
+		return st, fmt.Errorf("archive: %w", err)
 	}
 	tmp := tempKey(key)
 	if err := rdb.Del(ctx, tmp).Err(); err != nil {
@@ -155,14 +180,51 @@ func Put(ctx context.Context, rdb redis.UniversalClient, key string, fsys fs.FS,
 	return st, nil
 }
 
-// Get returns the contents of the file at path p (slash-separated, as List
-// names it) in the archive key. dec decodes it (nil: codec.NewDecoder()).
-func Get(ctx context.Context, rdb redis.UniversalClient, dec *codec.Decoder, key, p string) ([]byte, error) {
-	if dec == nil {
-		var err error
-		if dec, err = codec.NewDecoder(); err != nil {
-			return nil, err
+// trainDict trains a dictionary on up to 2000 of the files and publishes
+// it.
+func trainDict(ctx context.Context, rdb redis.UniversalClient, fsys fs.FS, files []string) (codec.Dictionary, error) {
+	step := max(1, len(files)/2000)
+	var samples [][]byte
+	total := 0
+	for i := 0; i < len(files); i += step {
+		data, err := fs.ReadFile(fsys, files[i])
+		if err != nil {
+			return codec.Dictionary{}, fmt.Errorf("archive: %w", err)
 		}
+		if len(data) > 0 {
+			samples = append(samples, data)
+			total += min(len(data), 128<<10)
+		}
+	}
+	if len(samples) < 8 {
+		return codec.Dictionary{}, fmt.Errorf("archive: %d files are too few to train a dictionary on (at least 8)", len(samples))
+	}
+	d, err := dictstore.TrainID(samples, min(dictstore.DefaultDictSize, max(1024, total/8)))
+	if err != nil {
+		return codec.Dictionary{}, fmt.Errorf("archive: %w", err)
+	}
+	if err := dictstore.Publish(ctx, rdb, d, dictstore.Meta{ID: d.ID, Size: len(d.Data), Samples: len(samples), SampleBytes: int64(total), Codec: "zstd"}); err != nil {
+		return codec.Dictionary{}, fmt.Errorf("archive: %w", err)
+	}
+	return d, nil
+}
+
+// decoder returns res, or a new Resolver over rdb when res is nil.
+func decoder(rdb redis.UniversalClient, res *dictstore.Resolver) (*dictstore.Resolver, error) {
+	if res != nil {
+		return res, nil
+	}
+	return dictstore.NewResolver(rdb)
+}
+
+// Get returns the contents of the file at path p (slash-separated, as List
+// names it) in the archive key. res decodes it, loading the dictionary a
+// file names from Redis (nil: a new dictstore.Resolver; pass one to reuse
+// loaded dictionaries across calls).
+func Get(ctx context.Context, rdb redis.UniversalClient, res *dictstore.Resolver, key, p string) ([]byte, error) {
+	res, err := decoder(rdb, res)
+	if err != nil {
+		return nil, err
 	}
 	v, err := rdb.HGet(ctx, key, p).Bytes()
 	if err == redis.Nil {
@@ -171,7 +233,7 @@ func Get(ctx context.Context, rdb redis.UniversalClient, dec *codec.Decoder, key
 	if err != nil {
 		return nil, fmt.Errorf("archive: HGET %s %s: %w", key, p, err)
 	}
-	out, err := dec.AppendDecode(nil, v)
+	out, err := res.AppendDecode(ctx, nil, v)
 	if err != nil {
 		return nil, fmt.Errorf("archive: %s in %s: %w", p, key, err)
 	}
@@ -208,21 +270,19 @@ func List(ctx context.Context, rdb redis.UniversalClient, key string) ([]Entry, 
 
 // Extract writes every file of the archive key under dir (created as
 // needed), decoded and checked. A path that would leave dir is an error.
-func Extract(ctx context.Context, rdb redis.UniversalClient, dec *codec.Decoder, key, dir string) (Stats, error) {
+func Extract(ctx context.Context, rdb redis.UniversalClient, res *dictstore.Resolver, key, dir string) (Stats, error) {
 	start := time.Now()
-	if dec == nil {
-		var err error
-		if dec, err = codec.NewDecoder(); err != nil {
-			return Stats{}, err
-		}
+	res, err := decoder(rdb, res)
+	if err != nil {
+		return Stats{}, err
 	}
 	var st Stats
-	err := scan(ctx, rdb, key, func(p string, v []byte) error {
+	err = scan(ctx, rdb, key, func(p string, v []byte) error {
 		clean := path.Clean(p)
 		if !fs.ValidPath(clean) || clean == "." {
 			return fmt.Errorf("archive: %s holds the path %q, which would leave %s", key, p, dir)
 		}
-		data, err := dec.AppendDecode(nil, v)
+		data, err := res.AppendDecode(ctx, nil, v)
 		if err != nil {
 			return fmt.Errorf("archive: %s in %s: %w", p, key, err)
 		}

@@ -171,3 +171,46 @@ func TestTempKey(t *testing.T) {
 		}
 	}
 }
+
+// TestArchive_Dict: with a trained dictionary, many small files of one
+// kind take less room than without; the dictionary is published, and a
+// reader that never saw it loads it from Redis.
+func TestArchive_Dict(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	r := rand.New(rand.NewPCG(9, 9))
+	files := map[string][]byte{}
+	for i := range 300 {
+		files[fmt.Sprintf("orders/%04d.json", i)] = fmt.Appendf(nil,
+			`{"order_id":%d,"customer":{"name":"customer %d","country":"%s","tier":"%s"},"items":[{"sku":"SKU-%05d","quantity":%d,"unit_price":{"amount":%d,"currency":"EUR"}}],"status":"%s","shipping":{"method":"%s","tracking":"TRK%09d"}}`,
+			i, r.IntN(5000), []string{"DE", "FR", "NL"}[r.IntN(3)], []string{"gold", "silver"}[r.IntN(2)], r.IntN(99999), 1+r.IntN(5), r.IntN(20000),
+			[]string{"paid", "shipped", "delivered"}[r.IntN(3)], []string{"standard", "express"}[r.IntN(2)], r.IntN(1e9))
+	}
+	dir := writeTree(t, files)
+	plain, err := Put(ctx, rdb, "arc:plain", os.DirFS(dir), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withDict, err := Put(ctx, rdb, "arc:dict", os.DirFS(dir), Options{Dict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withDict.DictID == 0 || withDict.Stored >= plain.Stored*3/4 {
+		t.Fatalf("dictionary %d: stored %d bytes, %d without", withDict.DictID, withDict.Stored, plain.Stored)
+	}
+	if n := rdb.Exists(ctx, fmt.Sprintf("squeeze:dict:%d", withDict.DictID)).Val(); n != 1 {
+		t.Fatal("the dictionary is not published")
+	}
+	for p, want := range files {
+		got, err := Get(ctx, rdb, nil, "arc:dict", p) // a new resolver each time: loads the dictionary
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("Get %s: %v", p, err)
+		}
+		break
+	}
+	if _, err := Put(ctx, rdb, "arc:x", os.DirFS(dir), Options{Dict: true, Algorithm: codec.MustParseAlgorithm("s2")}); err == nil {
+		t.Fatal("a dictionary with s2 was accepted")
+	}
+}

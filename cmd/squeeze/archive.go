@@ -59,7 +59,7 @@ func runArchive(ctx context.Context, e env, args []string) error {
 	}
 	sub, args := args[0], args[1:]
 	usage := map[string]string{
-		"put":     "\nUsage: squeeze archive put [flags] KEY DIR\n\nStores every regular file under DIR in the hash KEY, replacing it.\n\nExamples:\n  squeeze archive put --redis redis://127.0.0.1:6379 arc:reports ./reports\n  squeeze archive put --codec brotli:9 arc:site ./public\n",
+		"put":     "\nUsage: squeeze archive put [flags] KEY DIR\n\nStores every regular file under DIR in the hash KEY, replacing it.\n\nExamples:\n  squeeze archive put --redis redis://127.0.0.1:6379 arc:reports ./reports\n  squeeze archive put --codec brotli:9 arc:site ./public\n  squeeze archive put --dict arc:pages ./pages   # many small files of one kind\n",
 		"get":     "\nUsage: squeeze archive get [flags] KEY PATH\n\nPrints the file PATH of the archive KEY to stdout.\n\nExamples:\n  squeeze archive get arc:reports 2026/11/summary.html > summary.html\n",
 		"list":    "\nUsage: squeeze archive list [flags] KEY\n\nLists the files of the archive KEY (reads it whole).\n\nExamples:\n  squeeze archive list arc:reports\n  squeeze archive list --json arc:reports\n",
 		"extract": "\nUsage: squeeze archive extract [flags] KEY DIR\n\nWrites every file of the archive KEY under DIR.\n\nExamples:\n  squeeze archive extract arc:reports ./restored\n",
@@ -70,9 +70,10 @@ func runArchive(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "archive "+sub, usage)
 	url := fs.String("redis", "redis://127.0.0.1:6379", "Redis server `URL` (redis://[user:pass@]host:port/db, or rediss://, unix://)")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
-	codecName := ""
+	codecName, dict := "", false
 	if sub == "put" {
 		fs.StringVar(&codecName, "codec", archive.DefaultAlgorithm.String(), "codec for the files (files that gain less than 10% stay raw)")
+		fs.BoolVar(&dict, "dict", false, "train a zstd dictionary on the files, publish it in Redis (squeeze:dict:<id>) and compress with it: much smaller for many small files of one kind")
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -82,14 +83,14 @@ func runArchive(ctx context.Context, e env, args []string) error {
 		return usageError("archive %s takes %d arguments, got %d (see squeeze archive %s --help)", sub, want, fs.NArg(), sub)
 	}
 	key := fs.Arg(0)
-	var enc *codec.Encoder
+	var alg codec.Algorithm
 	if sub == "put" {
-		alg, err := codec.ParseAlgorithm(codecName)
-		if err != nil {
+		var err error
+		if alg, err = codec.ParseAlgorithm(codecName); err != nil {
 			return usageError("--codec: %v", err)
 		}
-		if enc, err = codec.NewEncoder(alg); err != nil {
-			return usageError("--codec: %v", err)
+		if dict && alg.ID != codec.IDZstd {
+			return usageError("--dict works with zstd codecs, not %s", alg)
 		}
 		if st, err := os.Stat(fs.Arg(1)); err != nil || !st.IsDir() {
 			return usageError("archive put: %s is not a directory", fs.Arg(1))
@@ -111,6 +112,9 @@ func runArchive(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.Stdout, "%s %d files (%s) %s %s in %s: %s stored, %.1f%% saved",
 			verb, st.Files, units.FormatSize(st.Bytes), map[string]string{"stored": "in", "extracted": "from"}[verb], key,
 			st.Elapsed.Round(time.Millisecond), units.FormatSize(st.Stored), st.SavedPct())
+		if st.DictID != 0 {
+			fmt.Fprintf(e.Stdout, "; with dictionary %d", st.DictID)
+		}
 		if st.Skipped > 0 {
 			fmt.Fprintf(e.Stdout, "; %d non-regular files skipped", st.Skipped)
 		}
@@ -120,7 +124,7 @@ func runArchive(ctx context.Context, e env, args []string) error {
 	switch sub {
 	case "put":
 		b := newBar(e, 1, "archiving")
-		st, err := archive.Put(ctx, rdb, key, os.DirFS(fs.Arg(1)), archive.Options{Encoder: enc, Progress: b.step})
+		st, err := archive.Put(ctx, rdb, key, os.DirFS(fs.Arg(1)), archive.Options{Algorithm: alg, Dict: dict, Progress: b.step})
 		b.finish()
 		if err != nil {
 			return err

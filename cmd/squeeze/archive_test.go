@@ -69,3 +69,28 @@ func TestArchive_CLI(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchArchive_CLI: "squeeze bench archive" on a throwaway server
+// prints JSON rows for every layout and size.
+func TestBenchArchive_CLI(t *testing.T) {
+	if testutil.ServerPath() == "" {
+		t.Skip("redis-server not installed")
+	}
+	out, errs, code := runCLI(t, nil, "bench", "archive", "--json", "--files", "3,9", "--reads", "5", "--file-size", "2000")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []struct {
+		Layout string  `json:"layout"`
+		Files  int     `json:"files"`
+		ReadUs float64 `json:"read_us"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 7 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, bad := range [][]string{{"bench", "archive", "--files", "0"}, {"bench", "archive", "--codec", "none"}, {"bench", "archive", "--reads", "-1"}} {
+		if _, errs, code := runCLI(t, nil, bad...); code != 2 || errs == "" {
+			t.Errorf("%q: exit %d, %q", bad, code, errs)
+		}
+	}
+}

@@ -12,7 +12,7 @@ var everyCommand = [][]string{
 	{"encode"}, {"decode"}, {"inspect"}, {"demo"}, {"proxy"}, {"compact"}, {"advise"},
 	{"archive", "put"}, {"archive", "get"}, {"archive", "list"}, {"archive", "extract"},
 	{"counters", "get"}, {"counters", "incr"}, {"counters", "migrate"},
-	{"bench", "codecs"}, {"bench", "redis"}, {"bench", "docs"}, {"bench", "counters"}, {"bench", "compact"},
+	{"bench", "codecs"}, {"bench", "redis"}, {"bench", "docs"}, {"bench", "counters"}, {"bench", "compact"}, {"bench", "archive"},
 }
 
 // TestCLI_HelpOnStdout: --help of every command teaches (usage, examples,

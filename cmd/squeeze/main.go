@@ -150,7 +150,7 @@ func version() string {
 }
 
 func init() {
-	register(command{Name: "bench", Summary: "measure codecs and Redis paths on your data (codecs, redis, docs, counters, compact)", Run: runBench})
+	register(command{Name: "bench", Summary: "measure codecs and Redis paths on your data (codecs, redis, docs, counters, compact, archive)", Run: runBench})
 }
 
 // runBench dispatches "squeeze bench <study>".
