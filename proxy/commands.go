@@ -218,6 +218,35 @@ func init() {
 	// never an integer and Redis's "not an integer" error is the exact reply.
 }
 
+// compareRefusal returns the error for a command that would compare a
+// stored value's bytes with an argument, which a compressed value never
+// equals, or "": SET and DELEX with IFEQ, IFNE, IFDEQ or IFDNE (Redis 8.4,
+// Valkey 8.1; older servers refuse these options as syntax errors).
+// Exactness would need the proxy to decode inside the compare; until then
+// the proxy refuses rather than answer as if the values differed.
+func compareRefusal(info *cmdInfo, args [][]byte) string {
+	from := 3 // SET key value [options]
+	switch {
+	case info.name == "SET":
+	case info == unknownCmd && len(args) > 0 && is(args[0], "DELEX"):
+		from = 2 // DELEX key [IFEQ value ...]
+	default:
+		return ""
+	}
+	for i := from; i < len(args); i++ {
+		for _, cond := range []string{"IFEQ", "IFNE", "IFDEQ", "IFDNE"} {
+			if is(args[i], cond) {
+				name := "SET"
+				if from == 2 {
+					name = "DELEX"
+				}
+				return "ERR squeeze: " + name + " " + cond + " would compare the stored, compressed bytes, not the value; compare in the client (WATCH, GET, then MULTI/EXEC)"
+			}
+		}
+	}
+	return ""
+}
+
 // lookup finds a command by name without allocating.
 func lookup(name []byte) *cmdInfo {
 	var buf [24]byte

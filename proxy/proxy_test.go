@@ -140,3 +140,42 @@ func TestProxy_UnknownCommandReplies(t *testing.T) {
 		t.Fatalf("SMEMBERS of a member that begins like a frame: %q", got)
 	}
 }
+
+// TestProxy_CompareRefused: SET and DELEX with IFEQ, IFNE, IFDEQ or IFDNE
+// (newer servers) would compare stored, compressed bytes: they get an
+// error that says why; inside MULTI the transaction is discarded at EXEC,
+// as for a command Redis refuses. A value that is the word IFEQ is fine.
+func TestProxy_CompareRefused(t *testing.T) {
+	e := startEnv(t)
+	c := dialRaw(t, e.addr)
+	for _, cmd := range [][]string{
+		{"SET", "k", "v", "IFEQ", "x"},
+		{"set", "k", "v", "ex", "10", "ifne", "x"},
+		{"SET", "k", "v", "IFDEQ", "0123456789abcdef"},
+		{"DELEX", "k", "IFDNE", "0123456789abcdef"},
+	} {
+		got := c.do(cmd...)
+		cond := strings.ToUpper(cmd[len(cmd)-2])
+		if want := "-ERR squeeze: " + strings.ToUpper(cmd[0]) + " " + cond + " would compare the stored, compressed bytes"; !strings.HasPrefix(got, want) {
+			t.Fatalf("%q: %q, want %q...", cmd, got, want)
+		}
+	}
+	if got := c.do("SET", "k", "IFEQ"); got != "+OK\r\n" {
+		t.Fatalf("SET k IFEQ (the value): %q", got)
+	}
+	if got := c.do("DELEX", "k"); !strings.Contains(got, "unknown command") {
+		t.Fatalf("DELEX without a condition goes to Redis: %q", got)
+	}
+	c.send([]string{"MULTI"}, []string{"SET", "a", "1"}, []string{"SET", "k", "v", "IFEQ", "IFEQ"}, []string{"EXEC"})
+	for i, want := range []string{"+OK", "+QUEUED", "-ERR squeeze: SET IFEQ", "-EXECABORT"} {
+		if got := c.read(); !strings.HasPrefix(got, want) {
+			t.Fatalf("transaction reply %d: %q, want %q...", i, got, want)
+		}
+	}
+	if got := c.do("GET", "a"); got != "$-1\r\n" {
+		t.Fatalf("the discarded transaction ran: GET a = %q", got)
+	}
+	if got := c.do("GET", "k"); got != bulk("IFEQ") {
+		t.Fatalf("GET k = %q", got)
+	}
+}

@@ -104,6 +104,9 @@ type call struct {
 	argv  []int   // end offsets of each argument in args
 	cmd   string  // command name for metrics and errors (static string)
 	local bool    // reply prepared by the proxy; nothing was sent
+	// refused, when set, is the error the client gets instead of Redis's
+	// reply (a refused command inside MULTI, see compareRefusal).
+	refused string
 	close bool    // close the client after writing this reply
 	start time.Time
 	seq   uint64 // order among the client's calls with replies
@@ -136,7 +139,7 @@ func (c *call) release() {
 	}
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", false, false, 0, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify, c.owner = nil, nil
+	c.notify, c.owner, c.refused = nil, nil, ""
 	c.ready.Store(false)
 	callPool.Put(c)
 }
