@@ -107,9 +107,9 @@ type call struct {
 	// refused, when set, is the error the client gets instead of Redis's
 	// reply (a refused command inside MULTI, see compareRefusal).
 	refused string
-	close bool    // close the client after writing this reply
-	start time.Time
-	seq   uint64 // order among the client's calls with replies
+	close   bool // close the client after writing this reply
+	start   time.Time
+	seq     uint64 // order among the client's calls with replies
 	// notify is the client writer's wake-up channel for queued calls (nil
 	// for round trips, which use done); ready is set when the call is
 	// complete.
