@@ -41,8 +41,8 @@
 // ErrUnsupported, never answered wrong: STRLEN and HSTRLEN are served exactly
 // (from the frame header, atomically, with a small script), and so are
 // GETRANGE and SUBSTR (from the decoded value); APPEND, SETRANGE, the bit
-// commands, LCS, LINSERT, LREM, LPOS, SORT and
-// scripts (EVAL, FCALL...) are refused unless Config.Raw says every key they
+// commands, LCS, LINSERT, LREM, LPOS, SORT, SET and DELEX with IFEQ, IFNE,
+// IFDEQ or IFDNE (Redis 8.4), and scripts (EVAL, FCALL...) are refused unless Config.Raw says every key they
 // touch is stored uncompressed (or, for scripts, Config.AllowScripts is set).
 package client
 
@@ -344,6 +344,36 @@ func putFrameBuf(bp *[]byte) {
 	framePool.Put(bp)
 }
 
+// comparesStored reports whether SET or DELEX args carry a condition that
+// compares the stored value: IFEQ, IFNE, IFDEQ or IFDNE after the key
+// (and, for SET, the value).
+func comparesStored(args []any) bool {
+	from := 3
+	if n, ok := args[0].(string); ok && strings.EqualFold(n, "delex") {
+		from = 2
+	}
+	for _, a := range args[min(from, len(args)):] {
+		var w string
+		switch v := a.(type) {
+		case string:
+			w = v
+		case []byte:
+			if len(v) < 4 || len(v) > 5 || (v[0] != 'i' && v[0] != 'I') {
+				continue // a value, not a condition: no string made
+			}
+			w = string(v)
+		default:
+			continue
+		}
+		for _, c := range [...]string{"IFEQ", "IFNE", "IFDEQ", "IFDNE"} {
+			if strings.EqualFold(w, c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // prepare encodes the values of cmd in place, refuses it, or builds the
 // command to send instead.
 func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
@@ -353,6 +383,12 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 		return p, nil
 	}
 	key := argString(args[1])
+	if (p.name == "set" || p.name == "delex") && comparesStored(args) && !h.isRaw(key) {
+		// Redis 8.4's conditions compare the stored bytes (or their
+		// digest) with an argument; a compressed value never equals it.
+		p.refused = true
+		return p, &Error{Command: p.name, Key: key, Err: fmt.Errorf("%w (IFEQ, IFNE, IFDEQ and IFDNE compare stored bytes)", ErrUnsupported)}
+	}
 	switch p.name {
 	case "set", "setnx", "getset", "lpush", "rpush", "lpushx", "rpushx":
 		if h.isRaw(key) {

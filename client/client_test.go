@@ -389,11 +389,17 @@ func TestHook_Unsupported(t *testing.T) {
 		h.Do(ctx, "BITOP", "AND", "raw:d", "raw:s", "s"),
 		h.Do(ctx, "EVAL", "return redis.call('GET', KEYS[1])", 1, "s"),
 		h.Do(ctx, "EVAL", "return 1", 0),
+		h.Do(ctx, "SET", "s", "v", "IFEQ", v),
+		h.Do(ctx, "SET", "s", "v", "EX", 10, "ifdne", "0123456789abcdef"),
+		h.Do(ctx, "DELEX", "s", "IFNE", v),
 	}
 	for _, c := range refused {
 		if !errors.Is(c.Err(), ErrUnsupported) {
 			t.Errorf("%v: err = %v, want ErrUnsupported", c.Args(), c.Err())
 		}
+	}
+	if err := h.Set(ctx, "ifeq", "IFEQ", 0).Err(); err != nil {
+		t.Errorf("SET of the value IFEQ: %v", err)
 	}
 	if err := h.Append(ctx, "s", "x").Err(); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "Config.Raw") {
 		t.Errorf("typed APPEND: %v", err)
