@@ -45,6 +45,7 @@ Examples:
   squeeze advise --redis redis://127.0.0.1:6379
   squeeze advise --redis redis://10.0.0.5:6379/2 --keys 5000 --depth 2
   squeeze advise --redis redis://127.0.0.1:6379 --codecs s2,zstd:1,zstd:19 --json
+  squeeze advise --cluster --redis redis://10.0.0.5:7000   # every master of a cluster
 `
 
 func runAdvise(ctx context.Context, e env, args []string) error {
@@ -58,6 +59,7 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 	minGain := fs.Float64("min-gain", 0.1, "the fraction of memory a codec must save to be worth it (as the proxy's --min-gain)")
 	noDict := fs.Bool("no-dict", false, "do not train dictionaries")
 	asJSON := fs.Bool("json", false, "print the report as JSON for machines")
+	cluster := fs.Bool("cluster", false, "--redis names a node of a Redis Cluster: sample every master")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -77,7 +79,7 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usageError("--codecs: %v", err)
 	}
-	rdb, err := openRedis(ctx, *url, 0)
+	rdb, err := openClusterOr(ctx, *url, *cluster)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
@@ -96,4 +97,42 @@ func randomBytes(r *rand.Rand, n int) []byte {
 		b[i] = byte(r.UintN(256))
 	}
 	return b
+}
+
+// TestCluster_AdviseCompact: with --cluster, advise samples and compact
+// rewrites the keys of every master, not only those of the node named.
+func TestCluster_AdviseCompact(t *testing.T) {
+	nodes := testutil.StartCluster(t, 2)
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].Addr}})
+	defer cc.Close()
+	s2, _ := codec.NewEncoder(codec.MustParseAlgorithm("s2"))
+	for i := range 40 {
+		if err := cc.Set(ctx, fmt.Sprintf("doc:%d", i), s2.AppendEncode(nil, bench.JSONDocument(uint64(i), 4000)), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		if size, _ := testutil.Do(n.Addr, "DBSIZE"); size == ":0" {
+			t.Fatalf("node %s holds no keys", n.Addr)
+		}
+	}
+	out, errs, code := runCLI(t, nil, "advise", "--cluster", "--redis", nodes[0].URL(), "--json", "--no-dict")
+	var rep struct {
+		KeysScanned int `json:"keys_scanned"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.KeysScanned != 40 {
+		t.Fatalf("advise --cluster: exit %d, %d keys scanned\n%s%s", code, rep.KeysScanned, out, errs)
+	}
+	out, errs, code = runCLI(t, nil, "compact", "--cluster", "--redis", nodes[0].URL(), "--min-idle", "0", "--json")
+	var st struct {
+		Rewritten int `json:"keys_rewritten"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Rewritten != 40 {
+		t.Fatalf("compact --cluster: exit %d, %d rewritten\n%s%s", code, st.Rewritten, out, errs)
+	}
+	_, errs, code = runCLI(t, nil, "advise", "--cluster", "--redis", "redis://127.0.0.1:1")
+	if code == 0 || !strings.Contains(errs, "redis cluster at") {
+		t.Fatalf("no cluster there: exit %d, %q", code, errs)
+	}
 }

@@ -339,6 +339,29 @@ func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*re
 	return redis.NewClient(opt), nil
 }
 
+// openClusterOr opens a Redis Cluster client when cluster is set (the URL
+// names one node, more with ?addr=host:port; see go-redis's
+// ParseClusterURL), and otherwise what openRedis opens. Commands that walk
+// keys (advise, compact) then visit every master.
+func openClusterOr(ctx context.Context, rawURL string, cluster bool) (redis.UniversalClient, error) {
+	if !cluster {
+		return openRedis(ctx, rawURL, 0)
+	}
+	opt, err := redis.ParseClusterURL(rawURL)
+	if err != nil {
+		return nil, usageError("--redis %s: %v", redactURL(rawURL), err)
+	}
+	opt.DialTimeout = redisProbeTimeout
+	cc := redis.NewClusterClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, redisProbeTimeout)
+	defer cancel()
+	if err := cc.ForEachMaster(pctx, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() }); err != nil {
+		cc.Close()
+		return nil, fmt.Errorf("redis cluster at %s: %w", redactURL(rawURL), err)
+	}
+	return cc, nil
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()

@@ -70,6 +70,7 @@ Examples:
   squeeze compact --redis redis://127.0.0.1:6379 --pattern 'user:*' --dict 1690163204 --codec zstd:9
   squeeze compact --redis unix:///run/redis.sock --codec brotli:9 --rate 1000 --json
   squeeze compact --redis redis://127.0.0.1:6379 --every 1h --min-idle 6h --rate 500
+  squeeze compact --cluster --redis redis://10.0.0.5:7000 --min-idle 1h
 `
 
 func runCompact(ctx context.Context, e env, args []string) error {
@@ -88,6 +89,7 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	workers := fs.Int("workers", 1, "encode on this many CPUs")
 	dryRun := fs.Bool("dry-run", false, "read and measure what compaction would save, write nothing")
 	asJSON := fs.Bool("json", false, "print the result as JSON for machines")
+	cluster := fs.Bool("cluster", false, "--redis names a node of a Redis Cluster: compact the keys of every master")
 	every := fs.Duration("every", 0, "run a pass at this interval until interrupted (as a sidecar); 0 runs one pass")
 	passes := fs.Int("passes", 0, "with --every, stop after this many passes; 0 runs until interrupted")
 	if err := parseFlags(fs, args); err != nil {
@@ -134,7 +136,7 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	case *passes > 0 && *every == 0:
 		return usageError("--passes counts the passes of --every; without --every compact runs one pass")
 	}
-	rdb, err := openRedis(ctx, *url, 0)
+	rdb, err := openClusterOr(ctx, *url, *cluster)
 	if err != nil {
 		return err
 	}
