@@ -21,9 +21,12 @@ import (
 // missing it changes nothing and returns a marker with the frames it found
 // (only their first 64 bytes for a head-only probe). Otherwise it stores the
 // decoded bytes, runs the command, and then puts the frames back for
-// read-only commands. Write commands (APPEND, SETRANGE, SETBIT, BITFIELD,
-// BITOP, INCRBYFLOAT, HINCRBYFLOAT) leave the value uncompressed, wrapped in a
-// none frame only if it begins with the magic; the next SET compresses it.
+// read-only commands and for a command that failed (an error reply: Redis
+// changed nothing, so its destination still holds its own bytes, which
+// must not be wrapped). Write commands that succeed (APPEND, SETRANGE,
+// SETBIT, BITFIELD, BITOP, INCRBYFLOAT, HINCRBYFLOAT) leave the value
+// uncompressed, wrapped in a none frame only if it begins with the magic;
+// the next SET compresses it.
 //
 // A none frame without checksum or dictionary id, the form wrap writes, the
 // script reads itself (plain): its bytes follow the header. So a command
@@ -92,7 +95,7 @@ if out then return out end
 if #ARGV < 6 + 3*m then return 'OK' end
 for k, v in pairs(dec) do put(k, v) end
 local r = redis.pcall(unpack(ARGV, 6 + 3*m))
-if restore then
+if restore or (type(r) == 'table' and r.err) then
   for k, v in pairs(orig) do put(k, v) end
 elseif field ~= '' then
   for k, v in pairs(orig) do
