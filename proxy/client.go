@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -44,6 +45,7 @@ type client struct {
 	inMulti  bool
 	tx       []shape     // shapes of the commands queued in MULTI
 	txSets   []candidate // values SET in the open transaction
+	txCopies [][2][]byte // {destination, source} of COPY and RENAME queued in it
 	relay    bool        // RESP2 pub/sub or MONITOR: replies are relayed as they come
 	relayGen uint64      // the pinned connection's relayEnds when relay began
 	replyOff bool        // CLIENT REPLY OFF
@@ -618,6 +620,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 				c.noteTxSet(args[i], args[i+1])
 			}
 		}
+		if len(args) >= 3 && (is(args[0], "COPY") || is(args[0], "RENAME") || is(args[0], "RENAMENX")) {
+			c.txCopies = append(c.txCopies, [2][]byte{bytes.Clone(args[2]), bytes.Clone(args[1])})
+		}
 	}
 	if c.inMulti && info.flags&flagNotQueued == 0 {
 		c.tx = append(c.tx, kind)
@@ -639,7 +644,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	}
 	switch {
 	case info.flags&flagMulti != 0:
-		c.inMulti, c.tx, c.txSets = true, c.tx[:0], nil
+		c.inMulti, c.tx, c.txSets, c.txCopies = true, c.tx[:0], nil, nil
 	case info.flags&flagExec != 0:
 		if cl != nil && c.inMulti {
 			cl.tx = append(cl.tx[:0], c.tx...)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"slices"
 	"strconv"
 
 	"github.com/squeeze-kv/squeeze/codec"
@@ -321,11 +322,17 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) *call {
 func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) []byte {
 	first, end := inspectKeyArgs(info, args)
 	var cands []candidate
-	// Values SET earlier in this transaction.
-	for _, w := range c.txSets {
-		for _, k := range args[first:end] {
-			if bytes.Equal(w.key, k) && info.keys != keysHash {
-				cands = append(cands, w)
+	// Values SET earlier in this transaction, under the key or under a key
+	// a queued COPY or RENAME brings to it.
+	for _, k := range args[first:end] {
+		for _, src := range c.txSources(k) {
+			for _, w := range c.txSets {
+				if bytes.Equal(w.key, src) && info.keys != keysHash {
+					cands = append(cands, candidate{key: k, frame: w.frame, dec: w.dec})
+				}
+			}
+			if !bytes.Equal(src, k) {
+				cands = c.probeFrame(cands, info, args, k, src)
 			}
 		}
 	}
@@ -342,6 +349,55 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 	}
 	// By its text: a NOSCRIPT error at EXEC could not be retried.
 	return appendInspect(dst, info, args, cands, true, false, false)
+}
+
+// txSources returns key and the keys whose values COPY or RENAME commands
+// queued in the open transaction may bring to it (transitively, at most
+// 16).
+func (c *client) txSources(key []byte) [][]byte {
+	out := [][]byte{key}
+	for i := 0; i < len(out) && len(out) < 16; i++ {
+		for _, cp := range c.txCopies {
+			if bytes.Equal(cp[0], out[i]) && !slices.ContainsFunc(out, func(k []byte) bool { return bytes.Equal(k, cp[1]) }) {
+				out = append(out, cp[1])
+			}
+		}
+	}
+	return out
+}
+
+// probeFrame adds to cands, as candidates for key, the frame src holds now
+// (the string, or for a hash command the field), read on a shared
+// connection: a COPY or RENAME queued earlier will have put it under key
+// by the time the command runs.
+func (c *client) probeFrame(cands []candidate, info *cmdInfo, args [][]byte, key, src []byte) []candidate {
+	probe, pargs := commandTable["strlen"], [][]byte{[]byte("STRLEN"), src}
+	if info.keys == keysHash {
+		if len(args) < 3 {
+			return cands
+		}
+		probe, pargs = commandTable["hstrlen"], [][]byte{[]byte("HSTRLEN"), src, args[2]}
+	}
+	up, err := c.s.pool.get(context.Background(), int(c.id))
+	if err != nil {
+		return cands
+	}
+	r := roundtripOn(up, appendInspect(nil, probe, pargs, nil, false, false, false))
+	defer r.release()
+	if r.err != nil {
+		return cands
+	}
+	v, _, err := resp.ReadValue(r.reply)
+	if err != nil || !isMarker(v) {
+		return cands
+	}
+	_, frames := markerFrames(v)
+	for _, f := range frames {
+		if d, err := c.s.decodeFrame(f); err == nil {
+			cands = append(cands, candidate{key: bytes.Clone(key), frame: bytes.Clone(f), dec: d})
+		}
+	}
+	return cands
 }
 
 // noteTxSet records a value a queued command will store under key, so that
