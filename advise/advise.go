@@ -37,12 +37,12 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/dictstore"
+	"github.com/squeeze-kv/squeeze/internal/rediscluster"
 )
 
 // Defaults of Options.
@@ -229,14 +229,8 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 		return sampleNode(ctx, node, res, o, keys, &rep, groups)
 	}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		var mu sync.Mutex
-		var masters []*redis.Client
-		if err := cc.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
-			mu.Lock()
-			masters = append(masters, n)
-			mu.Unlock()
-			return nil
-		}); err != nil {
+		masters, err := rediscluster.Masters(ctx, cc)
+		if err != nil {
 			return rep, fmt.Errorf("advise: cluster masters: %w", err)
 		}
 		for _, n := range masters {

@@ -80,6 +80,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/dictstore"
+	"github.com/squeeze-kv/squeeze/internal/rediscluster"
 )
 
 // CASScript is the compare-and-set that writes a compacted value: it sets
@@ -238,14 +239,8 @@ type item struct {
 // during the run makes its scripts fail with MOVED, which ends the run with
 // that error; run again afterwards.
 func runCluster(ctx context.Context, cc *redis.ClusterClient, opts Options) (Stats, error) {
-	var mu sync.Mutex
-	var masters []*redis.Client
-	if err := cc.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
-		mu.Lock()
-		masters = append(masters, node)
-		mu.Unlock()
-		return nil
-	}); err != nil {
+	masters, err := rediscluster.Masters(ctx, cc)
+	if err != nil {
 		return Stats{DryRun: opts.DryRun}, fmt.Errorf("compact: cluster masters: %w", err)
 	}
 	total := Stats{DryRun: opts.DryRun, Skipped: map[string]int{}}
