@@ -609,7 +609,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	if c.inMulti && info.flags&flagNotQueued == 0 {
 		switch info.vals {
 		case argsAt2, argsAt3:
-			if info.name == "SET" || info.name == "GETSET" || info.name == "SETNX" || info.name == "SETEX" || info.name == "PSETEX" {
+			if info.name == "SET" || info.name == "GETSET" || info.name == "SETNX" || info.name == "SETEX" || info.name == "PSETEX" || info.name == "HSETNX" {
 				first, _ := valueArgs(info.vals, args)
 				if first > 0 {
 					c.noteTxSet(args[1], args[first])
@@ -618,6 +618,10 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		case argsEvery2:
 			for i := 1; i+1 < len(args); i += 2 {
 				c.noteTxSet(args[i], args[i+1])
+			}
+		case argsEvery2At3: // HSET, HMSET: the hash's key, each field's value
+			for i := 3; i < len(args); i += 2 {
+				c.noteTxSet(args[1], args[i])
 			}
 		}
 		if len(args) >= 3 && (is(args[0], "COPY") || is(args[0], "RENAME") || is(args[0], "RENAMENX")) {

@@ -326,8 +326,11 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 	// a queued COPY or RENAME brings to it.
 	for _, k := range args[first:end] {
 		for _, src := range c.txSources(k) {
+			// A candidate applies only where the key holds its very frame,
+			// so a hash field's value noted under the hash's key cannot
+			// stand for another field or for a string.
 			for _, w := range c.txSets {
-				if bytes.Equal(w.key, src) && info.keys != keysHash {
+				if bytes.Equal(w.key, src) {
 					cands = append(cands, candidate{key: k, frame: w.frame, dec: w.dec})
 				}
 			}
@@ -400,8 +403,9 @@ func (c *client) probeFrame(cands []candidate, info *cmdInfo, args [][]byte, key
 	return cands
 }
 
-// noteTxSet records a value a queued command will store under key, so that
-// a later inspect command in the same transaction can see through it.
+// noteTxSet records a value a queued command will store under key (a
+// string's, or a hash field's under its hash's key), so that a later
+// inspect command in the same transaction can see through it.
 func (c *client) noteTxSet(key, value []byte) {
 	enc := c.s.Encoder
 	if enc == nil {
