@@ -41,9 +41,10 @@ import (
 // from the frame header instead), retrying if another client changed a key
 // in between. Inside MULTI the proxy finds the candidates before queueing:
 // the frames the keys hold now (read on a shared connection, which writes
-// nothing and so does not disturb WATCH) and the values SET earlier in the
-// same transaction. Only if yet another value appears by EXEC does that one
-// reply become an error.
+// nothing and so does not disturb WATCH), the values written earlier in the
+// same transaction (SET, MSET, HSET ...), and those of the source of a COPY
+// or RENAME queued earlier. Only if yet another value appears by EXEC does
+// that one reply become an error.
 const inspectScript = `local restore, field, written, head, m = ARGV[1] == '1', ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5])
 local function get(k) if field ~= '' then return redis.pcall('HGET', k, field) end return redis.pcall('GET', k) end
 local function put(k, v) if field ~= '' then redis.call('HSET', k, field, v) else redis.call('SET', k, v, 'KEEPTTL') end end
