@@ -495,3 +495,20 @@ func (g *gen) draw() []string {
 		return []string{"XLEN", x}
 	}
 }
+
+// Generator produces the command sequence Run sends, for harnesses that
+// drive another client, such as the go-redis hook of package client.
+type Generator struct{ g *gen }
+
+// NewGenerator returns the generator of cfg's sequence (Seed, MaxValue,
+// Skip).
+func NewGenerator(cfg Config) *Generator {
+	if cfg.MaxValue == 0 {
+		cfg.MaxValue = 1 << 20
+	}
+	return &Generator{newGen(cfg)}
+}
+
+// Step returns the next step: one command, a pipeline, or a transaction
+// (MULTI, commands, then EXEC or DISCARD).
+func (g *Generator) Step() [][]string { return g.g.step() }
