@@ -646,11 +646,12 @@ func xaddFields(args []any) int {
 const lengthScript = `
 local v
 if #ARGV == 0 then
-  v = redis.call('GETRANGE', KEYS[1], 0, 31)
+  v = redis.pcall('GETRANGE', KEYS[1], 0, 31)
 else
-  v = redis.call('HGET', KEYS[1], ARGV[1])
+  v = redis.pcall('HGET', KEYS[1], ARGV[1])
   if not v then return {0, 0} end
 end
+if type(v) == 'table' then return v end -- WRONGTYPE: Redis's own error, undecorated
 if string.sub(v, 1, 3) ~= '\193SQ' then
   if #ARGV == 0 then return {0, redis.call('STRLEN', KEYS[1])} end
   return {0, #v}
@@ -714,7 +715,9 @@ func (h *Hook) lengthOf(sub *redis.Cmd) (int64, error) {
 // Redis computes it, or {1, value} for a frame, whose range the hook takes
 // from the decoded value.
 const rangeScript = `
-if redis.call('GETRANGE', KEYS[1], 0, 2) ~= '\193SQ' then
+local head = redis.pcall('GETRANGE', KEYS[1], 0, 2)
+if type(head) == 'table' then return head end -- WRONGTYPE: Redis's own error, undecorated
+if head ~= '\193SQ' then
   return {0, redis.call('GETRANGE', KEYS[1], ARGV[1], ARGV[2])}
 end
 return {1, redis.call('GET', KEYS[1])}

@@ -342,7 +342,7 @@ func (g *gen) command() []string {
 
 func (g *gen) draw() []string {
 	s, h, l, x := g.key("s", 12), g.key("h", 6), g.key("l", 6), g.key("x", 3)
-	switch g.r.IntN(72) {
+	switch g.r.IntN(80) {
 	// strings
 	case 0, 1, 2:
 		c := []string{"SET", s, g.value()}
@@ -479,6 +479,22 @@ func (g *gen) draw() []string {
 		return []string{"XCLAIM", x, "grp", "c3", "0", strconv.Itoa(1+g.r.IntN(max(g.streamID[x], 1))) + "-1"}
 	case 71:
 		return []string{"HKEYS", h}
+	case 72:
+		return []string{"BITOP", []string{"AND", "OR", "XOR"}[g.r.IntN(3)], g.key("s", 12), s, g.key("s", 12)}
+	case 73:
+		return []string{"BITOP", "NOT", g.key("s", 12), []string{s, h}[g.r.IntN(2)]}
+	case 74:
+		return []string{"COPY", s, g.key("s", 12), "REPLACE"}
+	case 75:
+		return []string{"RENAME", []string{s, h}[g.r.IntN(2)], g.key("s", 12)}
+	case 76:
+		return []string{"SORT", l, "LIMIT", "0", g.num(1, 5)}
+	case 77:
+		return []string{"BITFIELD", s, "GET", "u8", g.num(0, 100), "INCRBY", "i5", g.num(0, 100), g.num(-3, 3)}
+	case 78:
+		return []string{"SUBSTR", s, g.num(-20, 20), g.num(-20, 200)}
+	case 79:
+		return []string{"HINCRBYFLOAT", h, "f" + g.num(0, 8), "0.25"}
 	case 59:
 		return []string{"LLEN", l}
 	// streams (explicit ids, so both servers agree)
