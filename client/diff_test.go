@@ -22,11 +22,12 @@ var (
 
 // TestHook_Differential sends internal/difftest's seeded random commands
 // (strings, hashes, lists, streams, commands that look inside values,
-// pipelines sent command by command; values of 0 B to 1 MB) through
+// pipelines sent command by command, transactions as go-redis's
+// TxPipelined; values of 0 B to 1 MB) through
 // go-redis with the hook to one Redis and through plain go-redis to
 // another, and requires the same results. A command the hook refuses
 // (ErrUnsupported: it would have to look inside a compressed value) is
-// sent to neither. Transactions are left to TestHook_Pipelines.
+// sent to neither; a transaction holding one is sent by neither.
 func TestHook_Differential(t *testing.T) {
 	seed := *diffSeed
 	if seed == 0 {
@@ -48,6 +49,26 @@ func TestHook_Differential(t *testing.T) {
 	for step := 0; step < *diffSteps; step++ {
 		cmds := g.Step()
 		if cmds[0][0] == "MULTI" {
+			if cmds[len(cmds)-1][0] != "EXEC" {
+				continue // DISCARD: nothing to compare
+			}
+			body := cmds[1 : len(cmds)-1]
+			for _, c := range body {
+				hist = append(hist, short(c))
+			}
+			hist = append(hist, "(transaction)")
+			hb, errB := txRun(ctx, hooked, body)
+			if errors.Is(errB, ErrUnsupported) {
+				refused++ // the hook sent none of it
+				continue
+			}
+			ha, _ := txRun(ctx, plain, body)
+			for i, c := range body {
+				compared++
+				if ca, cb := canonical(c, ha[i]), canonical(c, hb[i]); ca != cb {
+					t.Fatalf("step %d, transaction command %d %s (seed %d):\nplain:  %.300s\nhooked: %.300s\nrecent: %s", step, i, short(c), seed, ca, cb, strings.Join(hist[max(0, len(hist)-10):], " | "))
+				}
+			}
 			continue
 		}
 		for _, c := range cmds {
@@ -72,6 +93,23 @@ func TestHook_Differential(t *testing.T) {
 		t.Fatalf("compared %d commands, %d refused: the mix should have both", compared, refused)
 	}
 	t.Logf("%d commands compared, %d refused by the hook", compared, refused)
+}
+
+// txRun runs cmds in one MULTI/EXEC through go-redis's TxPipelined and
+// returns each command's result.
+func txRun(ctx context.Context, rdb *redis.Client, cmds [][]string) ([]*redis.Cmd, error) {
+	out := make([]*redis.Cmd, len(cmds))
+	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range cmds {
+			args := make([]any, len(c))
+			for j, a := range c {
+				args[j] = a
+			}
+			out[i] = p.Do(ctx, args...)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // canonical renders a result for comparison: unordered replies sorted,
