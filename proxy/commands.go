@@ -301,6 +301,16 @@ func replyShape(info *cmdInfo, args [][]byte) shape {
 		}
 	case "CLUSTER":
 		return clusterShape(args)
+	case "HSCAN":
+		// Redis 7.4's NOVALUES: [cursor, [field, field ...]], no values.
+		for i := 3; i < len(args); i++ {
+			switch {
+			case is(args[i], "MATCH"), is(args[i], "COUNT"):
+				i++ // the option's argument, which may be any word
+			case is(args[i], "NOVALUES"):
+				return shapeNone
+			}
+		}
 	}
 	return info.reply
 }

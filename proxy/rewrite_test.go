@@ -172,3 +172,25 @@ func FuzzAppendReply(f *testing.F) {
 		}
 	})
 }
+
+// TestReplyShape_HScan: HSCAN ... NOVALUES (Redis 7.4) replies with fields
+// only, which must not be decoded as values; a MATCH pattern or COUNT that
+// happens to be the word NOVALUES is not the option.
+func TestReplyShape_HScan(t *testing.T) {
+	info := commandTable["hscan"]
+	for _, c := range []struct {
+		args []string
+		want shape
+	}{
+		{[]string{"HSCAN", "h", "0"}, shapeScanPairs},
+		{[]string{"HSCAN", "h", "0", "COUNT", "10"}, shapeScanPairs},
+		{[]string{"HSCAN", "h", "0", "NOVALUES"}, shapeNone},
+		{[]string{"hscan", "h", "0", "match", "f*", "novalues"}, shapeNone},
+		{[]string{"HSCAN", "h", "0", "MATCH", "NOVALUES"}, shapeScanPairs},
+		{[]string{"HSCAN"}, shapeScanPairs},
+	} {
+		if got := replyShape(info, argv(c.args...)); got != c.want {
+			t.Errorf("%q: shape %d, want %d", c.args, got, c.want)
+		}
+	}
+}
