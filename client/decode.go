@@ -45,24 +45,44 @@ func shapeOf(name string, args []any) replyShape {
 			return shapeNone
 		}
 	case "hscan":
-		if hasWord(args, "NOVALUES") {
-			return shapeNone
+		// HSCAN key cursor [MATCH pattern] [COUNT n] [NOVALUES]: a pattern
+		// may be any word, NOVALUES too.
+		for i := 3; i < len(args); i++ {
+			switch {
+			case isWord(args[i], "MATCH"), isWord(args[i], "COUNT"):
+				i++
+			case isWord(args[i], "NOVALUES"):
+				return shapeNone
+			}
 		}
 	case "xclaim", "xautoclaim":
-		if hasWord(args, "JUSTID") {
+		// After the key, group, consumer and min-idle (and XAUTOCLAIM's
+		// start): a group or consumer may be named JUSTID.
+		from := 5
+		if name == "xautoclaim" {
+			from = 6
+		}
+		if hasWordFrom(args, from, "JUSTID") {
 			return shapeNone
 		}
 	}
 	return s
 }
 
-func hasWord(args []any, w string) bool {
-	for _, a := range args[2:] {
-		if s, ok := a.(string); ok && strings.EqualFold(s, w) {
+func hasWord(args []any, w string) bool { return hasWordFrom(args, 2, w) }
+
+func hasWordFrom(args []any, from int, w string) bool {
+	for _, a := range args[min(from, len(args)):] {
+		if isWord(a, w) {
 			return true
 		}
 	}
 	return false
+}
+
+func isWord(a any, w string) bool {
+	s, ok := a.(string)
+	return ok && strings.EqualFold(s, w)
 }
 
 // decodeString returns the value stored as s: s itself when it is not a
