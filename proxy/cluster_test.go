@@ -295,3 +295,59 @@ func FuzzClusterRewrite(f *testing.F) {
 		}
 	})
 }
+
+// TestProxy_ClusterPortOffset: with --cluster-port-offset, each proxy
+// listens at its node's port plus the offset, and a cluster client given
+// one proxy reaches every node through the proxies.
+func TestProxy_ClusterPortOffset(t *testing.T) {
+	nodes := testutil.StartCluster(t, 3)
+	var lns []net.Listener
+	offset := 0
+	for try := 1; try < 200 && lns == nil; try++ {
+		var got []net.Listener
+		for _, n := range nodes {
+			_, p, _ := net.SplitHostPort(n.Addr)
+			port, _ := strconv.Atoi(p)
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+try*7)))
+			if err != nil {
+				break
+			}
+			got = append(got, ln)
+		}
+		if len(got) == len(nodes) {
+			lns, offset = got, try*7
+		} else {
+			for _, ln := range got {
+				ln.Close()
+			}
+		}
+	}
+	if lns == nil {
+		t.Skip("no common free port offset for the three nodes")
+	}
+	for i, n := range nodes {
+		s := &Server{Upstream: n.URL(), Logger: quietLogger(), Cluster: &ClusterMap{PortOffset: offset}}
+		withMinSize(0)(s)
+		serveOn(t, s, lns[i], n)
+	}
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{lns[0].Addr().String()}})
+	defer cc.Close()
+	for i := range 30 {
+		k, v := "k"+strconv.Itoa(i), compressible(1000, i)
+		if err := cc.Set(ctx, k, v, 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+		if got, err := cc.Get(ctx, k).Result(); err != nil || got != v {
+			t.Fatalf("GET %s: %v", k, err)
+		}
+	}
+	slots := dialRaw(t, lns[1].Addr().String()).do("CLUSTER", "SLOTS")
+	for i, n := range nodes {
+		_, nport, _ := net.SplitHostPort(n.Addr)
+		_, pport, _ := net.SplitHostPort(lns[i].Addr().String())
+		if strings.Contains(slots, ":"+nport+"\r\n") || !strings.Contains(slots, ":"+pport+"\r\n") {
+			t.Fatalf("CLUSTER SLOTS with offset %d: %q", offset, slots)
+		}
+	}
+}
