@@ -4,7 +4,8 @@
 // values stay raw (--min-size), the codec for compaction at rest (squeeze
 // compact), and whether a trained dictionary pays (squeeze dict train).
 //
-// Sampling only reads (SCAN, TYPE, GET, HRANDFIELD, LRANGE, XRANGE); values
+// Sampling only reads (SCAN, TYPE, MEMORY USAGE, GET, HRANDFIELD, LRANGE,
+// XRANGE); values
 // squeeze already stores are decoded first, so the advice is about the
 // original bytes. Every candidate codec then encodes every sampled value
 // here, on this machine: the sizes are exact, the speeds are this machine's.
@@ -147,7 +148,10 @@ type Prefix struct {
 	Median    int            `json:"median_bytes"`
 	P90       int            `json:"p90_bytes"`
 	Framed    int            `json:"already_framed"` // values squeeze already stores as frames
-	MemoryRaw int64          `json:"memory_raw"`     // estimated allocations if stored raw
+	MemoryRaw int64          `json:"memory_raw"`     // estimated allocations of the values if stored raw
+	// MemoryUsage is what Redis reports (MEMORY USAGE) for the sampled
+	// keys as they are stored now: keys, overhead and all their values.
+	MemoryUsage int64 `json:"memory_usage"`
 	Codecs    []CodecFit     `json:"codecs"`
 	Dict      *DictFit       `json:"dict,omitempty"`
 	Advice    Advice         `json:"advice"`
@@ -254,7 +258,7 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 		if err != nil {
 			return rep, err
 		}
-		p.Keys, p.Types, p.Framed = g.keys, g.types, g.framed
+		p.Keys, p.Types, p.Framed, p.MemoryUsage = g.keys, g.types, g.framed, g.memory
 		rep.Prefixes = append(rep.Prefixes, p)
 		if o.Progress != nil {
 			o.Progress(i+1, len(names)+1)
@@ -274,6 +278,7 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 // group collects the sampled values of one prefix.
 type group struct {
 	keys   int
+	memory int64 // MEMORY USAGE of the sampled keys
 	types  map[string]int
 	framed int
 	values []Value
@@ -312,6 +317,9 @@ func sampleNode(ctx context.Context, rdb redis.Cmdable, res *dictstore.Resolver,
 				groups[name] = g
 			}
 			g.keys++
+			if n, err := rdb.MemoryUsage(ctx, k, 0).Result(); err == nil {
+				g.memory += n // a key gone since SCAN counts nothing
+			}
 			g.types[typ]++
 			if len(vals) > 0 {
 				rep.KeysSampled++

@@ -215,7 +215,7 @@ func TestRun(t *testing.T) {
 	for _, p := range rep.Prefixes {
 		by[p.Prefix] = p
 	}
-	if p := by["doc:"]; !p.Advice.Compress || p.Framed != 10 || p.Values != 40 || p.Median < 3000 {
+	if p := by["doc:"]; !p.Advice.Compress || p.Framed != 10 || p.Values != 40 || p.Median < 3000 || p.MemoryUsage < 40*1000 {
 		t.Fatalf("doc: %+v", p)
 	}
 	if p := by["img:"]; p.Advice.Compress {

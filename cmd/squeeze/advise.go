@@ -20,8 +20,8 @@ func init() {
 const adviseUsage = `
 Usage: squeeze advise --redis URL [flags]
 
-Reads a sample of your keys (read-only: SCAN, TYPE, GET, HRANDFIELD,
-LRANGE, XRANGE; nothing is written), groups them by key prefix (user:,
+Reads a sample of your keys (read-only: SCAN, TYPE, MEMORY USAGE, GET,
+HRANDFIELD, LRANGE, XRANGE; nothing is written), groups them by key prefix (user:,
 session:, ...), and compresses every sampled value with every candidate
 codec on this machine. For each prefix it says:
 
@@ -36,8 +36,9 @@ codec on this machine. For each prefix it says:
   dict       whether a zstd dictionary trained on the prefix (squeeze dict
              train) saves at least 5 points more for its small values
 
-Memory is estimated as Redis allocates string values (header and allocator
-size class); keys and per-key overhead are left out. Values squeeze already
+"memory now" is MEMORY USAGE of the sampled keys as they are stored (keys
+and overhead included); "raw values" and the savings are estimated as Redis
+allocates string values (header and allocator size class), values only. Values squeeze already
 stores are decoded first, so the advice is about the original data. The
 last lines print the commands that apply the advice.
 
@@ -117,7 +118,7 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "prefix\tkeys\tvalues\tmedian\tmemory now\twrite\tmin-size\tsaved\tat rest\tdict")
+	fmt.Fprintln(tw, "prefix\tkeys\tvalues\tmedian\tmemory now\traw values\twrite\tmin-size\tsaved\tat rest\tdict")
 	row := func(p advise.Prefix) {
 		name := p.Prefix
 		if name == "" {
@@ -141,8 +142,8 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 		if p.Values > 0 {
 			median = units.FormatSize(int64(p.Median))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, p.Keys, p.Values, median,
-			units.FormatSize(p.MemoryRaw), write, minSize, saved, atRest, dict)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, p.Keys, p.Values, median,
+			units.FormatSize(p.MemoryUsage), units.FormatSize(p.MemoryRaw), write, minSize, saved, atRest, dict)
 	}
 	for _, p := range rep.Prefixes {
 		row(p)
