@@ -151,10 +151,10 @@ type Prefix struct {
 	MemoryRaw int64          `json:"memory_raw"`     // estimated allocations of the values if stored raw
 	// MemoryUsage is what Redis reports (MEMORY USAGE) for the sampled
 	// keys as they are stored now: keys, overhead and all their values.
-	MemoryUsage int64 `json:"memory_usage"`
-	Codecs    []CodecFit     `json:"codecs"`
-	Dict      *DictFit       `json:"dict,omitempty"`
-	Advice    Advice         `json:"advice"`
+	MemoryUsage int64      `json:"memory_usage"`
+	Codecs      []CodecFit `json:"codecs"`
+	Dict        *DictFit   `json:"dict,omitempty"`
+	Advice      Advice     `json:"advice"`
 }
 
 // CodecFit is one candidate codec over a prefix's values.
