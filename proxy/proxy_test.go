@@ -179,3 +179,20 @@ func TestProxy_CompareRefused(t *testing.T) {
 		t.Fatalf("GET k = %q", got)
 	}
 }
+
+// TestProxy_SlowlogWithFrames: SLOWLOG GET, which the proxy does not know,
+// shows commands' arguments cut to 128 bytes; a cut frame in it is not a
+// value and passes as it is, instead of failing the whole reply.
+func TestProxy_SlowlogWithFrames(t *testing.T) {
+	e := startEnv(t)
+	direct := dialRaw(t, e.redis.Addr)
+	if got := direct.do("CONFIG", "SET", "slowlog-log-slower-than", "0"); got != "+OK\r\n" {
+		t.Fatalf("CONFIG SET: %q", got)
+	}
+	c := dialRaw(t, e.addr)
+	c.do("SET", "k", compressible(5000, 3))
+	got := c.do("SLOWLOG", "GET", "5")
+	if !strings.HasPrefix(got, "*") || !strings.Contains(got, codec.Magic) || !strings.Contains(got, "more bytes)") {
+		t.Fatalf("SLOWLOG GET through the proxy: %.200q", got)
+	}
+}

@@ -271,9 +271,15 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 		if agg {
 			return r.each(dst, v, shapeSniff, c)
 		}
+		// A frame that does not decode (SLOWLOG GET cuts arguments to 128
+		// bytes) is not taken for a value either.
 		if v.Type == resp.BulkString && v.N >= 0 && codec.IsFramed(v.Str) {
 			if _, err := codec.ParseHeader(v.Str); err == nil {
-				return r.decode(dst, v.Str, c, 0)
+				mark := len(dst)
+				if out, err := r.decode(dst, v.Str, c, 0); err == nil {
+					return out, nil
+				}
+				dst = dst[:mark]
 			}
 		}
 		return append(dst, v.Raw...), nil
