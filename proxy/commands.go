@@ -194,6 +194,16 @@ func init() {
 		def(n, argsNone, shapeAny, flagScript)
 	}
 	def("CLUSTER", argsNone, shapeNone, 0) // shapeCluster* for topology, see replyShape
+	// Commands whose replies hold keys, members or fields, never values:
+	// known, so that their replies pass untouched even when a key or
+	// member happens to be a valid frame (unknown commands' replies are
+	// sniffed for frames).
+	for _, n := range []string{"SCAN", "KEYS", "RANDOMKEY", "HKEYS", "SMEMBERS", "SRANDMEMBER", "SPOP", "SSCAN",
+		"SINTER", "SUNION", "SDIFF", "ZRANGE", "ZRANGEBYSCORE", "ZRANGEBYLEX", "ZREVRANGE", "ZREVRANGEBYSCORE",
+		"ZREVRANGEBYLEX", "ZSCAN", "ZPOPMIN", "ZPOPMAX", "ZRANDMEMBER", "ZMPOP", "ZINTER", "ZUNION", "ZDIFF",
+		"GEORADIUS", "GEORADIUSBYMEMBER", "GEOSEARCH", "PUBSUB", "COMMAND"} {
+		def(n, argsNone, shapeNone, 0)
+	}
 	def("SORT", argsNone, shapeAny, 0)
 	def("SORT_RO", argsNone, shapeAny, 0)
 	// Commands that look inside stored bytes.

@@ -196,3 +196,23 @@ func TestProxy_SlowlogWithFrames(t *testing.T) {
 		t.Fatalf("SLOWLOG GET through the proxy: %.200q", got)
 	}
 }
+
+// TestProxy_MembersNeverDecoded: set members and keys are never values,
+// even when they are valid frames (written by a client that read Redis
+// directly): SMEMBERS and SCAN pass them as they are.
+func TestProxy_MembersNeverDecoded(t *testing.T) {
+	e := startEnv(t)
+	frame := string(e.srv.Encoder.AppendEncode(nil, []byte(compressible(500, 1))))
+	c := dialRaw(t, e.addr)
+	c.do("SADD", "s", frame)
+	c.do("SET", frame, "x")
+	if got := c.do("SMEMBERS", "s"); got != "*1\r\n"+bulk(frame) {
+		t.Fatalf("SMEMBERS: %.80q", got)
+	}
+	if got := c.do("SISMEMBER", "s", frame); got != ":1\r\n" {
+		t.Fatalf("SISMEMBER: %q", got)
+	}
+	if got := c.do("KEYS", "*"); !strings.Contains(got, frame) {
+		t.Fatalf("KEYS: %.80q", got)
+	}
+}
