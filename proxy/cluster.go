@@ -204,6 +204,42 @@ func (r *rewriter) clusterReply(dst []byte, v resp.Value, sh shape) []byte {
 
 var errShape = errors.New("unexpected reply shape")
 
+// forEach calls fn with each element of the aggregate v.
+func forEach(v resp.Value, fn func(e resp.Value) error) error {
+	it := v.Elements()
+	for {
+		e, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+}
+
+// forPairs calls fn with each key and value of v, a map or (in RESP2) a
+// flat array of pairs.
+func forPairs(v resp.Value, fn func(k, val resp.Value) error) error {
+	if v.Type != resp.Map && v.Type != resp.Array {
+		return errShape
+	}
+	it := v.Elements()
+	for {
+		k, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		val, ok := it.Next()
+		if !ok {
+			return errShape
+		}
+		if err := fn(k, val); err != nil {
+			return err
+		}
+	}
+}
+
 // rewriteSlots rewrites CLUSTER SLOTS: each range is [start, end, node,
 // node ...] and each node [endpoint, port, id, metadata].
 func (m *ClusterMap) rewriteSlots(dst []byte, v resp.Value) ([]byte, error) {
@@ -211,49 +247,38 @@ func (m *ClusterMap) rewriteSlots(dst []byte, v resp.Value) ([]byte, error) {
 		return dst, errShape
 	}
 	dst = append(dst, v.Header()...)
-	ranges := v.Elements()
-	for {
-		rg, ok := ranges.Next()
-		if !ok {
-			return dst, nil
-		}
+	err := forEach(v, func(rg resp.Value) error {
 		if rg.Type != resp.Array {
-			return dst, errShape
+			return errShape
 		}
 		dst = append(dst, rg.Header()...)
-		it := rg.Elements()
-		for i := 0; ; i++ {
-			e, ok := it.Next()
-			if !ok {
-				break
-			}
-			if i < 2 || e.Type != resp.Array || e.N < 2 {
-				dst = append(dst, e.Raw...)
-				continue
+		i := 0
+		return forEach(rg, func(e resp.Value) error {
+			if i++; i <= 2 || e.Type != resp.Array || e.N < 2 {
+				dst = append(dst, e.Raw...) // start, end, or no address
+				return nil
 			}
 			node := e.Elements()
 			host, _ := node.Next()
 			port, _ := node.Next()
 			n, isInt := resp.ParseInt(port.Str)
 			if host.Type != resp.BulkString || port.Type != resp.Integer || !isInt {
-				return dst, errShape
+				return errShape
 			}
 			h, p, ok := m.proxyFor(string(host.Str), n)
 			if !ok {
-				return dst, &errUnmapped{joinAddr(string(host.Str), n)}
+				return &errUnmapped{joinAddr(string(host.Str), n)}
 			}
 			dst = append(dst, e.Header()...)
 			dst = resp.AppendBulkString(dst, h)
 			dst = resp.AppendInt(dst, p)
-			for {
-				rest, ok := node.Next()
-				if !ok {
-					break
-				}
+			for rest, ok := node.Next(); ok; rest, ok = node.Next() {
 				dst = append(dst, rest.Raw...)
 			}
-		}
-	}
+			return nil
+		})
+	})
+	return dst, err
 }
 
 // rewriteShards rewrites CLUSTER SHARDS: a list of shards, each a map (a
@@ -264,64 +289,32 @@ func (m *ClusterMap) rewriteShards(dst []byte, v resp.Value) ([]byte, error) {
 		return dst, errShape
 	}
 	dst = append(dst, v.Header()...)
-	shards := v.Elements()
-	for {
-		sh, ok := shards.Next()
-		if !ok {
-			return dst, nil
+	err := forEach(v, func(shard resp.Value) error {
+		if shard.Type != resp.Map && shard.Type != resp.Array {
+			return errShape
 		}
-		if sh.Type != resp.Map && sh.Type != resp.Array {
-			return dst, errShape
-		}
-		dst = append(dst, sh.Header()...)
-		it := sh.Elements()
-		for {
-			k, ok := it.Next()
-			if !ok {
-				break
-			}
-			val, ok := it.Next()
-			if !ok {
-				return dst, errShape
-			}
+		dst = append(dst, shard.Header()...)
+		return forPairs(shard, func(k, val resp.Value) error {
 			dst = append(dst, k.Raw...)
 			if string(k.Str) != "nodes" || val.Type != resp.Array {
 				dst = append(dst, val.Raw...)
-				continue
+				return nil
 			}
 			dst = append(dst, val.Header()...)
-			nodes := val.Elements()
-			for {
-				node, ok := nodes.Next()
-				if !ok {
-					break
-				}
-				var err error
-				if dst, err = m.rewriteShardNode(dst, node); err != nil {
-					return dst, err
-				}
-			}
-		}
-	}
+			return forEach(val, func(node resp.Value) (err error) {
+				dst, err = m.rewriteShardNode(dst, node)
+				return err
+			})
+		})
+	})
+	return dst, err
 }
 
 // rewriteShardNode rewrites one node map of CLUSTER SHARDS.
 func (m *ClusterMap) rewriteShardNode(dst []byte, node resp.Value) ([]byte, error) {
-	if node.Type != resp.Map && node.Type != resp.Array {
-		return dst, errShape
-	}
 	var endpoint, ip string
 	var port, tlsPort int64
-	it := node.Elements()
-	for {
-		k, ok := it.Next()
-		if !ok {
-			break
-		}
-		val, ok := it.Next()
-		if !ok {
-			return dst, errShape
-		}
+	err := forPairs(node, func(k, val resp.Value) error {
 		switch string(k.Str) {
 		case "endpoint":
 			endpoint = string(val.Str)
@@ -332,6 +325,10 @@ func (m *ClusterMap) rewriteShardNode(dst []byte, node resp.Value) ([]byte, erro
 		case "tls-port":
 			tlsPort, _ = resp.ParseInt(val.Str)
 		}
+		return nil
+	})
+	if err != nil {
+		return dst, err
 	}
 	host := endpoint
 	if host == "" || host == "?" {
@@ -345,13 +342,7 @@ func (m *ClusterMap) rewriteShardNode(dst []byte, node resp.Value) ([]byte, erro
 		return dst, &errUnmapped{joinAddr(host, port)}
 	}
 	dst = append(dst, node.Header()...)
-	it = node.Elements()
-	for {
-		k, ok := it.Next()
-		if !ok {
-			return dst, nil
-		}
-		val, _ := it.Next()
+	err = forPairs(node, func(k, val resp.Value) error {
 		dst = append(dst, k.Raw...)
 		switch string(k.Str) {
 		case "port", "tls-port":
@@ -359,13 +350,15 @@ func (m *ClusterMap) rewriteShardNode(dst []byte, node resp.Value) ([]byte, erro
 		case "endpoint", "ip":
 			if h != host {
 				dst = resp.AppendBulkString(dst, h)
-				continue
+				return nil
 			}
 			dst = append(dst, val.Raw...)
 		default:
 			dst = append(dst, val.Raw...)
 		}
-	}
+		return nil
+	})
+	return dst, err
 }
 
 // rewriteNodes rewrites CLUSTER NODES (one string of lines) and CLUSTER
@@ -375,17 +368,11 @@ func (m *ClusterMap) rewriteNodes(dst []byte, v resp.Value) ([]byte, error) {
 	switch v.Type {
 	case resp.Array:
 		dst = append(dst, v.Header()...)
-		it := v.Elements()
-		for {
-			e, ok := it.Next()
-			if !ok {
-				return dst, nil
-			}
-			var err error
-			if dst, err = m.rewriteNodes(dst, e); err != nil {
-				return dst, err
-			}
-		}
+		err := forEach(v, func(e resp.Value) (err error) {
+			dst, err = m.rewriteNodes(dst, e)
+			return err
+		})
+		return dst, err
 	case resp.BulkString, resp.Verbatim:
 		body := v.Str
 		prefix := ""
