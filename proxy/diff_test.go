@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 	"github.com/squeeze-kv/squeeze/resp"
 )
@@ -309,8 +310,8 @@ func canon(reply string, unordered bool, cmd string) string {
 // families, values of 0 B to 1 MB, compressible and random, transactions,
 // pipelines, expiry, RESP2 and RESP3) to one Redis directly and to another
 // through the proxy with min-size 0, and requires identical replies. Each
-// new connection goes through one of three proxies with other write
-// settings (s2, zstd:1, raw) on the same Redis, so values are also read
+// new connection goes through one of four proxies with other write
+// settings (s2, zstd:1, raw, per-prefix rules) on the same Redis, so values are also read
 // and searched under settings other than the ones that wrote them. Run it
 // longer with -diff.n=100000.
 func TestDifferential(t *testing.T) {
@@ -329,6 +330,15 @@ func TestDifferential(t *testing.T) {
 		e,
 		startProxy(t, e.redis.URL(), e.redis, withCodec("zstd:1")),
 		startProxy(t, e.redis.URL(), e.redis, withMinSize(1<<20)), // stores raw
+		// Per-prefix rules: MSET writes keys of several policies at once.
+		startProxy(t, e.redis.URL(), e.redis, func(s *Server) {
+			s.Rules = []Rule{
+				{Prefix: "s:", Encoder: mustEnc(t, "lz4", codec.WithMinSize(0))},
+				{Prefix: "s:1", Encoder: mustEnc(t, "none")},
+				{Prefix: "l:", Encoder: mustEnc(t, "zstd:1", codec.WithMinSize(0))},
+				{Prefix: "h:2", Encoder: mustEnc(t, "brotli:1", codec.WithMinSize(0))},
+			}
+		}),
 	}
 	g := &gen{r: rand.New(rand.NewPCG(seed, 1)), xid: map[string]int{}, groups: map[string]bool{}, big: 4 + *diffN/2000}
 	n := *diffN

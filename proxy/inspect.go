@@ -408,11 +408,7 @@ func (c *client) probeFrame(cands []candidate, info *cmdInfo, args [][]byte, key
 // string's, or a hash field's under its hash's key), so that a later
 // inspect command in the same transaction can see through it.
 func (c *client) noteTxSet(key, value []byte) {
-	enc := c.s.Encoder
-	if enc == nil {
-		return
-	}
-	frame := enc.AppendEncode(nil, value)
+	frame := c.s.policyFor(key).enc.AppendEncode(nil, value)
 	if !codec.IsFramed(frame) {
 		return
 	}

@@ -226,11 +226,8 @@ type listForms struct{ same, differ []string }
 func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode string, forms *listForms, byName bool) []byte {
 	ai := listSearchArg(info, args)
 	raw := args[ai]
-	first, step := 0, 0
-	enc := c.s.Encoder
-	if enc != nil {
-		first, step = valueArgs(info.vals, args)
-	}
+	pol := c.s.policyFor(args[1])
+	first, step := valueArgs(info.vals, args)
 	encoded := func(i int) bool { return step != 0 && i >= first && (i-first)%step == 0 }
 	dir, need, maxlen := searchScope(info, args)
 	if need < 0 { // overflowed (LREM of -2^63, LPOS RANK + COUNT): all
@@ -245,9 +242,7 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 	mark := len(dst)
 	// e0: the searched value as the command below sends it.
 	if encoded(ai) {
-		var out codec.Outcome
-		c.rw.scratch, out = enc.AppendEncodeOutcome(c.rw.scratch[:0], raw)
-		c.s.metrics.encoded(out, len(raw), len(c.rw.scratch))
+		c.rw.scratch = pol.encode(c.s.metrics, c.rw.scratch[:0], raw)
 		dst = resp.AppendBulk(dst, c.rw.scratch)
 	} else {
 		dst = resp.AppendBulk(dst, raw)
@@ -277,9 +272,7 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 		case i == ai:
 			dst = append(dst, e0...) // the same bytes the script compares
 		case encoded(i):
-			var out codec.Outcome
-			c.rw.scratch, out = enc.AppendEncodeOutcome(c.rw.scratch[:0], a)
-			c.s.metrics.encoded(out, len(a), len(c.rw.scratch))
+			c.rw.scratch = pol.encode(c.s.metrics, c.rw.scratch[:0], a)
 			dst = resp.AppendBulk(dst, c.rw.scratch)
 		default:
 			dst = resp.AppendBulk(dst, a)

@@ -21,13 +21,10 @@ type Metrics struct {
 	upErrors     *prometheus.CounterVec
 	redirects    *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
-	codec        string
 	// Pre-resolved children keep the hot path free of label lookups.
-	outcome    [3]prometheus.Counter
-	origBytes  prometheus.Counter
-	storeBytes prometheus.Counter
-	decodedC   prometheus.Counter
-	byCmd      sync.Map // command name -> *cmdMetrics
+	outcome  [3]prometheus.Counter
+	decodedC prometheus.Counter
+	byCmd    sync.Map // command name -> *cmdMetrics
 }
 
 // cmdMetrics are the resolved children of one command's label.
@@ -37,7 +34,8 @@ type cmdMetrics struct {
 }
 
 // NewMetrics creates the proxy's collectors and registers them with reg
-// (prometheus.DefaultRegisterer when nil). alg labels byte counters.
+// (prometheus.DefaultRegisterer when nil). The byte counters are labelled
+// by the codec that wrote the values; alg's series are created at once.
 func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 	if reg == nil {
 		reg = prometheus.DefaultRegisterer
@@ -54,27 +52,29 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 		redirects:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_cluster_redirects_total", Help: "Redis Cluster redirections and topology replies, by outcome: rewritten (to name the proxy in front of the node) or refused (no proxy address for the node)."}, []string{"outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "squeeze_proxy_command_seconds", Help: "Time from reading a command to having its reply ready, by command.",
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16)}, []string{"cmd"}),
-		codec: alg.String(),
 	}
 	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.upErrors, m.redirects, m.latency)
 	m.outcome[codec.Compressed] = m.values.WithLabelValues("compressed")
 	m.outcome[codec.StoredRaw] = m.values.WithLabelValues("raw")
 	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
-	m.origBytes = m.bytesIn.WithLabelValues(m.codec)
-	m.storeBytes = m.bytesStored.WithLabelValues(m.codec)
+	m.byteCounters(alg.String()) // the series exist from the start
 	m.decodedC = m.values.WithLabelValues("decoded")
 	return m
 }
 
-func (m *Metrics) encoded(o codec.Outcome, orig, stored int) {
+func (m *Metrics) encoded(o codec.Outcome) {
 	if m == nil {
 		return
 	}
 	if int(o) < len(m.outcome) {
 		m.outcome[o].Inc()
 	}
-	m.origBytes.Add(float64(orig))
-	m.storeBytes.Add(float64(stored))
+}
+
+// byteCounters returns the counters of the original and stored bytes of
+// the values a codec wrote.
+func (m *Metrics) byteCounters(codec string) (orig, stored prometheus.Counter) {
+	return m.bytesIn.WithLabelValues(codec), m.bytesStored.WithLabelValues(codec)
 }
 
 func (m *Metrics) decoded(id codec.ID, stored, orig int) {

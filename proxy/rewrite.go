@@ -17,22 +17,26 @@ type rewriter struct {
 }
 
 // appendRequest appends the command args to dst as a multibulk request, with
-// the values that rule designates compressed by the server's encoder.
+// the values that rule designates compressed by the write policy of their
+// key (a Rule's, or the Server's Encoder).
 func (r *rewriter) appendRequest(dst []byte, info *cmdInfo, args [][]byte) []byte {
-	enc := r.s.Encoder
 	first, step := 0, 0
-	if enc != nil && info.vals != argsNone {
+	var pol *policy
+	if info.vals != argsNone && len(args) > 1 {
 		first, step = valueArgs(info.vals, args)
+		pol = r.s.policyFor(args[1])
 	}
+	perKey := info.vals == argsEvery2 && len(r.s.rules) > 0 // MSET k1 v1 k2 v2
 	dst = resp.AppendArray(dst, len(args))
 	for i, a := range args {
 		if step == 0 || i < first || (i-first)%step != 0 {
 			dst = resp.AppendBulk(dst, a)
 			continue
 		}
-		var out codec.Outcome
-		r.scratch, out = enc.AppendEncodeOutcome(r.scratch[:0], a)
-		r.s.metrics.encoded(out, len(a), len(r.scratch))
+		if perKey {
+			pol = r.s.policyFor(args[i-1])
+		}
+		r.scratch = pol.encode(r.s.metrics, r.scratch[:0], a)
 		dst = resp.AppendBulk(dst, r.scratch)
 	}
 	if cap(r.scratch) > maxPooledReply {

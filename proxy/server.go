@@ -36,9 +36,14 @@ type Server struct {
 	// Upstream is the Redis URL: redis://[user:pass@]host:port[/db],
 	// rediss://... (TLS) or unix:///path.sock[?db=N]. Required.
 	Upstream string
-	// Encoder compresses values on writes. Nil: values are sent as they
-	// are (replies are still decoded).
+	// Encoder compresses values on writes, for keys that no Rule matches.
+	// Nil: values are stored as they are, except a value that would read
+	// as a frame, which is wrapped in a none frame (codec.IDNone), so that
+	// it reads back as it was written. Replies are decoded either way.
 	Encoder *codec.Encoder
+	// Rules give the values of keys with given prefixes their own write
+	// policy (see Rule).
+	Rules []Rule
 	// Decoder decodes values in replies; its MaxDecodedSize is --max-value.
 	// Nil: codec.NewDecoder() with its defaults.
 	Decoder *codec.Decoder
@@ -96,6 +101,8 @@ type Server struct {
 	GoroutineReads bool
 
 	up      Upstream
+	def     *policy   // for keys no rule matches
+	rules   []*policy // longest prefix first
 	dec     *codec.Decoder
 	metrics *Metrics
 	pool    *pool
@@ -135,6 +142,10 @@ func (s *Server) init() error {
 			}
 		}
 		s.metrics = s.Metrics
+		if err := s.initPolicies(); err != nil {
+			s.initErr = err
+			return
+		}
 		n := s.SharedConns
 		if n <= 0 {
 			n = 2
