@@ -80,6 +80,18 @@ whatever --dict says; the proxy loads each one from the upstream
 (squeeze:dict:<id>) the first time a value names it. --dict ID compresses
 new values with that published dictionary ("squeeze dict train --publish"
 makes one); it must exist when the proxy starts.
+
+Rules: --rule gives the keys that begin with a prefix their own codec and
+options; keys no rule matches use --codec, --min-size, --min-gain, --dict.
+The longest prefix wins; MSET values follow their own keys. Reads need no
+rules (every stored value names its codec), so rules can change at any
+restart. "squeeze advise" prints the rules that fit your data.
+  squeeze proxy --rule 'session:=zstd:3' --rule 'img:=none' \
+      --rule 'event:=zstd:1,dict=1690163204,min-size=32'
+  SQUEEZE_RULE='session:=zstd:3;img:=none' squeeze proxy   # several, with ;
+A rule's options are min-size, min-gain and dict; the prefix cannot hold
+"=", "," or ";". Rules from the command line replace those of the
+environment, which replace those of the config file ("rule = ..." lines).
 `
 
 // proxyFlags are the settings of squeeze proxy.
@@ -92,7 +104,8 @@ type proxyFlags struct {
 	shared, procs, maxInFlight                                                                 int
 	pprof                                                                                      bool
 
-	dict string // --dict: a published dictionary id, or "none"
+	dict  string   // --dict: a published dictionary id, or "none"
+	rules ruleFlag // --rule, repeatable
 }
 
 func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
@@ -116,6 +129,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.IntVar(&p.shared, "shared-conns", 2, "pipelined upstream connections shared by all clients")
 	fs.IntVar(&p.procs, "procs", 0, "CPU threads running the proxy (GOMAXPROCS); 0: half the machine's CPUs, at least 1, or $GOMAXPROCS when set")
 	fs.BoolVar(&p.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics address")
+	fs.Var(&p.rules, "rule", "`PREFIX=CODEC[,min-size=N][,min-gain=F][,dict=ID]`: the values of keys that begin with PREFIX get this codec and options (repeat the flag, or separate rules with ;); the longest prefix wins")
 	fs.StringVar(&p.dict, "dict", "none", "compress new values with this published zstd dictionary `ID` (squeeze dict list), or none")
 	fs.StringVar(&p.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&p.logFormat, "log-format", "text", "text or json")
@@ -167,9 +181,17 @@ func applySettings(fs *flag.FlagSet, args []string, getenv func(string) string) 
 	fs.VisitAll(func(f *flag.Flag) {
 		env := "SQUEEZE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if v := getenv(env); v != "" && err == nil && f.Name != "config" {
+			if o, ok := f.Value.(overrider); ok {
+				o.override() // the environment replaces the file's rules
+			}
 			if serr := fs.Set(f.Name, v); serr != nil {
 				err = usageError("%s: %v", env, serr)
 			}
+		}
+	})
+	fs.VisitAll(func(f *flag.Flag) { // the command line replaces, not adds to, repeatable flags
+		if o, ok := f.Value.(overrider); ok {
+			o.override()
 		}
 	})
 	return err
@@ -256,6 +278,11 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 	}
 	s := &proxy.Server{Upstream: p.upstream, Encoder: enc, Decoder: dec, SharedConns: p.shared, Logger: logger,
 		MaxInFlight: p.maxInFlight, MaxReplyBytes: int64(p.clientBuffer)}
+	if !p.rules.needDicts() { // else setupDictionaries builds them
+		if s.Rules, err = p.buildRules(context.Background(), nil); err != nil {
+			return nil, err
+		}
+	}
 	if p.upstreamCA != "" {
 		pem, err := os.ReadFile(p.upstreamCA)
 		if err != nil {
@@ -382,7 +409,7 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		defer hs.Close()
 		logger.Info("metrics", "addr", mln.Addr().String())
 	}
-	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "procs", procs, "upstream", redactURL(p.upstream), "codec", codecLabel(srv.Encoder), "dict", p.dict, "min_size", int64(p.minSize))
+	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "procs", procs, "upstream", redactURL(p.upstream), "codec", codecLabel(srv.Encoder), "dict", p.dict, "min_size", int64(p.minSize), "rules", p.rules.String())
 	if err := probeUpstream(p.upstream); err != nil {
 		// Not fatal: a sidecar may start before its Redis. Commands get a
 		// clear error until the upstream answers, and the proxy keeps trying.
@@ -489,6 +516,9 @@ func (p *proxyFlags) setupDictionaries(ctx context.Context, srv *proxy.Server) (
 		} else {
 			srv.Encoder, err = codec.NewEncoder(srv.Encoder.Algorithm(), codec.WithMinSize(int(p.minSize)), codec.WithMinGain(p.minGain), codec.WithDictionary(d))
 		}
+	}
+	if err == nil && p.rules.needDicts() {
+		srv.Rules, err = p.buildRules(ctx, res.Dictionary)
 	}
 	if err != nil {
 		rdb.Close()

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/dictstore"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+func TestParseRule(t *testing.T) {
+	tests := []struct {
+		in, want, err string
+	}{
+		{in: "doc:=zstd:3", want: "doc:=zstd:3"},
+		{in: "img:=none", want: "img:=none"},
+		{in: "s:=s2,min-size=1KiB,min-gain=0.2", want: "s:=s2:default,min-size=1024,min-gain=0.2"},
+		{in: "d:=zstd:1,dict=42", want: "d:=zstd:1,dict=42"},
+		{in: "doc:", err: "want PREFIX=CODEC"},
+		{in: "=zstd:1", err: "want PREFIX=CODEC"},
+		{in: "doc:=", err: "want PREFIX=CODEC"},
+		{in: "doc:=zstd:99", err: "doc:"},
+		{in: "doc:=snappyish", err: "doc:"},
+		{in: "doc:=s2,dict=5", err: "dict needs a zstd codec"},
+		{in: "doc:=zstd:1,dict=0", err: "dictionary id"},
+		{in: "doc:=zstd:1,min-gain=1", err: "min-gain"},
+		{in: "doc:=zstd:1,min-size=big", err: "min-size"},
+		{in: "doc:=zstd:1,level=3", err: `unknown option "level=3"`},
+	}
+	for _, tt := range tests {
+		r, err := parseRule(tt.in)
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: %v, want error %q", tt.in, err, tt.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tt.in, err)
+		case r.String() != tt.want:
+			t.Errorf("%q: %s, want %s", tt.in, r, tt.want)
+		}
+	}
+}
+
+// TestProxySettings_Rules: rules come from the file, the environment
+// (several separated by ;) or the command line, and a later source
+// replaces the earlier one's rules instead of adding to them.
+func TestProxySettings_Rules(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "squeeze.conf")
+	os.WriteFile(cfg, []byte("rule = doc:=zstd:3\nrule = img:=none # pictures\n"), 0o644)
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"file", map[string]string{"SQUEEZE_CONFIG": cfg}, nil, "doc:=zstd:3;img:=none"},
+		{"env beats file", map[string]string{"SQUEEZE_CONFIG": cfg, "SQUEEZE_RULE": "a:=lz4; b:=s2"}, nil, "a:=lz4:fast;b:=s2:default"},
+		{"flags beat env", map[string]string{"SQUEEZE_RULE": "a:=lz4"}, []string{"--rule", "c:=brotli:1", "--rule", "d:=zstd:1"}, "c:=brotli:1;d:=zstd:1"},
+		{"flags beat file", nil, []string{"--config", cfg, "--rule", "c:=brotli:1"}, "c:=brotli:1"},
+		{"none", nil, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
+			if err := applySettings(fs, tt.args, func(k string) string { return tt.env[k] }); err != nil {
+				t.Fatal(err)
+			}
+			if err := parseFlags(fs, tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if got := p.rules.String(); got != tt.want {
+				t.Errorf("rules %q, want %q", got, tt.want)
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	if code := run(context.Background(), env{Stdout: io.Discard, Stderr: &stderr}, []string{"proxy", "--rule", "a:=lz4", "--rule", "a:=s2"}); code != 2 || !strings.Contains(stderr.String(), `two rules for prefix "a:"`) {
+		t.Errorf("duplicate prefix: exit %d, %s", code, stderr.String())
+	}
+}
+
+// TestProxyRules_Dictionary: a rule names a published dictionary, which
+// the proxy loads at start; an unknown one stops it with an error.
+func TestProxyRules_Dictionary(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	var docs [][]byte
+	for i := range 1000 {
+		docs = append(docs, fmt.Appendf(nil, `{"user_id":%d,"country":"%s","plan":"%s"}`, i*7919, []string{"DE", "FR", "US"}[i%3], []string{"free", "pro"}[i%2]))
+	}
+	d, err := codec.TrainDictionary(777, docs, 4<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	if err := dictstore.Publish(ctx, rdb, d, dictstore.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		rule, err string
+	}{{"user:=zstd:3,dict=777,min-size=0", ""}, {"user:=zstd:3,dict=778", "--rule user:: dict 778"}} {
+		fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
+		if err := parseFlags(fs, []string{"--upstream", r.URL(), "--rule", tt.rule, "--rule", "img:=none"}); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := p.buildServer(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeDicts, err := p.setupDictionaries(ctx, srv)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: %v, want %q", tt.rule, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeDicts()
+		if len(srv.Rules) != 2 {
+			t.Fatalf("%d rules, want 2", len(srv.Rules))
+		}
+		h, err := codec.ParseHeader(srv.Rules[0].Encoder.AppendEncode(nil, bytes.Join(docs[3:9], []byte(","))))
+		if err != nil || !h.HasDict || h.DictID != 777 || h.ID != codec.IDZstd {
+			t.Errorf("user: value header %+v, %v; want zstd with dictionary 777", h, err)
+		}
+		if a := srv.Rules[1].Encoder.Algorithm(); a.ID != codec.IDNone {
+			t.Errorf("img: rule codec %s, want none", a)
+		}
+	}
+}
