@@ -10,8 +10,9 @@
 // original bytes. Every candidate codec then encodes every sampled value
 // here, on this machine: the sizes are exact, the speeds are this machine's.
 //
-// The rules, applied per prefix and over all values for the one codec a
-// proxy writes with:
+// The rules, applied per prefix and over the values of the prefixes that
+// compress (the proxy's --codec and --min-size, for keys no --rule covers;
+// ProxyRules gives the rules for the prefixes whose advice differs):
 //
 //   - Memory is estimated per value as Redis allocates a string: the SDS
 //     header and the jemalloc size class (dictstore.ValueMemory).
@@ -133,9 +134,48 @@ type Report struct {
 	Values      int      `json:"values"`
 	Bytes       int64    `json:"bytes"` // original bytes of the sampled values
 	Prefixes    []Prefix `json:"prefixes"`
-	// Overall is the advice for one codec and min size over all sampled
-	// values, as one proxy writes every key.
+	// Overall is the advice for the proxy's --codec and --min-size, for
+	// the keys no rule covers: one codec and min size over the sampled
+	// values of the prefixes that compress (all values when none does),
+	// since the prefixes advised raw get a rule to store them raw.
 	Overall Prefix `json:"overall"`
+	// ProxyRules are the squeeze proxy --rule values that give the
+	// prefixes whose advice differs from Overall's their own codec and
+	// min size (see ProxyRules).
+	ProxyRules []string `json:"proxy_rules"`
+}
+
+// ProxyRules returns the squeeze proxy --rule values
+// (PREFIX=CODEC,min-size=N, or PREFIX=none) for the prefixes whose sampled
+// values the overall advice would store otherwise than their own advice:
+// another codec; raw values the overall codec would try to compress; or
+// the same codec with a min size on the other side of some sampled value.
+// A prefix that a rule cannot name (empty, or holding "=", "," or ";") is
+// left to the overall advice.
+func ProxyRules(prefixes []Prefix, overall Advice) []string {
+	rules := []string{}
+	for _, p := range prefixes {
+		a := p.Advice
+		if !ruleable(p.Prefix) || p.Values == 0 {
+			continue
+		}
+		lo, hi := min(a.MinSize, overall.MinSize), max(a.MinSize, overall.MinSize)
+		switch {
+		case !a.Compress:
+			if overall.Compress && p.Largest >= overall.MinSize {
+				rules = append(rules, p.Prefix+"=none")
+			}
+		case !overall.Compress || a.Write != overall.Write ||
+			a.MinSize != overall.MinSize && p.Largest >= lo && p.Smallest < hi:
+			rules = append(rules, fmt.Sprintf("%s=%s,min-size=%d", p.Prefix, a.Write, a.MinSize))
+		}
+	}
+	return rules
+}
+
+// ruleable reports whether a --rule can name prefix.
+func ruleable(prefix string) bool {
+	return prefix != "" && !strings.ContainsAny(prefix, "=,;")
 }
 
 // Prefix is the analysis of the values of one key prefix.
@@ -147,6 +187,8 @@ type Prefix struct {
 	Bytes     int64          `json:"bytes"`
 	Median    int            `json:"median_bytes"`
 	P90       int            `json:"p90_bytes"`
+	Smallest  int            `json:"min_bytes"`
+	Largest   int            `json:"max_bytes"`
 	Framed    int            `json:"already_framed"` // values squeeze already stores as frames
 	MemoryRaw int64          `json:"memory_raw"`     // estimated allocations of the values if stored raw
 	// MemoryUsage is what Redis reports (MEMORY USAGE) for the sampled
@@ -245,11 +287,9 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 	} else if err := sample(ctx, rdb, o.Keys); err != nil {
 		return rep, err
 	}
-	var all []Value
 	names := make([]string, 0, len(groups))
-	for name, g := range groups {
+	for name := range groups {
 		names = append(names, name)
-		all = append(all, g.values...)
 	}
 	slices.Sort(names)
 	for i, name := range names {
@@ -264,6 +304,20 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 			o.Progress(i+1, len(names)+1)
 		}
 	}
+	// The default policy is for the values that compress: a prefix of
+	// images or archives gets a rule to store them raw instead of pushing
+	// everyone's min size up.
+	var all, compressing []Value
+	for _, p := range rep.Prefixes {
+		g := groups[p.Prefix]
+		all = append(all, g.values...)
+		if p.Advice.Compress || !ruleable(p.Prefix) {
+			compressing = append(compressing, g.values...)
+		}
+	}
+	if len(compressing) > 0 {
+		all = compressing
+	}
 	slices.SortStableFunc(rep.Prefixes, func(a, b Prefix) int { return int(b.MemoryRaw - a.MemoryRaw) })
 	if len(all) > 0 {
 		o.DictMin = -1 // one dictionary per prefix, not one for everything
@@ -272,6 +326,7 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 		}
 		rep.Overall.Keys = rep.KeysSampled
 	}
+	rep.ProxyRules = ProxyRules(rep.Prefixes, rep.Overall.Advice)
 	return rep, nil
 }
 
@@ -416,6 +471,7 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 	}
 	slices.Sort(sizes)
 	p.Median, p.P90 = sizes[len(sizes)/2], sizes[len(sizes)*9/10]
+	p.Smallest, p.Largest = sizes[0], sizes[len(sizes)-1]
 
 	dec, err := codec.NewDecoder()
 	if err != nil {
@@ -527,9 +583,11 @@ func keptSize(n, f int, minGain float64) int {
 	return n
 }
 
-// minSize returns the smallest power of two (or 0) from which every group
-// of values of sizes [2^k, 2^(k+1)) saves at least minGain with the
-// frames in stored; -1 when even the largest values do not.
+// minSize returns the smallest power of two from which every group of
+// values of sizes [2^k, 2^(k+1)) saves at least minGain with the frames in
+// stored. When every group gains, it is the smallest group's lower bound,
+// or codec.DefaultMinSize when that is higher: nothing was sampled below
+// it to say that smaller values gain.
 func minSize(values []Value, stored []int, minGain float64) int {
 	var orig, frame [65]int64
 	for i, v := range values {
@@ -537,18 +595,22 @@ func minSize(values []Value, stored []int, minGain float64) int {
 		orig[k] += int64(len(v.Data))
 		frame[k] += int64(stored[i])
 	}
-	from := 0
+	from, lowest := 0, -1
 	for k := 64; k >= 0; k-- {
 		if orig[k] == 0 {
 			continue
 		}
+		lowest = k
 		if float64(frame[k]) > float64(orig[k])*(1-minGain) {
 			from = k + 1
 			break
 		}
 	}
 	if from == 0 {
-		return 0
+		if lowest <= 0 {
+			return 0
+		}
+		return min(1<<(lowest-1), codec.DefaultMinSize)
 	}
 	return 1 << (from - 1)
 }

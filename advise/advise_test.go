@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -130,7 +131,8 @@ func TestMinSize(t *testing.T) {
 		stored []int
 		want   int
 	}{
-		{[]Value{v(100), v(5000)}, []int{50, 1000}, 0},             // everything gains
+		{[]Value{v(100), v(5000)}, []int{50, 1000}, 64},            // everything gains: the default, nothing seen below it
+		{[]Value{v(40), v(5000)}, []int{30, 1000}, 32},             // everything gains, seen from 32 up
 		{[]Value{v(20), v(100), v(5000)}, []int{25, 50, 1000}, 32}, // 20 B grows: from 32 up
 		{[]Value{v(20), v(100), v(5000)}, []int{25, 99, 1000}, 128},
 		{[]Value{v(100), v(5000)}, []int{50, 4990}, 8192}, // the largest do not gain
@@ -233,7 +235,39 @@ func TestRun(t *testing.T) {
 	if rep.Prefixes[0].Prefix != "doc:" && rep.Prefixes[0].Prefix != "img:" {
 		t.Fatalf("prefixes not by memory: first %q", rep.Prefixes[0].Prefix)
 	}
-	if o := rep.Overall; o.Values != rep.Values || !o.Advice.Compress || o.Dict != nil {
+	// The default policy is for the prefixes that compress; the random
+	// images get a rule that stores them raw.
+	if o := rep.Overall; o.Values != rep.Values-by["img:"].Values || !o.Advice.Compress || o.Dict != nil {
 		t.Fatalf("overall %+v", o)
+	}
+	if !slices.Contains(rep.ProxyRules, "img:=none") {
+		t.Fatalf("proxy rules %q, want img:=none among them", rep.ProxyRules)
+	}
+}
+
+func TestProxyRules(t *testing.T) {
+	overall := Advice{Compress: true, Write: "s2:default", MinSize: 2048}
+	pre := func(name string, lo, hi int, a Advice) Prefix {
+		return Prefix{Prefix: name, Values: 10, Smallest: lo, Largest: hi, Advice: a}
+	}
+	prefixes := []Prefix{
+		pre("img:", 1000, 9000, Advice{}), // raw, and big enough to be tried: none
+		pre("token:", 16, 16, Advice{}),   // raw, never tried: no rule
+		pre("session:", 300, 5000, Advice{Compress: true, Write: "zstd:3", MinSize: 256}), // another codec
+		pre("doc:", 4000, 4200, Advice{Compress: true, Write: "s2:default", MinSize: 0}),  // same outcome on every value
+		pre("cart:", 100, 3000, Advice{Compress: true, Write: "s2:default", MinSize: 64}), // compresses 100..2047 too
+		pre("a=b:", 1000, 9000, Advice{}),                                                 // a rule cannot name it
+		pre("", 1000, 9000, Advice{}),
+	}
+	got := ProxyRules(prefixes, overall)
+	want := []string{"img:=none", "session:=zstd:3,min-size=256", "cart:=s2:default,min-size=64"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rules %q, want %q", got, want)
+	}
+	// Overall advice not to compress: every compressing prefix needs a rule.
+	got = ProxyRules(prefixes, Advice{})
+	want = []string{"session:=zstd:3,min-size=256", "doc:=s2:default,min-size=0", "cart:=s2:default,min-size=64"}
+	if !slices.Equal(got, want) {
+		t.Errorf("no overall compression: rules %q, want %q", got, want)
 	}
 }

@@ -4,16 +4,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
-func newTestServer(t testing.TB) *Server {
+func newTestServer(t testing.TB, opts ...envOpt) *Server {
 	enc, err := codec.NewEncoder(codec.DefaultAlgorithm, codec.WithMinSize(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &Server{Upstream: "redis://127.0.0.1:1", Encoder: enc}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.init(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +72,18 @@ func TestValueArgs(t *testing.T) {
 	}
 }
 
-// TestRewrite_Allocs: parsing, request rewriting with compression, and
-// reply rewriting with decompression allocate nothing in steady state.
+// TestRewrite_Allocs: parsing, request rewriting with compression (under
+// per-prefix rules, with metrics), and reply rewriting with decompression
+// allocate nothing in steady state.
 func TestRewrite_Allocs(t *testing.T) {
-	s := newTestServer(t)
+	s := newTestServer(t, func(s *Server) {
+		s.Metrics = NewMetrics(prometheus.NewRegistry(), codec.DefaultAlgorithm)
+		s.Rules = []Rule{{Prefix: "doc:", Encoder: mustEnc(t, "zstd:1", codec.WithMinSize(0))}, {Prefix: "k", Encoder: mustEnc(t, "lz4")}}
+	})
 	r := &rewriter{s: s}
 	value := []byte(compressible(4096, 1))
 	in := resp.AppendCommand(nil, []byte("SET"), []byte("key"), value)
+	in = resp.AppendCommand(in, []byte("MSET"), []byte("doc:1"), value, []byte("other"), value)
 	frame := s.Encoder.AppendEncode(nil, value)
 	replies := map[shape][]byte{
 		shapeValue:   resp.AppendBulk(nil, frame),
@@ -97,13 +106,17 @@ func TestRewrite_Allocs(t *testing.T) {
 		}
 	}
 	n := testing.AllocsPerRun(200, func() {
-		var err error
-		args, _, err = resp.ReadCommand(args, in, 0)
-		if err != nil {
-			t.Fatal(err)
+		req = req[:0]
+		for off := 0; off < len(in); {
+			var err error
+			var m int
+			args, m, err = resp.ReadCommand(args, in[off:], 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off += m
+			req = r.appendRequest(req, lookup(args[0]), args)
 		}
-		info := lookup(args[0])
-		req = r.appendRequest(req[:0], info, args)
 		for sh, reply := range replies {
 			c.kind = sh
 			c.reply = append(c.reply[:0], reply...)

@@ -151,7 +151,7 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 	tw.Flush()
 
 	o := rep.Overall
-	fmt.Fprintf(w, "\n%s\n", "codecs over all sampled values (memory saved; encode and decode speed on this machine):")
+	fmt.Fprintf(w, "\n%s\n", "codecs over the sampled values of the prefixes that compress (memory saved; encode and decode speed on this machine):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "codec\tsaved\tencode\tdecode\tfast\t")
 	for _, c := range o.Codecs {
@@ -164,9 +164,16 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 	tw.Flush()
 
 	fmt.Fprintf(w, "\nadvice: %s\n\nto apply it:\n", o.Advice.Why)
+	base := "none"
 	if o.Advice.Compress {
-		fmt.Fprintf(w, "  squeeze proxy --upstream %s --codec %s --min-size %d\n", url, o.Advice.Write, o.Advice.MinSize)
-	} else {
+		base = fmt.Sprintf("%s --min-size %d", o.Advice.Write, o.Advice.MinSize)
+	}
+	fmt.Fprintf(w, "  squeeze proxy --upstream %s --codec %s", url, base)
+	for _, r := range rep.ProxyRules {
+		fmt.Fprintf(w, " \\\n      --rule %s", shellQuote(r))
+	}
+	fmt.Fprintln(w)
+	if !o.Advice.Compress && len(rep.ProxyRules) == 0 {
 		fmt.Fprintf(w, "  (values compress too little to be worth it: run squeeze without compressing, or not at all)\n")
 	}
 	for _, p := range rep.Prefixes {
@@ -177,7 +184,8 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 	}
 	for _, p := range rep.Prefixes {
 		if p.Advice.Dict {
-			fmt.Fprintf(w, "  squeeze dict train --redis %s --pattern %s --publish   # then --dict ID on the proxy\n", url, shellQuote(p.Pattern()))
+			fmt.Fprintf(w, "  squeeze dict train --redis %s --pattern %s --publish   # then on the proxy: --rule %s, in place of any rule for it above\n",
+				url, shellQuote(p.Pattern()), shellQuote(p.Prefix+"=zstd:1,dict=ID"))
 		}
 	}
 }
