@@ -51,6 +51,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,11 +102,23 @@ type Config struct {
 	// check). Nil: frames naming a dictionary fail with an error wrapping
 	// codec.ErrUnknownDictionary, unless Decoder was built with it.
 	Dictionaries *dictstore.Resolver
+	// Rules give the values of keys that begin with a prefix their own
+	// Encoder (codec, level, min size, min gain, dictionary) in place of
+	// the one built from the fields above, as squeeze proxy --rule does;
+	// the longest matching prefix wins, and MSET values follow their own
+	// keys. Reads need no rules: every frame names its codec.
+	Rules []Rule
 	// DictionaryID, when not zero, compresses new values with that
 	// published dictionary. NewHook loads it through Dictionaries (which
 	// must be set) and fails when it is not published; Algorithm must be a
 	// zstd level (zero means zstd:1) and Encoder nil. See "squeeze dict train --publish".
 	DictionaryID uint32
+}
+
+// A Rule is the write policy of the keys that begin with Prefix.
+type Rule struct {
+	Prefix  string
+	Encoder *codec.Encoder
 }
 
 // dictionaryLoadTimeout bounds loading Config.DictionaryID in NewHook.
@@ -139,6 +152,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // is safe for concurrent use; install it once per client with AddHook.
 type Hook struct {
 	enc          *codec.Encoder
+	rules        []Rule // longest prefix first
 	dec          *codec.Decoder
 	dicts        *dictstore.Resolver
 	raw          func(string) bool
@@ -188,6 +202,15 @@ func NewHook(cfg Config) (*Hook, error) {
 		}
 		h.enc = enc
 	}
+	seen := map[string]bool{}
+	for _, r := range cfg.Rules {
+		if r.Prefix == "" || r.Encoder == nil || seen[r.Prefix] {
+			return nil, fmt.Errorf("client: Config.Rules: rule %q needs a prefix of its own and an Encoder", r.Prefix)
+		}
+		seen[r.Prefix] = true
+	}
+	h.rules = slices.Clone(cfg.Rules)
+	slices.SortStableFunc(h.rules, func(a, b Rule) int { return len(b.Prefix) - len(a.Prefix) })
 	if h.dec == nil {
 		var opts []codec.DecoderOption
 		if cfg.MaxDecodedSize != 0 {
@@ -400,26 +423,26 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 			last = 2
 		}
 		for i := 2; i <= last && i < len(args); i++ {
-			h.encodeArg(args, i, &p)
+			h.encodeArg(key, args, i, &p)
 		}
 	case "setex", "psetex", "lset", "hsetnx":
 		if h.isRaw(key) {
 			p.noDecode = true
 			return p, nil
 		}
-		h.encodeArg(args, 3, &p)
+		h.encodeArg(key, args, 3, &p)
 	case "hset", "hmset":
 		if h.isRaw(key) {
 			p.noDecode = true
 			return p, nil
 		}
 		for i := 3; i < len(args); i += 2 {
-			h.encodeArg(args, i, &p)
+			h.encodeArg(key, args, i, &p)
 		}
 	case "mset", "msetnx":
 		for i := 2; i < len(args); i += 2 {
-			if !h.isRaw(argString(args[i-1])) {
-				h.encodeArg(args, i, &p)
+			if k := argString(args[i-1]); !h.isRaw(k) {
+				h.encodeArg(k, args, i, &p)
 			}
 		}
 	case "xadd":
@@ -432,7 +455,7 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 			return p, nil // malformed: let Redis answer with its error
 		}
 		for i += 2; i < len(args); i += 2 { // values follow ID and each field
-			h.encodeArg(args, i, &p)
+			h.encodeArg(key, args, i, &p)
 		}
 	case "strlen", "hstrlen":
 		if h.isRaw(key) {
@@ -522,7 +545,18 @@ func (h *Hook) isRaw(key string) bool {
 // slice or a BinaryMarshaler; other values (numbers, bools) are short and
 // never begin with the frame magic, so they are stored as go-redis formats
 // them.
-func (h *Hook) encodeArg(args []any, i int, p *prepared) {
+// encoderFor returns the encoder of key's values: its longest matching
+// rule's, or the default.
+func (h *Hook) encoderFor(key string) *codec.Encoder {
+	for _, r := range h.rules {
+		if strings.HasPrefix(key, r.Prefix) {
+			return r.Encoder
+		}
+	}
+	return h.enc
+}
+
+func (h *Hook) encodeArg(key string, args []any, i int, p *prepared) {
 	if i >= len(args) {
 		return
 	}
@@ -542,7 +576,7 @@ func (h *Hook) encodeArg(args []any, i int, p *prepared) {
 		return
 	}
 	bp := getFrameBuf()
-	frame, outcome := h.enc.AppendEncodeOutcome((*bp)[:0], b)
+	frame, outcome := h.encoderFor(key).AppendEncodeOutcome((*bp)[:0], b)
 	*bp = frame
 	if outcome == codec.StoredRaw {
 		putFrameBuf(bp)

@@ -672,3 +672,60 @@ func TestHook_GetRange(t *testing.T) {
 		t.Fatalf("GETRANGE in MULTI = %q, %v", gr.Val(), err)
 	}
 }
+
+// TestHook_Rules: values follow the Encoder of their key's longest matching
+// prefix, MSET values their own keys'; every value reads back as written.
+func TestHook_Rules(t *testing.T) {
+	ctx := context.Background()
+	enc := func(alg string, opts ...codec.EncoderOption) *codec.Encoder {
+		e, err := codec.NewEncoder(codec.MustParseAlgorithm(alg), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	p := newPair(t, Config{Rules: []Rule{
+		{Prefix: "img:", Encoder: enc("none")},
+		{Prefix: "doc:", Encoder: enc("zstd:3")},
+		{Prefix: "doc:brotli:", Encoder: enc("brotli:1")},
+	}})
+	v := big("rules")
+	p.hooked.Set(ctx, "img:1", v, 0)
+	p.hooked.Set(ctx, "doc:1", v, 0)
+	p.hooked.Set(ctx, "doc:brotli:1", v, 0)
+	p.hooked.MSet(ctx, "img:2", v, "doc:2", v, "other", v)
+	p.hooked.HSet(ctx, "doc:h", "f", v)
+	p.hooked.RPush(ctx, "img:l", v)
+	stored := func(s string) string {
+		if !codec.IsFramed([]byte(s)) {
+			return "raw"
+		}
+		h, err := codec.ParseHeader([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.ID.String()
+	}
+	for key, want := range map[string]string{
+		"img:1": "raw", "doc:1": "zstd", "doc:brotli:1": "brotli", "img:2": "raw", "doc:2": "zstd",
+		"other": codec.DefaultAlgorithm.ID.String(),
+	} {
+		if got := stored(p.plain.Get(ctx, key).Val()); got != want {
+			t.Errorf("%s stored as %s, want %s", key, got, want)
+		}
+		if got := p.hooked.Get(ctx, key).Val(); got != v {
+			t.Errorf("%s read back as %d bytes", key, len(got))
+		}
+	}
+	if got := stored(p.plain.HGet(ctx, "doc:h", "f").Val()); got != "zstd" {
+		t.Errorf("doc:h field stored as %s", got)
+	}
+	if got := stored(p.plain.LIndex(ctx, "img:l", 0).Val()); got != "raw" {
+		t.Errorf("img:l element stored as %s", got)
+	}
+	for _, rules := range [][]Rule{{{Prefix: "", Encoder: enc("s2")}}, {{Prefix: "a", Encoder: nil}}, {{Prefix: "a", Encoder: enc("s2")}, {Prefix: "a", Encoder: enc("lz4")}}} {
+		if _, err := NewHook(Config{Rules: rules}); err == nil {
+			t.Errorf("rules %v accepted", rules)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/difftest"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
@@ -40,7 +41,13 @@ func TestHook_Differential(t *testing.T) {
 	hooked := redis.NewClient(&redis.Options{Addr: rb.Addr, Protocol: 2, ReadTimeout: 10 * time.Second})
 	defer plain.Close()
 	defer hooked.Close()
-	if _, err := Install(hooked, Config{}); err != nil {
+	// Per-prefix rules: some string keys (s:1, s:10, s:11 ...) raw, lists
+	// in zstd, so MSET and list commands mix policies.
+	rules := []Rule{
+		{Prefix: "s:1", Encoder: mustEncoder(t, "none")},
+		{Prefix: "l:", Encoder: mustEncoder(t, "zstd:1")},
+	}
+	if _, err := Install(hooked, Config{Rules: rules}); err != nil {
 		t.Fatal(err)
 	}
 	g := difftest.NewGenerator(difftest.Config{Seed: seed, MaxValue: 1 << 20})
@@ -155,4 +162,13 @@ func short(c []string) string {
 		b.WriteString(a + " ")
 	}
 	return b.String()
+}
+
+func mustEncoder(t *testing.T, alg string) *codec.Encoder {
+	t.Helper()
+	enc, err := codec.NewEncoder(codec.MustParseAlgorithm(alg), codec.WithMinSize(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc
 }
