@@ -150,8 +150,8 @@ type Report struct {
 // values the overall advice would store otherwise than their own advice:
 // another codec; raw values the overall codec would try to compress; or
 // the same codec with a min size on the other side of some sampled value.
-// A prefix that a rule cannot name (empty, or holding "=", "," or ";") is
-// left to the overall advice.
+// A prefix that a rule cannot name (empty, or holding "=" or ";") is left
+// to the overall advice.
 func ProxyRules(prefixes []Prefix, overall Advice) []string {
 	rules := []string{}
 	for _, p := range prefixes {
@@ -175,7 +175,7 @@ func ProxyRules(prefixes []Prefix, overall Advice) []string {
 
 // ruleable reports whether a --rule can name prefix.
 func ruleable(prefix string) bool {
-	return prefix != "" && !strings.ContainsAny(prefix, "=,;")
+	return prefix != "" && !strings.ContainsAny(prefix, "=;")
 }
 
 // Prefix is the analysis of the values of one key prefix.

@@ -256,7 +256,7 @@ func TestProxyRules(t *testing.T) {
 		pre("session:", 300, 5000, Advice{Compress: true, Write: "zstd:3", MinSize: 256}), // another codec
 		pre("doc:", 4000, 4200, Advice{Compress: true, Write: "s2:default", MinSize: 0}),  // same outcome on every value
 		pre("cart:", 100, 3000, Advice{Compress: true, Write: "s2:default", MinSize: 64}), // compresses 100..2047 too
-		pre("a=b:", 1000, 9000, Advice{}),                                                 // a rule cannot name it
+		pre("a;b:", 1000, 9000, Advice{}),                                                 // a rule cannot name it
 		pre("", 1000, 9000, Advice{}),
 	}
 	got := ProxyRules(prefixes, overall)

@@ -90,7 +90,7 @@ restart. "squeeze advise" prints the rules that fit your data.
       --rule 'event:=zstd:1,dict=1690163204,min-size=32'
   SQUEEZE_RULE='session:=zstd:3;img:=none' squeeze proxy   # several, with ;
 A rule's options are min-size, min-gain and dict; the prefix cannot hold
-"=", "," or ";". Rules from the command line replace those of the
+"=" or ";". Rules from the command line replace those of the
 environment, which replace those of the config file ("rule = ..." lines).
 `
 

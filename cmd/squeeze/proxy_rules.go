@@ -38,11 +38,11 @@ func (r ruleSpec) String() string {
 }
 
 // parseRule parses one rule. The prefix is everything before the first
-// "=", so it cannot hold "=", "," or ";".
+// "=", so it cannot hold "="; nor ";", which separates rules.
 func parseRule(s string) (ruleSpec, error) {
 	r := ruleSpec{minSize: -1, minGain: -1}
 	prefix, rest, ok := strings.Cut(s, "=")
-	if !ok || prefix == "" || rest == "" {
+	if !ok || prefix == "" || rest == "" || strings.Contains(prefix, ";") {
 		return r, fmt.Errorf("want PREFIX=CODEC[,min-size=N][,min-gain=F][,dict=ID], got %q", s)
 	}
 	r.prefix = prefix

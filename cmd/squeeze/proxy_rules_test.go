@@ -141,3 +141,21 @@ func TestProxyRules_Dictionary(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseRule: any --rule value parses or fails with an error, never a
+// panic; a rule that parses prints as a value that parses to the same rule.
+func FuzzParseRule(f *testing.F) {
+	for _, s := range []string{"doc:=zstd:3", "img:=none", "s:=s2,min-size=1KiB,min-gain=0.2", "d:=zstd:1,dict=42", "=", "a=b=c", "x:=lz4,min-size=", "é:=brotli:11,dict=2147483647"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := parseRule(s)
+		if err != nil {
+			return
+		}
+		again, err := parseRule(r.String())
+		if err != nil || again != r {
+			t.Fatalf("%q parsed as %+v, printed %q, reparsed %+v, %v", s, r, r.String(), again, err)
+		}
+	})
+}
