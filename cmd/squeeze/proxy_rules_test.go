@@ -71,13 +71,7 @@ func TestProxySettings_Rules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
-			if err := applySettings(fs, tt.args, func(k string) string { return tt.env[k] }); err != nil {
-				t.Fatal(err)
-			}
-			if err := parseFlags(fs, tt.args); err != nil {
-				t.Fatal(err)
-			}
+			p := proxySettings(t, tt.env, tt.args)
 			if got := p.rules.String(); got != tt.want {
 				t.Errorf("rules %q, want %q", got, tt.want)
 			}

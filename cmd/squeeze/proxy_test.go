@@ -42,18 +42,26 @@ func TestProxySettings_Precedence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
-			if err := applySettings(fs, tt.args, func(k string) string { return tt.env[k] }); err != nil {
-				t.Fatal(err)
-			}
-			if err := parseFlags(fs, tt.args); err != nil {
-				t.Fatal(err)
-			}
+			p := proxySettings(t, tt.env, tt.args)
 			if p.upstream != tt.upstream || p.codecName != tt.codec || int64(p.minSize) != tt.minSize || p.scripts != tt.scripts {
 				t.Errorf("got upstream %s codec %s min-size %d scripts %s", p.upstream, p.codecName, p.minSize, p.scripts)
 			}
 		})
 	}
+}
+
+// proxySettings reads the proxy's settings as runProxy does: the config
+// file, then the environment vars, then the command line args.
+func proxySettings(t *testing.T, vars map[string]string, args []string) *proxyFlags {
+	t.Helper()
+	fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
+	if err := applySettings(fs, args, func(k string) string { return vars[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if err := parseFlags(fs, args); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestProxySettings_Errors(t *testing.T) {
