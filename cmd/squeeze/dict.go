@@ -34,8 +34,10 @@ Dictionaries live in the Redis that holds the data, so that every squeeze
 proxy and library in front of it can read values written with them:
 squeeze:dict:<id> holds the bytes (written once, never changed) and the hash
 squeeze:dicts describes each one. Readers load a dictionary the first time
-a value names it; writers pick one with "squeeze proxy --dict ID" or the
-client's Config.DictionaryID.
+a value names it; writers pick one with "squeeze proxy --dict ID" (every
+key), "squeeze proxy --rule 'user:=zstd:1,dict=ID'" (the keys of one
+prefix, each prefix with its own dictionary) or the client's
+Config.DictionaryID and Config.Rules.
 
   train   sample values of a key pattern (read-only), train a dictionary,
           measure it on held-out values, and with --publish store it
@@ -49,6 +51,7 @@ Examples:
   squeeze dict train --redis redis://127.0.0.1:6379 --pattern 'user:*'
   squeeze dict train --redis redis://127.0.0.1:6379 --pattern 'session:*' --size 32KiB --publish
   squeeze proxy --upstream redis://127.0.0.1:6379 --dict 1690163204
+  squeeze proxy --upstream redis://127.0.0.1:6379 --rule 'user:=zstd:1,dict=1690163204'
   squeeze dict list --redis redis://127.0.0.1:6379
   squeeze dict show --redis redis://127.0.0.1:6379 --out user.dict 1690163204
 
@@ -104,8 +107,10 @@ the same values gives the same id.
 
 With --publish the dictionary is stored at squeeze:dict:<id> (SET NX; it
 never changes once published) and described in the hash squeeze:dicts.
-Nothing starts using it until a writer is told to: squeeze proxy --dict ID,
-or the client library's Config.DictionaryID. Readers find it on their own.
+Nothing starts using it until a writer is told to: squeeze proxy --dict ID
+or --rule 'PREFIX=zstd:1,dict=ID' (printed for a PREFIX* pattern), or the
+client library's Config.DictionaryID or Config.Rules. Readers find it on
+their own.
 
 Examples:
   squeeze dict train --redis redis://127.0.0.1:6379 --pattern 'user:*'
@@ -205,7 +210,11 @@ func runDictTrain(ctx context.Context, e env, args []string) error {
 			per, rep.Codec, units.FormatSize(int64(per*1e6)))
 	}
 	if *publish {
-		fmt.Fprintf(w, "published as %s; write with it: squeeze proxy --dict %d (readers load it on their own)\n", dictstore.Key(d.ID), d.ID)
+		use := fmt.Sprintf("--dict %d", d.ID)
+		if prefix, ok := globPrefix(rep.Pattern); ok && !strings.Contains(prefix, ";") {
+			use = "--rule " + shellQuote(fmt.Sprintf("%s=%s,dict=%d", prefix, rep.Codec, d.ID)) // these keys only
+		}
+		fmt.Fprintf(w, "published as %s; write with it: squeeze proxy %s (readers load it on their own)\n", dictstore.Key(d.ID), use)
 	} else {
 		fmt.Fprintf(w, "not published: add --publish to store it at %s\n", dictstore.Key(d.ID))
 	}
@@ -350,4 +359,14 @@ func runDictShow(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(w, "written to    %s\n", *out)
 	}
 	return nil
+}
+
+// globPrefix returns the prefix a SCAN pattern of the form PREFIX* matches,
+// and whether the pattern has that form (no other glob characters).
+func globPrefix(pattern string) (string, bool) {
+	prefix, ok := strings.CutSuffix(pattern, "*")
+	if !ok || prefix == "" || strings.ContainsAny(prefix, `*?[\`) {
+		return "", false
+	}
+	return prefix, true
 }

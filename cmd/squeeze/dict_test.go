@@ -81,6 +81,12 @@ func TestDict_CLI(t *testing.T) {
 	if !strings.Contains(out, "published as squeeze:dict:"+id) || !strings.Contains(out, "zstd:3+dict") {
 		t.Fatalf("train --publish:\n%s%s", out, errs)
 	}
+	// The pattern is a prefix: the output says how to use the dictionary
+	// for those keys only, in a rule the proxy takes.
+	rule := "user:=zstd:3,dict=" + id
+	if _, err := parseRule(rule); err != nil || !strings.Contains(out, "squeeze proxy --rule '"+rule+"'") {
+		t.Fatalf("train --publish does not print the rule %q (%v):\n%s", rule, err, out)
+	}
 	t.Logf("train output:\n%s", out)
 
 	dir := t.TempDir()
@@ -310,5 +316,25 @@ func TestBenchRedis_Dict(t *testing.T) {
 	}
 	if _, stderr, code := runCLI(t, nil, "bench", "redis", "--dict", "--corpus", filepath.Join(dir, "results.json")); code != 2 || !strings.Contains(stderr, "--corpus") {
 		t.Fatalf("--dict with --corpus: exit %d, %s", code, stderr)
+	}
+}
+
+func TestGlobPrefix(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, prefix string
+		ok              bool
+	}{
+		{"user:*", "user:", true},
+		{"a:b:*", "a:b:", true},
+		{"*", "", false},
+		{"user:*:cart", "", false},
+		{"us?r:*", "", false},
+		{"user:[ab]*", "", false},
+		{`user\*x*`, "", false},
+		{"user:", "", false},
+	} {
+		if prefix, ok := globPrefix(tt.pattern); prefix != tt.prefix || ok != tt.ok {
+			t.Errorf("globPrefix(%q) = %q, %v; want %q, %v", tt.pattern, prefix, ok, tt.prefix, tt.ok)
+		}
 	}
 }
