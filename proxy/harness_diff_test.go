@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/difftest"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
@@ -13,13 +14,23 @@ import (
 // Redis directly and through the proxy with min size 0, so that every value
 // that compresses is compressed, in RESP2 and RESP3.
 // The last run reads clients from their goroutines instead of the event
-// loops.
+// loops; the RESP3 run writes under per-prefix rules (some string keys
+// raw, hashes in zstd, lists in lz4).
 func TestHarnessDifferential(t *testing.T) {
 	for _, tc := range []struct {
 		resp3, goroutines bool
 	}{{false, false}, {true, false}, {false, true}} {
 		direct := testutil.StartRedis(t)
-		e := startEnv(t, withMinSize(0), func(s *Server) { s.GoroutineReads = tc.goroutines })
+		e := startEnv(t, withMinSize(0), func(s *Server) {
+			s.GoroutineReads = tc.goroutines
+			if tc.resp3 {
+				s.Rules = []Rule{
+					{Prefix: "s:1", Encoder: mustEnc(t, "none")},
+					{Prefix: "h:", Encoder: mustEnc(t, "zstd:1", codec.WithMinSize(0))},
+					{Prefix: "l:", Encoder: mustEnc(t, "lz4", codec.WithMinSize(0))},
+				}
+			}
+		})
 		res, err := difftest.Run(direct.Addr, e.addr, difftest.Config{Seed: harnessSeed(), Steps: harnessSteps(), RESP3: tc.resp3, MaxValue: 1 << 20})
 		if err != nil {
 			t.Fatalf("resp3=%v goroutine reads=%v: %v", tc.resp3, tc.goroutines, err)
