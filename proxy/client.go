@@ -53,6 +53,10 @@ type client struct {
 
 	rbuf   []byte
 	readAt time.Time // when the commands in rbuf were read (with metrics on)
+	// authed: the private connection is authenticated (Server.RequireAuth;
+	// until then commands are held to Redis's limits for unauthenticated
+	// clients).
+	authed bool
 	args   [][]byte
 	req    []byte
 	batch  []*call
@@ -131,7 +135,7 @@ func (s *Server) newClient(nc net.Conn, pollers []*poller) *client {
 		return true // never wait: the writer goroutine finishes a full socket
 	}
 	c.nc = newRawSock(nc)
-	if c.raw == nil {
+	if c.raw == nil || s.RequireAuth { // RequireAuth: pinned from the start
 		c.noDirect.Store(true)
 		c.noLoop = true
 	}
@@ -154,6 +158,12 @@ func (c *client) drain() {
 func (c *client) serve() {
 	defer c.s.forget(c)
 	go func() { c.writeLoop(); close(c.writerDone) }()
+	if c.s.RequireAuth {
+		// A private connection without credentials before the first
+		// command: Redis itself decides what the client may do. On
+		// failure, the first command reports it.
+		_ = c.pin()
+	}
 	var end readEnd
 	for {
 		if c.loopable() {
@@ -335,8 +345,15 @@ func (c *client) process(inLoop bool) bool {
 		}
 	}()
 	for off < len(c.rbuf) {
-		args, m, perr := resp.ReadCommand(c.args, c.rbuf[off:], maxBulk)
+		limit := maxBulk
+		if c.s.RequireAuth && !c.authed {
+			limit = unauthMaxBulk
+		}
+		args, m, perr := resp.ReadCommand(c.args, c.rbuf[off:], limit)
 		c.args = args[:0]
+		if limit == unauthMaxBulk {
+			perr = unauthLimit(c.rbuf[off:], perr, maxBulk)
+		}
 		if errors.Is(perr, resp.ErrIncomplete) {
 			break
 		}
@@ -494,12 +511,15 @@ func (c *client) pin() error {
 		return nil
 	}
 	c.noDirect.Store(true)
-	barrier := c.roundtrip(resp.AppendCommand(nil, []byte("PING")))
-	barrier.release()
-	up, err := c.s.dialUp(context.Background(), c.onPush)
+	if !c.s.RequireAuth { // else the client pins before its first command
+		barrier := c.roundtrip(resp.AppendCommand(nil, []byte("PING")))
+		barrier.release()
+	}
+	up, err := c.s.dialUpAs(context.Background(), c.onPush, !c.s.RequireAuth)
 	if err != nil {
 		return err
 	}
+	c.authed = up.authed
 	c.pinMu.Lock()
 	c.pinned = up
 	c.pinMu.Unlock()
@@ -552,7 +572,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		// at queue time, and show the client the reason instead.
 		info, args = unknownCmd, args[:1]
 	}
-	if c.pinned == nil && needsPin(info, args) {
+	if c.pinned == nil && (needsPin(info, args) || c.s.RequireAuth) {
 		if err := c.pin(); err != nil {
 			c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: cannot open a private upstream connection for "+info.name+": "+err.Error())))
 			return true
@@ -700,7 +720,40 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			c.proto = int(p)
 		}
 	}
+	switch {
+	case cl == nil || c.inMulti:
+	case c.s.RequireAuth && !c.authed && authenticates(info, args):
+		// The connection was dialed without credentials, so its SELECT of
+		// the URL's database failed: select it once the client's own AUTH
+		// has run. Its reply says whether that AUTH succeeded.
+		c.flush()
+		c.waitWritten(c.seq)
+		c.restoreSetup(c.s.connSetup(false))
+	case info.flags&flagReset != 0:
+		// RESET selects database 0 and, where Redis requires a password,
+		// logs the connection out: put it back in the state the proxy
+		// stands for (the URL's credentials unless RequireAuth, and its
+		// database).
+		c.flush()
+		c.waitWritten(c.seq)
+		c.authed = false
+		c.restoreSetup(c.s.connSetup(!c.s.RequireAuth))
+	}
 	return true
+}
+
+// restoreSetup runs the connection setup commands on the client's private
+// connection, without showing their replies, and notes whether the client
+// is authenticated now: true unless Redis answered -NOAUTH.
+func (c *client) restoreSetup(cmds [][]byte) {
+	c.authed = true
+	for _, cmd := range cmds {
+		r := c.roundtrip(cmd)
+		if r.err != nil || bytes.HasPrefix(r.reply, []byte("-NOAUTH")) {
+			c.authed = false
+		}
+		r.release()
+	}
 }
 
 // helloReplyProto returns the "proto" field of a successful HELLO reply, or 0.

@@ -44,6 +44,14 @@ type Server struct {
 	// Rules give the values of keys with given prefixes their own write
 	// policy (see Rule).
 	Rules []Rule
+	// RequireAuth makes every client authenticate itself to Redis, as if it
+	// were connected to Redis directly: each client gets a private
+	// upstream connection, opened without the Upstream URL's credentials,
+	// from its first command, so Redis answers -NOAUTH until the client's
+	// own AUTH (or HELLO ... AUTH) succeeds, and then applies that user's
+	// ACL rules. False: clients act with the URL's credentials, which suits
+	// a proxy that only local processes can reach.
+	RequireAuth bool
 	// Decoder decodes values in replies; its MaxDecodedSize is --max-value.
 	// Nil: codec.NewDecoder() with its defaults.
 	Decoder *codec.Decoder

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -198,6 +199,9 @@ type upConn struct {
 	completed uint64
 	relay     atomic.Bool   // set when the reader passes a relay call
 	relayEnds atomic.Uint64 // how many times relay mode ended
+	// authed is false for a connection dialed without credentials that
+	// Redis answered -NOAUTH (Server.RequireAuth).
+	authed bool
 	// Reader only: relay of MONITOR, and subscription counts.
 	monitor     bool
 	subs, ssubs int64
@@ -217,6 +221,13 @@ type upConn struct {
 
 // dialUp connects to Redis, authenticates and selects the database.
 func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upConn, error) {
+	return s.dialUpAs(ctx, onPush, true)
+}
+
+// dialUpAs dials the upstream. With withCreds false (a client that must
+// authenticate itself, Server.RequireAuth) it sends no AUTH, and its
+// SELECT may fail with -NOAUTH, which the connection's authed records.
+func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), withCreds bool) (*upConn, error) {
 	u := s.up
 	d := net.Dialer{Timeout: s.dialTimeout(), KeepAlive: 30 * time.Second}
 	nc, err := d.DialContext(ctx, u.Network, u.Addr)
@@ -237,26 +248,15 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upCo
 		tcp.SetNoDelay(true)
 	}
 	nc = newRawSock(nc)
-	var hello []byte
-	if u.Password != "" {
-		if u.Username != "" {
-			hello = resp.AppendCommand(hello, []byte("AUTH"), []byte(u.Username), []byte(u.Password))
-		} else {
-			hello = resp.AppendCommand(hello, []byte("AUTH"), []byte(u.Password))
-		}
-	}
-	if u.DB != 0 {
-		hello = resp.AppendCommand(hello, []byte("SELECT"), []byte(strconv.Itoa(u.DB)))
-	}
-	if len(hello) > 0 {
+	authed := true
+	if setup := s.connSetup(withCreds); len(setup) > 0 {
 		nc.SetDeadline(time.Now().Add(s.dialTimeout()))
-		if _, err := nc.Write(hello); err != nil {
+		if _, err := nc.Write(bytes.Join(setup, nil)); err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("upstream %s: %w", u.Addr, err)
 		}
 		buf := make([]byte, 0, 512)
-		want := strings.Count(string(hello), "*")
-		for got := 0; got < want; {
+		for got := 0; got < len(setup); {
 			v, rest, err := resp.ReadValue(buf)
 			if errors.Is(err, resp.ErrIncomplete) {
 				if len(buf) == cap(buf) {
@@ -275,8 +275,11 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upCo
 				return nil, fmt.Errorf("upstream %s: %w", u.Addr, err)
 			}
 			if v.Type == resp.Error {
-				nc.Close()
-				return nil, fmt.Errorf("upstream %s refused AUTH/SELECT: %s", u.Addr, v.Str)
+				if withCreds || !bytes.HasPrefix(v.Str, []byte("NOAUTH")) {
+					nc.Close()
+					return nil, fmt.Errorf("upstream %s refused AUTH/SELECT: %s", u.Addr, v.Str)
+				}
+				authed = false
 			}
 			buf = append(buf[:0], rest...)
 			got++
@@ -287,10 +290,31 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upCo
 	if onPush != nil {
 		depth = 4096
 	}
-	c := &upConn{nc: nc, pending: make(chan *call, depth), closed: make(chan struct{}), onPush: onPush, srv: s}
+	c := &upConn{nc: nc, pending: make(chan *call, depth), closed: make(chan struct{}), onPush: onPush, srv: s, authed: authed}
 	c.rw.s = s
 	go c.readLoop()
 	return c, nil
+}
+
+// connSetup returns the commands that put a new upstream connection in
+// the state the proxy stands for: AUTH with the URL's credentials (unless
+// withCreds is false), and SELECT of its database. Without credentials
+// SELECT is sent even for database 0: its -NOAUTH says that the client
+// must authenticate.
+func (s *Server) connSetup(withCreds bool) [][]byte {
+	u := s.up
+	var cmds [][]byte
+	if u.Password != "" && withCreds {
+		if u.Username != "" {
+			cmds = append(cmds, resp.AppendCommand(nil, []byte("AUTH"), []byte(u.Username), []byte(u.Password)))
+		} else {
+			cmds = append(cmds, resp.AppendCommand(nil, []byte("AUTH"), []byte(u.Password)))
+		}
+	}
+	if u.DB != 0 || !withCreds {
+		cmds = append(cmds, resp.AppendCommand(nil, []byte("SELECT"), []byte(strconv.Itoa(u.DB))))
+	}
+	return cmds
 }
 
 // send queues one batch of requests whose calls are calls, atomically with

@@ -81,6 +81,17 @@ whatever --dict says; the proxy loads each one from the upstream
 new values with that published dictionary ("squeeze dict train --publish"
 makes one); it must exist when the proxy starts.
 
+Authentication: by default the proxy's connections log in with the
+--upstream URL's credentials, and every client that reaches --listen acts
+with them; keep such a proxy on loopback or a unix socket. With
+--client-auth require each client gets a private connection that logs in
+as nobody: Redis answers -NOAUTH until the client's own AUTH (or HELLO ...
+AUTH) succeeds, and then applies that user's ACL rules, exactly as without
+the proxy (the URL's database is selected after the login). It costs the
+shared pipelined connections: one upstream connection per client.
+  squeeze proxy --listen 0.0.0.0:6380 --client-auth require \
+      --upstream redis://:secret@10.0.0.5:6379
+
 Rules: --rule gives the keys that begin with a prefix their own codec and
 options; keys no rule matches use --codec, --min-size, --min-gain, --dict.
 The longest prefix wins; MSET values follow their own keys. Reads need no
@@ -97,6 +108,7 @@ environment, which replace those of the config file ("rule = ..." lines).
 // proxyFlags are the settings of squeeze proxy.
 type proxyFlags struct {
 	listen, upstream, upstreamCA, codecName, metrics, scripts, listSearch, logLevel, logFormat string
+	clientAuth                                                                                 string
 	clusterMap                                                                                 string
 	clusterPortOffset                                                                          int
 	minSize, maxValue, clientBuffer                                                            units.SizeFlag
@@ -122,6 +134,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.Var(&p.clientBuffer, "client-buffer", "stop reading a client's commands while this much of its replies waits to be written (a slow reader)")
 	fs.IntVar(&p.maxInFlight, "max-in-flight", 256, "stop reading a client's commands while this many await their replies")
 	fs.StringVar(&p.metrics, "metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9121)")
+	fs.StringVar(&p.clientAuth, "client-auth", "pass", "pass (clients act with the --upstream URL's credentials) or require (each client must AUTH to Redis itself, and Redis's ACLs apply to it)")
 	fs.StringVar(&p.scripts, "scripts", "pass", "EVAL/EVALSHA/FCALL: pass (scripts see stored, compressed bytes) or reject")
 	fs.StringVar(&p.listSearch, "list-search", "exact", "LREM/LPOS/LINSERT: exact (find elements by value, whatever codec or settings stored them) or stored (Redis's own byte comparison: faster, misses elements written with other settings)")
 	fs.StringVar(&p.clusterMap, "cluster-map", "", "Redis Cluster: `NODE=PROXY,...`, each node's address as the cluster announces it and the address of the squeeze proxy in front of it, so redirections and CLUSTER SLOTS/SHARDS/NODES name proxies")
@@ -300,6 +313,13 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 		s.RejectScripts = true
 	default:
 		return nil, usageError("--scripts must be pass or reject, got %q", p.scripts)
+	}
+	switch p.clientAuth {
+	case "pass":
+	case "require":
+		s.RequireAuth = true
+	default:
+		return nil, usageError("--client-auth must be pass or require, got %q", p.clientAuth)
 	}
 	switch p.listSearch {
 	case "exact":

@@ -76,6 +76,7 @@ func TestProxySettings_Errors(t *testing.T) {
 		{[]string{"--upstream", "http://x"}, "scheme must be redis"},
 		{[]string{"--scripts", "maybe"}, "--scripts must be pass or reject"},
 		{[]string{"--list-search", "fuzzy"}, "--list-search must be exact or stored"},
+		{[]string{"--client-auth", "maybe"}, "--client-auth must be pass or require"},
 		{[]string{"--cluster-map", "10.0.0.1:6379"}, "--cluster-map: cluster map: \"10.0.0.1:6379\" is not node=proxy"},
 		{[]string{"--cluster-port-offset", "70000"}, "--cluster-port-offset 70000 is out of range"},
 		{[]string{"--min-gain", "2"}, "--min-gain"},
@@ -330,6 +331,27 @@ func TestProxyDictionaries_Cluster(t *testing.T) {
 		closeDicts()
 		if err != nil || !h.HasDict || h.DictID != uint64(d.ID) {
 			t.Fatalf("%q: a new value's header %+v, %v: want dictionary %d", tt.flags, h, err, d.ID)
+		}
+	}
+}
+
+// TestProxySettings_ClientAuth: --client-auth require (or SQUEEZE_CLIENT_AUTH)
+// makes every client authenticate itself.
+func TestProxySettings_ClientAuth(t *testing.T) {
+	for _, tt := range []struct {
+		env     map[string]string
+		args    []string
+		require bool
+	}{
+		{nil, nil, false},
+		{nil, []string{"--client-auth", "require"}, true},
+		{map[string]string{"SQUEEZE_CLIENT_AUTH": "require"}, nil, true},
+		{map[string]string{"SQUEEZE_CLIENT_AUTH": "require"}, []string{"--client-auth=pass"}, false},
+	} {
+		p := proxySettings(t, tt.env, tt.args)
+		srv, err := p.buildServer(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil || srv.RequireAuth != tt.require {
+			t.Errorf("env %v args %q: RequireAuth %v, %v; want %v", tt.env, tt.args, srv != nil && srv.RequireAuth, err, tt.require)
 		}
 	}
 }
