@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/squeeze-kv/squeeze/internal/testutil"
+	"github.com/squeeze-kv/squeeze/resp"
 )
 
 // TestProxy_RequireAuth: with RequireAuth every client authenticates
@@ -109,4 +112,35 @@ func dropID(reply string) string {
 	}
 	j := strings.Index(reply[i+5:], "\r\n")
 	return reply[:i+5] + reply[i+5+j:]
+}
+
+// FuzzUnauthLimit: for any input, the unauthenticated limits either pass
+// the parser's own result through or name one of the two limits, and only
+// when the command really breaks it.
+func FuzzUnauthLimit(f *testing.F) {
+	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"))
+	f.Add([]byte("*11\r\n"))
+	f.Add([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$16385\r\n"))
+	f.Add([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$-5\r\n"))
+	f.Add([]byte("PING\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _, perr := resp.ReadCommand(nil, b, unauthMaxBulk)
+		err := unauthLimit(b, perr, resp.DefaultMaxBulk)
+		switch {
+		case errors.Is(err, errUnauthMultibulk):
+			end := bytes.IndexByte(b, '\r')
+			if n, ok := resp.ParseInt(b[1:end]); !ok || n <= unauthMaxArgs {
+				t.Fatalf("%q: multibulk limit with count %d", b, n)
+			}
+		case errors.Is(err, errUnauthBulk):
+			if !errors.Is(perr, resp.ErrInvalidBulkLength) {
+				t.Fatalf("%q: bulk limit where the parser said %v", b, perr)
+			}
+			if _, _, err := resp.ReadCommand(nil, b, resp.DefaultMaxBulk); errors.Is(err, resp.ErrInvalidBulkLength) {
+				t.Fatalf("%q: bulk limit for an invalid length", b)
+			}
+		case err != perr:
+			t.Fatalf("%q: %v, want the parser's %v", b, err, perr)
+		}
+	})
 }
