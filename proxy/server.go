@@ -16,9 +16,11 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"runtime"
@@ -27,6 +29,7 @@ import (
 	"time"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/resp"
 )
 
 // Server is a compressing proxy in front of one Redis server. Set the fields,
@@ -286,6 +289,41 @@ func (s *Server) forget(c *client) {
 	s.mu.Unlock()
 	s.metrics.connClosed()
 	s.wg.Done()
+}
+
+// Ready reports whether the proxy can serve commands now: it is not
+// shutting down, and Redis answers PING on a shared upstream connection
+// before ctx ends. It backs a readiness probe (squeeze proxy's /readyz).
+func (s *Server) Ready(ctx context.Context) error {
+	if err := s.init(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		return ErrServerClosed
+	}
+	up, err := s.pool.get(ctx, 0)
+	if err != nil {
+		return err
+	}
+	cl := newCall()
+	up.send(resp.AppendCommand(nil, []byte("PING")), []*call{cl})
+	select {
+	case <-cl.done:
+	case <-ctx.Done():
+		// cl completes later; it is left to the garbage collector.
+		return fmt.Errorf("upstream did not answer PING: %w", ctx.Err())
+	}
+	defer cl.release()
+	if cl.err != nil {
+		return cl.err
+	}
+	if !bytes.HasPrefix(cl.reply, []byte("+PONG")) {
+		return fmt.Errorf("upstream answered PING with %q", bytes.TrimSpace(cl.reply))
+	}
+	return nil
 }
 
 // Shutdown stops accepting connections, lets every client finish the

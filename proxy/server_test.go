@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,42 @@ func TestServer_ShutdownDrains(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// TestServer_Ready: ready while Redis answers; the deadline's error while
+// Redis does not answer (CLIENT PAUSE); the dial error once Redis is gone;
+// ErrServerClosed after Close.
+func TestServer_Ready(t *testing.T) {
+	e := startEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.srv.Ready(ctx); err != nil {
+		t.Fatalf("Ready with Redis up: %v", err)
+	}
+	// A Redis that does not answer: the deadline ends the check.
+	if got := dialRaw(t, e.redis.Addr).do("CLIENT", "PAUSE", "1500", "ALL"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancelShort()
+	if err := e.srv.Ready(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Ready with Redis paused: %v, want the deadline", err)
+	}
+	e.redis.Stop()
+	start := time.Now()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel2()
+	err := e.srv.Ready(ctx2)
+	if err == nil {
+		t.Fatal("Ready with Redis stopped: nil")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Ready took %v", d)
+	}
+	t.Logf("Redis stopped: %v", err)
+	e.srv.Close()
+	if err := e.srv.Ready(context.Background()); !errors.Is(err, ErrServerClosed) {
+		t.Errorf("Ready after Close: %v, want ErrServerClosed", err)
 	}
 }

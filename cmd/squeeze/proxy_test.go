@@ -98,8 +98,9 @@ func TestProxySettings_Errors(t *testing.T) {
 }
 
 // TestProxyCommand runs "squeeze proxy" with redis-cli as the client and
-// checks that values are stored compressed, that /metrics reports them, and
-// that cancelling (SIGTERM) drains and exits 0.
+// checks that values are stored compressed, that /metrics reports them,
+// that /healthz and /readyz answer, and that cancelling (SIGTERM) drains
+// and exits 0.
 func TestProxyCommand(t *testing.T) {
 	r := testutil.StartRedis(t)
 	cli, err := exec.LookPath("redis-cli")
@@ -155,6 +156,17 @@ func TestProxyCommand(t *testing.T) {
 	for _, want := range []string{`squeeze_proxy_values_total{outcome="compressed"} 1`, `squeeze_proxy_commands_total{cmd="GET"} 1`, `squeeze_proxy_connections_total`, `squeeze_proxy_command_seconds_bucket`, `squeeze_proxy_value_bytes_original_total{codec="` + codec.DefaultAlgorithm.String() + `"} ` + strconv.Itoa(len(doc))} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n"} {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != want {
+			t.Errorf("%s: %d %q, want 200 %q", path, resp.StatusCode, body, want)
 		}
 	}
 	resp, err = http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + "/debug/pprof/goroutine?debug=1")
@@ -353,5 +365,39 @@ func TestProxySettings_ClientAuth(t *testing.T) {
 		if err != nil || srv.RequireAuth != tt.require {
 			t.Errorf("env %v args %q: RequireAuth %v, %v; want %v", tt.env, tt.args, srv != nil && srv.RequireAuth, err, tt.require)
 		}
+	}
+}
+
+// TestProxyCommand_NotReady: with nothing listening at --upstream the
+// proxy starts (a sidecar may start before its Redis) and /readyz says
+// why it is not ready, while /healthz answers.
+func TestProxyCommand_NotReady(t *testing.T) {
+	mport := testutil.FreePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, env{Stdout: io.Discard, Stderr: io.Discard}, []string{"proxy",
+			"--listen", "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t)), "--upstream", "redis://127.0.0.1:" + strconv.Itoa(testutil.FreePort(t)),
+			"--metrics", "127.0.0.1:" + strconv.Itoa(mport)})
+	}()
+	defer func() { cancel(); <-done }()
+	get := func(path string) (int, string) {
+		for range 200 { // the metrics server may still be starting
+			resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + path)
+			if err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				return resp.StatusCode, string(body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("%s: no answer", path)
+		return 0, ""
+	}
+	if code, body := get("/healthz"); code != 200 {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready: dial upstream") {
+		t.Errorf("/readyz: %d %q, want 503 naming the dial error", code, body)
 	}
 }
