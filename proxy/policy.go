@@ -30,33 +30,67 @@ type policy struct {
 	orig, stored prometheus.Counter // nil without metrics
 }
 
-// initPolicies checks the rules and orders them longest prefix first. A nil
-// Encoder stores values as they are: only a value that would read as a
-// frame is wrapped in a none frame, so that it reads back as it was.
+// policies is the write policy in force: the rules, longest prefix first,
+// and the default for keys no rule matches. SetWritePolicy replaces it as
+// a whole.
+type policies struct {
+	def   *policy
+	rules []*policy
+}
+
+// initPolicies puts the Server's Encoder and Rules in force.
 func (s *Server) initPolicies() error {
-	enc := s.Encoder
+	ps, err := s.buildPolicies(s.Encoder, s.Rules)
+	if err != nil {
+		return err
+	}
+	s.policies.Store(ps)
+	return nil
+}
+
+// SetWritePolicy replaces the Encoder and Rules in force, for example on
+// a configuration reload (squeeze proxy on SIGHUP): values written from
+// then on follow them; values already stored keep their frames, which name
+// their codec. The arguments mean what the fields do. On an error nothing
+// changes.
+func (s *Server) SetWritePolicy(enc *codec.Encoder, rules []Rule) error {
+	if err := s.init(); err != nil {
+		return err
+	}
+	ps, err := s.buildPolicies(enc, rules)
+	if err != nil {
+		return err
+	}
+	s.policies.Store(ps)
+	return nil
+}
+
+// buildPolicies checks the rules and orders them longest prefix first. A
+// nil enc stores values as they are: only a value that would read as a
+// frame is wrapped in a none frame, so that it reads back as it was.
+func (s *Server) buildPolicies(enc *codec.Encoder, rules []Rule) (*policies, error) {
 	if enc == nil {
 		var err error
 		if enc, err = codec.NewEncoder(codec.MustParseAlgorithm("none")); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	s.def = s.newPolicy("", enc)
+	ps := &policies{def: s.newPolicy("", enc)}
 	seen := map[string]bool{}
-	for _, r := range s.Rules {
+	for _, r := range rules {
 		switch {
 		case r.Prefix == "":
-			return fmt.Errorf("proxy: a rule needs a key prefix (the Server's Encoder covers every key)")
+			return nil, fmt.Errorf("proxy: a rule needs a key prefix (the Server's Encoder covers every key)")
 		case r.Encoder == nil:
-			return fmt.Errorf("proxy: the rule for prefix %q has no Encoder", r.Prefix)
+			return nil, fmt.Errorf("proxy: the rule for prefix %q has no Encoder", r.Prefix)
 		case seen[r.Prefix]:
-			return fmt.Errorf("proxy: two rules for prefix %q", r.Prefix)
+			return nil, fmt.Errorf("proxy: two rules for prefix %q", r.Prefix)
 		}
 		seen[r.Prefix] = true
-		s.rules = append(s.rules, s.newPolicy(r.Prefix, r.Encoder))
+		ps.rules = append(ps.rules, s.newPolicy(r.Prefix, r.Encoder))
 	}
-	sort.SliceStable(s.rules, func(i, j int) bool { return len(s.rules[i].prefix) > len(s.rules[j].prefix) })
-	return nil
+	sort.SliceStable(ps.rules, func(i, j int) bool { return len(ps.rules[i].prefix) > len(ps.rules[j].prefix) })
+	return ps, nil
 }
 
 func (s *Server) newPolicy(prefix string, enc *codec.Encoder) *policy {
@@ -67,15 +101,22 @@ func (s *Server) newPolicy(prefix string, enc *codec.Encoder) *policy {
 	return p
 }
 
-// policyFor returns the write policy of key's values.
-func (s *Server) policyFor(key []byte) *policy {
-	for _, p := range s.rules {
+// writePolicy returns the write policy in force.
+func (s *Server) writePolicy() *policies { return s.policies.Load() }
+
+// lookup returns the write policy of key's values.
+func (ps *policies) lookup(key []byte) *policy {
+	for _, p := range ps.rules {
 		if len(key) >= len(p.prefix) && string(key[:len(p.prefix)]) == p.prefix {
 			return p
 		}
 	}
-	return s.def
+	return ps.def
 }
+
+// policyFor returns the write policy of key's values under the policy in
+// force now.
+func (s *Server) policyFor(key []byte) *policy { return s.writePolicy().lookup(key) }
 
 // encode appends to dst what the policy stores for value, and counts it.
 func (p *policy) encode(m *Metrics, dst, value []byte) []byte {

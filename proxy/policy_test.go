@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -147,5 +148,70 @@ func TestServer_BadRules(t *testing.T) {
 		if err := s.init(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("rules %v: %v, want %q", tt.rules, err, tt.want)
 		}
+	}
+}
+
+// TestServer_SetWritePolicy: a new write policy applies to the values
+// written after it, while clients keep writing; values written before keep
+// reading back; a bad policy is refused and changes nothing.
+func TestServer_SetWritePolicy(t *testing.T) {
+	e := startEnv(t)
+	p := dialRaw(t, e.addr)
+	d := dialRaw(t, e.redis.Addr)
+	big := compressible(20000, 5)
+	p.do("SET", "before", big)
+	// Writers keep going on other connections while the policy changes.
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		w := dialRaw(t, e.addr)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if got := w.do("MSET", "img:w", big, "w", big); got != "+OK\r\n" {
+				done <- fmt.Errorf("MSET during the change: %q", got)
+				return
+			}
+			if got := w.do("GET", "w"); got != bulk(big) {
+				done <- fmt.Errorf("GET during the change: %.40q", got)
+				return
+			}
+		}
+	}()
+	for range 20 {
+		if err := e.srv.SetWritePolicy(mustEnc(t, "zstd:3", codec.WithMinSize(0)), []Rule{{Prefix: "img:", Encoder: mustEnc(t, "none")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.srv.SetWritePolicy(mustEnc(t, "lz4", codec.WithMinSize(0)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.srv.SetWritePolicy(mustEnc(t, "zstd:3", codec.WithMinSize(0)), []Rule{{Prefix: "img:", Encoder: mustEnc(t, "none")}}); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	p.do("SET", "after", big)
+	p.do("SET", "img:1", big)
+	for key, want := range map[string]string{"before": codec.DefaultAlgorithm.ID.String(), "after": "zstd", "img:1": "raw"} {
+		if got := storedCodec(t, d.do("GET", key)); got != want {
+			t.Errorf("%s stored as %s, want %s", key, got, want)
+		}
+		if got := p.do("GET", key); got != bulk(big) {
+			t.Errorf("GET %s: %.40q", key, got)
+		}
+	}
+	if err := e.srv.SetWritePolicy(nil, []Rule{{Prefix: "", Encoder: mustEnc(t, "s2")}}); err == nil {
+		t.Fatal("a rule without prefix accepted")
+	}
+	p.do("SET", "still", big)
+	if got := storedCodec(t, d.do("GET", "still")); got != "zstd" {
+		t.Errorf("after a refused policy, stored as %s, want zstd", got)
 	}
 }

@@ -21,12 +21,14 @@ type rewriter struct {
 // key (a Rule's, or the Server's Encoder).
 func (r *rewriter) appendRequest(dst []byte, info *cmdInfo, args [][]byte) []byte {
 	first, step := 0, 0
+	var ps *policies
 	var pol *policy
 	if info.vals != argsNone && len(args) > 1 {
 		first, step = valueArgs(info.vals, args)
-		pol = r.s.policyFor(args[1])
+		ps = r.s.writePolicy() // one policy for the whole command
+		pol = ps.lookup(args[1])
 	}
-	perKey := info.vals == argsEvery2 && len(r.s.rules) > 0 // MSET k1 v1 k2 v2
+	perKey := ps != nil && info.vals == argsEvery2 && len(ps.rules) > 0 // MSET k1 v1 k2 v2
 	dst = resp.AppendArray(dst, len(args))
 	for i, a := range args {
 		if step == 0 || i < first || (i-first)%step != 0 {
@@ -34,7 +36,7 @@ func (r *rewriter) appendRequest(dst []byte, info *cmdInfo, args [][]byte) []byt
 			continue
 		}
 		if perKey {
-			pol = r.s.policyFor(args[i-1])
+			pol = ps.lookup(args[i-1])
 		}
 		r.scratch = pol.encode(r.s.metrics, r.scratch[:0], a)
 		dst = resp.AppendBulk(dst, r.scratch)

@@ -111,13 +111,12 @@ type Server struct {
 	// replies are the same; the event loops spend fewer system calls.
 	GoroutineReads bool
 
-	up      Upstream
-	def     *policy   // for keys no rule matches
-	rules   []*policy // longest prefix first
-	dec     *codec.Decoder
-	metrics *Metrics
-	pool    *pool
-	pollers []*poller
+	up       Upstream
+	policies atomic.Pointer[policies] // the write policy in force
+	dec      *codec.Decoder
+	metrics  *Metrics
+	pool     *pool
+	pollers  []*poller
 
 	mu       sync.Mutex
 	ln       net.Listener

@@ -57,6 +57,10 @@ beats the file.
 
 On SIGTERM or Ctrl-C the proxy stops accepting, writes the replies of the
 commands it has already read, and exits; a second signal exits at once.
+On SIGHUP it reads its settings again and puts a new write policy in
+force (--codec, --min-size, --min-gain, --dict, --rule: edit the config
+file, then kill -HUP), without dropping a connection; values already
+stored keep reading back. Other settings take a restart.
 
 Examples:
   squeeze proxy --listen 127.0.0.1:6380 --upstream redis://127.0.0.1:6379
@@ -257,31 +261,65 @@ func (p *proxyFlags) algorithm() (codec.Algorithm, error) {
 	return alg, nil
 }
 
-// buildServer turns settings into a proxy.Server.
-func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer) (*proxy.Server, error) {
+// dictLoader loads a published dictionary by id.
+type dictLoader func(context.Context, uint32) (codec.Dictionary, error)
+
+// errNeedDicts: the write policy names dictionaries and no loader was given.
+var errNeedDicts = errors.New("the write policy names dictionaries: load them first")
+
+// writePolicy builds the proxy's write policy from the settings: the
+// encoder for keys no rule matches (nil for --codec none) and the rules,
+// with the dictionaries they name loaded by load. With load nil and a
+// dictionary named, it checks the settings and returns errNeedDicts.
+func (p *proxyFlags) writePolicy(ctx context.Context, load dictLoader) (*codec.Encoder, []proxy.Rule, error) {
 	alg, err := p.algorithm()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if p.minGain < 0 || p.minGain >= 1 {
-		return nil, usageError("--min-gain must be in [0, 1), got %v", p.minGain)
-	}
-	if _, err := proxy.ParseUpstream(p.upstream); err != nil {
-		return nil, usageError("--upstream: %v", err)
+		return nil, nil, usageError("--min-gain must be in [0, 1), got %v", p.minGain)
 	}
 	dictID, err := p.dictID()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if dictID != 0 && alg.ID != codec.IDZstd {
-		return nil, usageError("--dict needs a zstd --codec (dictionaries are zstd's), got %s", alg)
+		return nil, nil, usageError("--dict needs a zstd --codec (dictionaries are zstd's), got %s", alg)
+	}
+	if load == nil && (dictID != 0 || p.rules.needDicts()) {
+		return nil, nil, errNeedDicts
 	}
 	var enc *codec.Encoder
 	if alg.ID != codec.IDNone {
-		enc, err = codec.NewEncoder(alg, codec.WithMinSize(int(p.minSize)), codec.WithMinGain(p.minGain))
-		if err != nil {
-			return nil, usageError("codec: %v", err)
+		opts := []codec.EncoderOption{codec.WithMinSize(int(p.minSize)), codec.WithMinGain(p.minGain)}
+		if dictID != 0 {
+			d, err := load(ctx, dictID)
+			if err != nil {
+				return nil, nil, fmt.Errorf("--dict %d: %w", dictID, err)
+			}
+			opts = append(opts, codec.WithDictionary(d))
 		}
+		if enc, err = codec.NewEncoder(alg, opts...); err != nil {
+			return nil, nil, usageError("codec: %v", err)
+		}
+	}
+	rules, err := p.buildRules(ctx, load)
+	if err != nil {
+		return nil, nil, err
+	}
+	return enc, rules, nil
+}
+
+// buildServer turns settings into a proxy.Server.
+func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer) (*proxy.Server, error) {
+	if _, err := proxy.ParseUpstream(p.upstream); err != nil {
+		return nil, usageError("--upstream: %v", err)
+	}
+	// The write policy; one that names dictionaries is built by
+	// setupDictionaries, which loads them.
+	enc, rules, err := p.writePolicy(context.Background(), nil)
+	if err != nil && !errors.Is(err, errNeedDicts) {
+		return nil, err
 	}
 	dec, err := codec.NewDecoder(codec.WithMaxDecodedSize(int64(p.maxValue)))
 	if err != nil {
@@ -292,11 +330,7 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 	}
 	s := &proxy.Server{Upstream: p.upstream, Encoder: enc, Decoder: dec, SharedConns: p.shared, Logger: logger,
 		MaxInFlight: p.maxInFlight, MaxReplyBytes: int64(p.clientBuffer)}
-	if !p.rules.needDicts() { // else setupDictionaries builds them
-		if s.Rules, err = p.buildRules(context.Background(), nil); err != nil {
-			return nil, err
-		}
-	}
+	s.Rules = rules
 	if p.upstreamCA != "" {
 		pem, err := os.ReadFile(p.upstreamCA)
 		if err != nil {
@@ -341,6 +375,7 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 		}
 	}
 	if reg != nil {
+		alg, _ := p.algorithm()
 		s.Metrics = proxy.NewMetrics(reg, alg)
 	}
 	return s, nil
@@ -402,6 +437,22 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer closeDicts()
+	// SIGHUP reloads the write policy from the config file.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := reloadWritePolicy(ctx, e, args, fs, srv, logger); err != nil {
+					logger.Error("SIGHUP: settings not reloaded; the write policy is unchanged", "err", err)
+				}
+			}
+		}
+	}()
 	network := "tcp"
 	if strings.Contains(p.listen, "/") {
 		network = "unix"
@@ -461,6 +512,45 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		return nil
 	}
 	return err
+}
+
+// writeFlags are the settings a SIGHUP reloads: the write policy.
+var writeFlags = map[string]bool{"codec": true, "min-size": true, "min-gain": true, "dict": true, "rule": true, "config": true}
+
+// reloadWritePolicy reads the settings again as at start (the config
+// file, the environment, then args) and puts the new write policy in
+// force; values written from then on follow it. Settings outside the write
+// policy need a restart: a change to them is logged, not applied.
+func reloadWritePolicy(ctx context.Context, e env, args []string, running *flag.FlagSet, srv *proxy.Server, logger *slog.Logger) error {
+	fs, p, _ := newProxyFlags(e)
+	if err := applySettings(fs, args, os.Getenv); err != nil {
+		return err
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var load dictLoader
+	if r, ok := srv.Dictionaries.(*dictstore.Resolver); ok {
+		load = r.Dictionary
+	}
+	enc, rules, err := p.writePolicy(ctx, load)
+	if err != nil {
+		return err
+	}
+	if err := srv.SetWritePolicy(enc, rules); err != nil {
+		return err
+	}
+	logger.Info("SIGHUP: write policy reloaded", "codec", codecLabel(enc), "dict", p.dict, "min_size", int64(p.minSize), "min_gain", p.minGain, "rules", p.rules.String())
+	var stale []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if old := running.Lookup(f.Name); !writeFlags[f.Name] && old != nil && old.Value.String() != f.Value.String() {
+			stale = append(stale, f.Name)
+		}
+	})
+	if len(stale) > 0 {
+		logger.Warn("SIGHUP: these settings changed but take a restart", "settings", strings.Join(stale, ","))
+	}
+	return nil
 }
 
 // redactURL hides a password in an upstream URL for logs.
@@ -539,18 +629,7 @@ func (p *proxyFlags) setupDictionaries(ctx context.Context, srv *proxy.Server) (
 		rdb.Close()
 		return nil, err
 	}
-	id, err := p.dictID()
-	if err == nil && id != 0 {
-		var d codec.Dictionary
-		if d, err = res.Dictionary(ctx, id); err != nil {
-			err = fmt.Errorf("--dict %d: %w", id, err)
-		} else {
-			srv.Encoder, err = codec.NewEncoder(srv.Encoder.Algorithm(), codec.WithMinSize(int(p.minSize)), codec.WithMinGain(p.minGain), codec.WithDictionary(d))
-		}
-	}
-	if err == nil && p.rules.needDicts() {
-		srv.Rules, err = p.buildRules(ctx, res.Dictionary)
-	}
+	srv.Encoder, srv.Rules, err = p.writePolicy(ctx, res.Dictionary)
 	if err != nil {
 		rdb.Close()
 		return nil, err

@@ -140,7 +140,7 @@ type overrider interface{ override() }
 
 // buildRules makes the proxy's rules, with their dictionaries loaded by
 // load (nil when no rule names one).
-func (p *proxyFlags) buildRules(ctx context.Context, load func(context.Context, uint32) (codec.Dictionary, error)) ([]proxy.Rule, error) {
+func (p *proxyFlags) buildRules(ctx context.Context, load dictLoader) ([]proxy.Rule, error) {
 	var rules []proxy.Rule
 	for _, r := range p.rules.specs {
 		minSize, minGain := int64(p.minSize), p.minGain
