@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -57,12 +58,16 @@ type client struct {
 	// until then commands are held to Redis's limits for unauthenticated
 	// clients).
 	authed bool
-	args   [][]byte
-	req    []byte
-	batch  []*call
-	one    [1]*call
-	rw     rewriter // the reader's
-	wrw    rewriter // the writer's
+	// db is the database the client's commands run in: the URL's, or the
+	// one its last successful SELECT chose. The proxy's own reads for the
+	// client (the frames a queued STRLEN will look inside) go there too.
+	db    int
+	args  [][]byte
+	req   []byte
+	batch []*call
+	one   [1]*call
+	rw    rewriter // the reader's
+	wrw   rewriter // the writer's
 
 	// seq numbers calls; the writer publishes the last one it wrote, so
 	// the reader can wait for earlier commands to have run.
@@ -118,6 +123,7 @@ func (s *Server) newClient(nc net.Conn, pollers []*poller) *client {
 		space:    make(chan struct{}, 1),
 		push:     make(chan pushMsg, 128),
 		proto:    2,
+		db:       s.up.DB,
 		rbuf:     make([]byte, 0, 16<<10),
 		args:     make([][]byte, 0, 16),
 		draining: make(chan struct{}),
@@ -515,7 +521,7 @@ func (c *client) pin() error {
 		barrier := c.roundtrip(resp.AppendCommand(nil, []byte("PING")))
 		barrier.release()
 	}
-	up, err := c.s.dialUpAs(context.Background(), c.onPush, !c.s.RequireAuth)
+	up, err := c.s.dialUpAs(context.Background(), c.onPush, !c.s.RequireAuth, c.s.up.DB)
 	if err != nil {
 		return err
 	}
@@ -577,6 +583,22 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: cannot open a private upstream connection for "+info.name+": "+err.Error())))
 			return true
 		}
+	}
+	if info.name == "SELECT" && len(args) == 2 && c.pinned != nil && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
+		// Run it now, to know the database the client is in.
+		cl := c.roundtrip(resp.AppendCommand(nil, args...))
+		reply := resp.AppendError(nil, "ERR squeeze: upstream: "+fmt.Sprint(cl.err))
+		if cl.err == nil {
+			reply = append(reply[:0], cl.reply...)
+			if n, ok := resp.ParseInt(args[1]); ok && string(cl.reply) == "+OK\r\n" {
+				c.db = int(n)
+			}
+		}
+		cl.release()
+		local := c.localCall(info.name, reply)
+		local.start = start
+		c.enqueue(local)
+		return true
 	}
 	if info.flags&flagInspect != 0 && !arityOK(info.arity, len(args)) {
 		info = unknownCmd // Redis will reply with its arity error
@@ -728,7 +750,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		// has run. Its reply says whether that AUTH succeeded.
 		c.flush()
 		c.waitWritten(c.seq)
-		c.restoreSetup(c.s.connSetup(false))
+		c.restoreSetup(c.s.connSetup(false, c.s.up.DB))
 	case info.flags&flagReset != 0:
 		// RESET selects database 0 and, where Redis requires a password,
 		// logs the connection out: put it back in the state the proxy
@@ -736,8 +758,8 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		// database).
 		c.flush()
 		c.waitWritten(c.seq)
-		c.authed = false
-		c.restoreSetup(c.s.connSetup(!c.s.RequireAuth))
+		c.authed, c.db = false, c.s.up.DB
+		c.restoreSetup(c.s.connSetup(!c.s.RequireAuth, c.s.up.DB))
 	}
 	return true
 }

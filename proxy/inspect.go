@@ -341,7 +341,7 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 		}
 	}
 	// Frames the keys hold now, read on a shared connection.
-	if up, err := c.s.pool.get(context.Background(), int(c.id)); err == nil {
+	if up, err := c.s.pool.getDB(context.Background(), c.db, int(c.id)); err == nil {
 		r := roundtripOn(up, appendInspect(nil, info, args, nil, false, false, false))
 		if r.err == nil {
 			if v, _, err := resp.ReadValue(r.reply); err == nil && isMarker(v) {
@@ -382,7 +382,7 @@ func (c *client) probeFrame(cands []candidate, info *cmdInfo, args [][]byte, key
 		}
 		probe, pargs = commandTable["hstrlen"], [][]byte{[]byte("HSTRLEN"), src, args[2]}
 	}
-	up, err := c.s.pool.get(context.Background(), int(c.id))
+	up, err := c.s.pool.getDB(context.Background(), c.db, int(c.id))
 	if err != nil {
 		return cands
 	}

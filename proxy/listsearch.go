@@ -381,7 +381,7 @@ func (c *client) listSearch(info *cmdInfo, args [][]byte) *call {
 func (c *client) appendQueuedListSearch(dst []byte, info *cmdInfo, args [][]byte) []byte {
 	var forms listForms
 	value := args[listSearchArg(info, args)]
-	if up, err := c.s.pool.get(context.Background(), int(c.id)); err == nil {
+	if up, err := c.s.pool.getDB(context.Background(), c.db, int(c.id)); err == nil {
 		for attempt := 0; attempt < maxInspectRetries; attempt++ {
 			r := roundtripOn(up, c.appendListSearch(nil, info, args, searchProbe, &forms, false))
 			v, _, err := resp.ReadValue(r.reply)

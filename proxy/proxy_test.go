@@ -216,3 +216,36 @@ func TestProxy_MembersNeverDecoded(t *testing.T) {
 		t.Fatalf("KEYS: %.80q", got)
 	}
 }
+
+// TestProxy_SelectedDBInMulti: inside MULTI, a command that looks inside a
+// value reads the frames of the database the client selected. Before, the
+// proxy read them in the URL's database and answered "must look inside a
+// compressed value" where Redis answers.
+func TestProxy_SelectedDBInMulti(t *testing.T) {
+	e := startEnv(t)
+	big := compressible(6000, 9)
+	w := dialRaw(t, e.addr)
+	w.do("SELECT", "5")
+	w.do("SET", "k", big)
+	w.do("HSET", "h", "f", big)
+	c := dialRaw(t, e.addr)
+	if got := c.do("SELECT", "5"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	c.send([]string{"MULTI"}, []string{"STRLEN", "k"}, []string{"GETRANGE", "k", "0", "5"}, []string{"HSTRLEN", "h", "f"}, []string{"EXEC"})
+	for i, want := range []string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "*3\r\n:6000\r\n" + bulk(big[:6]) + ":6000\r\n"} {
+		if got := c.read(); got != want {
+			t.Fatalf("reply %d: %.120q, want %.120q", i, got, want)
+		}
+	}
+	// A SELECT that fails leaves the client where it was.
+	if got := c.do("SELECT", "99"); !strings.HasPrefix(got, "-ERR") {
+		t.Fatal(got)
+	}
+	c.send([]string{"MULTI"}, []string{"STRLEN", "k"}, []string{"EXEC"})
+	for i, want := range []string{"+OK\r\n", "+QUEUED\r\n", "*1\r\n:6000\r\n"} {
+		if got := c.read(); got != want {
+			t.Fatalf("after SELECT 99, reply %d: %.120q, want %.120q", i, got, want)
+		}
+	}
+}

@@ -221,13 +221,14 @@ type upConn struct {
 
 // dialUp connects to Redis, authenticates and selects the database.
 func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upConn, error) {
-	return s.dialUpAs(ctx, onPush, true)
+	return s.dialUpAs(ctx, onPush, true, s.up.DB)
 }
 
-// dialUpAs dials the upstream. With withCreds false (a client that must
-// authenticate itself, Server.RequireAuth) it sends no AUTH, and its
-// SELECT may fail with -NOAUTH, which the connection's authed records.
-func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), withCreds bool) (*upConn, error) {
+// dialUpAs dials the upstream and selects database db. With withCreds
+// false (a client that must authenticate itself, Server.RequireAuth) it
+// sends no AUTH, and its SELECT may fail with -NOAUTH, which the
+// connection's authed records.
+func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), withCreds bool, db int) (*upConn, error) {
 	u := s.up
 	d := net.Dialer{Timeout: s.dialTimeout(), KeepAlive: 30 * time.Second}
 	nc, err := d.DialContext(ctx, u.Network, u.Addr)
@@ -249,7 +250,7 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 	}
 	nc = newRawSock(nc)
 	authed := true
-	if setup := s.connSetup(withCreds); len(setup) > 0 {
+	if setup := s.connSetup(withCreds, db); len(setup) > 0 {
 		nc.SetDeadline(time.Now().Add(s.dialTimeout()))
 		if _, err := nc.Write(bytes.Join(setup, nil)); err != nil {
 			nc.Close()
@@ -298,10 +299,10 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 
 // connSetup returns the commands that put a new upstream connection in
 // the state the proxy stands for: AUTH with the URL's credentials (unless
-// withCreds is false), and SELECT of its database. Without credentials
-// SELECT is sent even for database 0: its -NOAUTH says that the client
-// must authenticate.
-func (s *Server) connSetup(withCreds bool) [][]byte {
+// withCreds is false), and SELECT of database db (the URL's, unless a
+// client selected another). Without credentials SELECT is sent even for
+// database 0: its -NOAUTH says that the client must authenticate.
+func (s *Server) connSetup(withCreds bool, db int) [][]byte {
 	u := s.up
 	var cmds [][]byte
 	if u.Password != "" && withCreds {
@@ -311,8 +312,8 @@ func (s *Server) connSetup(withCreds bool) [][]byte {
 			cmds = append(cmds, resp.AppendCommand(nil, []byte("AUTH"), []byte(u.Password)))
 		}
 	}
-	if u.DB != 0 || !withCreds {
-		cmds = append(cmds, resp.AppendCommand(nil, []byte("SELECT"), []byte(strconv.Itoa(u.DB))))
+	if db != 0 || !withCreds {
+		cmds = append(cmds, resp.AppendCommand(nil, []byte("SELECT"), []byte(strconv.Itoa(db))))
 	}
 	return cmds
 }
@@ -623,6 +624,30 @@ type pool struct {
 	srv   *Server
 	mu    sync.Mutex
 	conns []*upConn
+	// byDB are connections to other databases than the URL's, for the
+	// reads the proxy makes on behalf of clients that selected one.
+	byDB map[int]*upConn
+}
+
+// getDB returns a live shared connection to database db.
+func (p *pool) getDB(ctx context.Context, db, i int) (*upConn, error) {
+	if db == p.srv.up.DB {
+		return p.get(ctx, i)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.byDB[db]; c != nil && !c.isDead() {
+		return c, nil
+	}
+	c, err := p.srv.dialUpAs(ctx, nil, true, db)
+	if err != nil {
+		return nil, err
+	}
+	if p.byDB == nil {
+		p.byDB = map[int]*upConn{}
+	}
+	p.byDB[db] = c
+	return c, nil
 }
 
 // get returns live shared connection i, dialing it if needed.
@@ -704,5 +729,9 @@ func (p *pool) closeAll() {
 			c.close()
 			p.conns[i] = nil
 		}
+	}
+	for db, c := range p.byDB {
+		c.close()
+		delete(p.byDB, db)
 	}
 }
