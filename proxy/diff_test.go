@@ -308,12 +308,12 @@ func canon(reply string, unordered bool, cmd string) string {
 
 // TestDifferential sends the same seeded random commands (all value
 // families, values of 0 B to 1 MB, compressible and random, transactions,
-// pipelines, expiry, RESP2 and RESP3) to one Redis directly and to another
-// through the proxy with min-size 0, and requires identical replies. Each
-// new connection goes through one of four proxies with other write
-// settings (s2, zstd:1, raw, per-prefix rules) on the same Redis, so values are also read
-// and searched under settings other than the ones that wrote them. Run it
-// longer with -diff.n=100000.
+// pipelines, expiry, RESP2 and RESP3, databases 0 and 1) to one Redis
+// directly and to another through the proxy with min-size 0, and requires
+// identical replies. Each new connection goes through one of four proxies
+// with other write settings (s2, zstd:1, raw, per-prefix rules) on the
+// same Redis, so values are also read and searched under settings other
+// than the ones that wrote them. Run it longer with -diff.n=100000.
 func TestDifferential(t *testing.T) {
 	seed := *diffSeed
 	if seed == 0 {
@@ -362,6 +362,13 @@ func TestDifferential(t *testing.T) {
 					t.Fatalf("HELLO 3: %q / %q", ra, rb)
 				}
 			}
+		}
+		if g.r.IntN(40) == 0 { // another database now and then, between batches
+			db := strconv.Itoa(g.r.IntN(2))
+			if ra, rb := a.do("SELECT", db), b.do("SELECT", db); ra != rb {
+				t.Fatalf("SELECT %s: %q / %q", db, ra, rb)
+			}
+			hist = append(hist, "SELECT "+db)
 		}
 		var cmds [][]string
 		var unord []bool
