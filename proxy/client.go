@@ -61,13 +61,17 @@ type client struct {
 	// db is the database the client's commands run in: the URL's, or the
 	// one its last successful SELECT chose. The proxy's own reads for the
 	// client (the frames a queued STRLEN will look inside) go there too.
-	db    int
-	args  [][]byte
-	req   []byte
-	batch []*call
-	one   [1]*call
-	rw    rewriter // the reader's
-	wrw   rewriter // the writer's
+	// dbQueued: a SELECT is queued in the open transaction (db is then the
+	// database it selects); txDB is db when MULTI began.
+	db       int
+	dbQueued bool
+	txDB     int
+	args     [][]byte
+	req      []byte
+	batch    []*call
+	one      [1]*call
+	rw       rewriter // the reader's
+	wrw      rewriter // the writer's
 
 	// seq numbers calls; the writer publishes the last one it wrote, so
 	// the reader can wait for earlier commands to have run.
@@ -584,6 +588,13 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			return true
 		}
 	}
+	if info.name == "SELECT" && len(args) == 2 && c.inMulti {
+		// Queued: the commands after it in the transaction run in that
+		// database, if EXEC runs it; EXEC then asks Redis (see below).
+		if n, ok := resp.ParseInt(args[1]); ok && n >= 0 {
+			c.db, c.dbQueued = int(n), true
+		}
+	}
 	if info.name == "SELECT" && len(args) == 2 && c.pinned != nil && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
 		// Run it now, to know the database the client is in.
 		cl := c.roundtrip(resp.AppendCommand(nil, args...))
@@ -694,6 +705,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	}
 	switch {
 	case info.flags&flagMulti != 0:
+		if !c.inMulti {
+			c.txDB = c.db
+		}
 		c.inMulti, c.tx, c.txSets, c.txCopies = true, c.tx[:0], nil, nil
 	case info.flags&flagExec != 0:
 		if cl != nil && c.inMulti {
@@ -701,6 +715,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		}
 		c.inMulti = false
 	case info.flags&flagDiscard != 0:
+		if c.inMulti && c.dbQueued {
+			c.db, c.dbQueued = c.txDB, false
+		}
 		c.inMulti = false
 	case info.flags&flagHello != 0:
 		c.helloProto.Store(0)
@@ -751,6 +768,17 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.flush()
 		c.waitWritten(c.seq)
 		c.restoreSetup(c.s.connSetup(false, c.s.up.DB))
+	case info.flags&flagExec != 0 && c.dbQueued:
+		// A SELECT ran in the transaction, or did not (an error, WATCH):
+		// ask Redis which database the client is in now.
+		c.flush()
+		c.waitWritten(c.seq)
+		c.dbQueued = false
+		r := c.roundtrip(resp.AppendCommand(nil, []byte("CLIENT"), []byte("INFO")))
+		if db, ok := clientInfoDB(r.reply); r.err == nil && ok {
+			c.db = db
+		}
+		r.release()
 	case info.flags&flagReset != 0:
 		// RESET selects database 0 and, where Redis requires a password,
 		// logs the connection out: put it back in the state the proxy
@@ -762,6 +790,21 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.restoreSetup(c.s.connSetup(!c.s.RequireAuth, c.s.up.DB))
 	}
 	return true
+}
+
+// clientInfoDB returns the db field of a CLIENT INFO reply.
+func clientInfoDB(reply []byte) (int, bool) {
+	i := bytes.Index(reply, []byte(" db="))
+	if i < 0 {
+		return 0, false
+	}
+	rest := reply[i+4:]
+	end := bytes.IndexAny(rest, " \r\n")
+	if end < 0 {
+		end = len(rest)
+	}
+	n, ok := resp.ParseInt(rest[:end])
+	return int(n), ok && n >= 0
 }
 
 // restoreSetup runs the connection setup commands on the client's private

@@ -248,4 +248,23 @@ func TestProxy_SelectedDBInMulti(t *testing.T) {
 			t.Fatalf("after SELECT 99, reply %d: %.120q, want %.120q", i, got, want)
 		}
 	}
+	// A SELECT queued in the transaction: the commands after it, and the
+	// client after EXEC, are in that database; DISCARD undoes it.
+	c.do("SELECT", "0")
+	for _, tt := range []struct {
+		cmds [][]string
+		want []string
+	}{
+		{[][]string{{"MULTI"}, {"SELECT", "5"}, {"STRLEN", "k"}, {"EXEC"}}, []string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "*2\r\n+OK\r\n:6000\r\n"}},
+		{[][]string{{"MULTI"}, {"HSTRLEN", "h", "f"}, {"EXEC"}}, []string{"+OK\r\n", "+QUEUED\r\n", "*1\r\n:6000\r\n"}},
+		{[][]string{{"MULTI"}, {"SELECT", "0"}, {"DISCARD"}}, []string{"+OK\r\n", "+QUEUED\r\n", "+OK\r\n"}},
+		{[][]string{{"MULTI"}, {"STRLEN", "k"}, {"EXEC"}}, []string{"+OK\r\n", "+QUEUED\r\n", "*1\r\n:6000\r\n"}},
+	} {
+		c.send(tt.cmds...)
+		for i, want := range tt.want {
+			if got := c.read(); got != want {
+				t.Fatalf("%q: reply %d: %.120q, want %.120q", tt.cmds, i, got, want)
+			}
+		}
+	}
 }
