@@ -3,14 +3,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,24 +17,6 @@ import (
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a logger and a test reading it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestProxyCommand_Reload: after the config file changes, SIGHUP puts the
 // new write policy in force on the running proxy, over a connection opened
@@ -52,7 +32,7 @@ func TestProxyCommand_Reload(t *testing.T) {
 	write("codec = lz4\nmin-size = 0\n")
 	port := testutil.FreePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr lockedBuffer
+	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, env{Stdout: io.Discard, Stderr: &stderr}, []string{"proxy", "--config", cfg,
