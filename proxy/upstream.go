@@ -18,15 +18,21 @@ import (
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
-// Upstream is where the proxy connects: parsed from a redis://, rediss:// or
-// unix:// URL.
+// Upstream is where the proxy connects: parsed from a redis://, rediss://,
+// unix:// or sentinel:// URL.
 type Upstream struct {
 	Network  string // "tcp" or "unix"
-	Addr     string // host:port or socket path
+	Addr     string // host:port or socket path; empty with Sentinels
 	TLS      *tls.Config
 	Username string
 	Password string
 	DB       int
+	// Sentinels, when set, are the Redis Sentinels that name the master
+	// of Master: the proxy asks them for its address whenever it dials,
+	// so it follows a failover.
+	Sentinels        []string
+	Master           string
+	SentinelPassword string
 }
 
 // ParseUpstream parses an upstream URL:
@@ -34,12 +40,18 @@ type Upstream struct {
 //	redis://[user:password@]host[:port][/db]
 //	rediss://[user:password@]host[:port][/db]   (TLS)
 //	unix://[user:password@]/path/to/redis.sock[?db=N]
+//	sentinel://[user:password@]host:port[,host:port...]/master[/db][?sentinel_password=P]
 //
-// A bare host:port is read as redis://host:port.
+// A bare host:port is read as redis://host:port. In a sentinel:// URL the
+// hosts are Sentinels (port 26379 by default), the credentials are the
+// Redis master's, and sentinel_password is the Sentinels' own.
 func ParseUpstream(s string) (Upstream, error) {
 	var u Upstream
 	if !strings.Contains(s, "://") {
 		s = "redis://" + s
+	}
+	if rest, ok := strings.CutPrefix(s, "sentinel://"); ok {
+		return parseSentinelURL(s, rest)
 	}
 	pu, err := url.Parse(s)
 	if err != nil {
@@ -76,7 +88,7 @@ func ParseUpstream(s string) (Upstream, error) {
 		}
 		u.Network, u.Addr = "unix", pu.Path
 	default:
-		return u, fmt.Errorf("upstream URL %q: scheme must be redis, rediss or unix", s)
+		return u, fmt.Errorf("upstream URL %q: scheme must be redis, rediss, unix or sentinel", s)
 	}
 	if dbText != "" {
 		db, err := strconv.Atoi(dbText)
@@ -87,6 +99,123 @@ func ParseUpstream(s string) (Upstream, error) {
 	}
 	return u, nil
 }
+
+// parseSentinelURL parses the part of a sentinel:// URL after the scheme.
+// net/url does not take a list of hosts, so the authority is split here.
+func parseSentinelURL(s, rest string) (Upstream, error) {
+	var u Upstream
+	rest, query, _ := strings.Cut(rest, "?")
+	authority, path, _ := strings.Cut(rest, "/")
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		info, err := url.Parse("redis://" + authority[:at+1] + "h")
+		if err != nil {
+			return u, fmt.Errorf("upstream URL %q: %w", s, err)
+		}
+		u.Username = info.User.Username()
+		u.Password, _ = info.User.Password()
+		if _, has := info.User.Password(); !has && u.Username != "" {
+			u.Password, u.Username = u.Username, ""
+		}
+		authority = authority[at+1:]
+	}
+	for _, h := range strings.Split(authority, ",") {
+		if h == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(h, "26379")
+		}
+		u.Sentinels = append(u.Sentinels, h)
+	}
+	if len(u.Sentinels) == 0 {
+		return u, fmt.Errorf("upstream URL %q: no sentinel host", s)
+	}
+	master, db, _ := strings.Cut(path, "/")
+	if u.Master = master; master == "" {
+		return u, fmt.Errorf("upstream URL %q: no master name (sentinel://host:26379/mymaster)", s)
+	}
+	if db = strings.Trim(db, "/"); db != "" {
+		n, err := strconv.Atoi(db)
+		if err != nil || n < 0 {
+			return u, fmt.Errorf("upstream URL %q: database %q is not a number", s, db)
+		}
+		u.DB = n
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return u, fmt.Errorf("upstream URL %q: %w", s, err)
+	}
+	u.SentinelPassword = q.Get("sentinel_password")
+	u.Network = "tcp"
+	return u, nil
+}
+
+// masterAddr asks the Sentinels, in order, for the address of the master.
+func (s *Server) masterAddr(ctx context.Context) (string, error) {
+	u := s.up
+	var errs []error
+	for _, addr := range u.Sentinels {
+		a, err := askSentinel(ctx, addr, u.Master, u.SentinelPassword, s.dialTimeout())
+		if err == nil {
+			return a, nil
+		}
+		errs = append(errs, fmt.Errorf("sentinel %s: %w", addr, err))
+	}
+	return "", fmt.Errorf("no sentinel named the master %q: %w", u.Master, errors.Join(errs...))
+}
+
+// askSentinel sends SENTINEL GET-MASTER-ADDR-BY-NAME to one Sentinel.
+func askSentinel(ctx context.Context, addr, master, password string, timeout time.Duration) (string, error) {
+	d := net.Dialer{Timeout: timeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(timeout))
+	var req []byte
+	if password != "" {
+		req = resp.AppendCommand(req, []byte("AUTH"), []byte(password))
+	}
+	req = resp.AppendCommand(req, []byte("SENTINEL"), []byte("GET-MASTER-ADDR-BY-NAME"), []byte(master))
+	if _, err := nc.Write(req); err != nil {
+		return "", err
+	}
+	var buf []byte
+	tmp := make([]byte, 4096)
+	for want := strings.Count(string(req), "*"); ; {
+		v, rest, err := resp.ReadValue(buf)
+		if errors.Is(err, resp.ErrIncomplete) {
+			n, rerr := nc.Read(tmp)
+			if rerr != nil {
+				return "", rerr
+			}
+			buf = append(buf, tmp[:n]...)
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if v.Type == resp.Error {
+			return "", errors.New(string(v.Str))
+		}
+		if want--; want > 0 { // the AUTH reply
+			buf = rest
+			continue
+		}
+		if v.Type != resp.Array || v.N != 2 {
+			return "", fmt.Errorf("does not know the master %q", master)
+		}
+		it := v.Elements()
+		host, _ := it.Next()
+		port, _ := it.Next()
+		return net.JoinHostPort(string(host.Str), string(port.Str)), nil
+	}
+}
+
+// errFailover fails the calls in flight on a connection to a master that
+// became a replica.
+var errFailover = errors.New("the master became a replica (failover); retry")
 
 // errUpstreamClosed is the error of calls on a connection the proxy closed.
 var errUpstreamClosed = errors.New("upstream connection closed")
@@ -230,6 +359,14 @@ func (s *Server) dialUp(ctx context.Context, onPush func([]byte, uint64)) (*upCo
 // connection's authed records.
 func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), withCreds bool, db int) (*upConn, error) {
 	u := s.up
+	if len(u.Sentinels) > 0 {
+		addr, err := s.masterAddr(ctx)
+		if err != nil {
+			s.metrics.upstreamError("dial")
+			return nil, err
+		}
+		u.Addr = addr
+	}
 	d := net.Dialer{Timeout: s.dialTimeout(), KeepAlive: 30 * time.Second}
 	nc, err := d.DialContext(ctx, u.Network, u.Addr)
 	if err != nil {
@@ -530,6 +667,10 @@ func (c *upConn) readLoop() {
 		}
 		c.awaiting.Add(-1)
 		cl.reply = append(cl.reply[:0], v.Raw...)
+		// Behind Sentinels, -READONLY says the master this connection
+		// reached is a replica now (a failover): after this reply, close
+		// it, so that the next dial asks the Sentinels again.
+		failover := v.Type == resp.Error && len(c.srv.up.Sentinels) > 0 && bytes.HasPrefix(v.Str, []byte("READONLY"))
 		if o := cl.owner; o != nil {
 			o.held.Add(int64(len(cl.reply)))
 		}
@@ -551,6 +692,11 @@ func (c *upConn) readLoop() {
 			}
 		} else {
 			cl.finish()
+		}
+		if failover {
+			c.srv.logger().Warn("upstream is a replica now (failover): reconnecting through the sentinels")
+			c.fail(errFailover)
+			return
 		}
 		if start == len(buf) {
 			buf, start = buf[:0], 0

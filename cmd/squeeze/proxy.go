@@ -48,6 +48,10 @@ Upstream URLs:
   redis://[user:password@]host[:port][/db]
   rediss://[user:password@]host[:port][/db]     (TLS)
   unix://[user:password@]/path/to/redis.sock[?db=N]
+  sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?sentinel_password=P]
+      Redis Sentinel: the proxy asks the Sentinels for MASTER's address at
+      every dial, and drops a connection to a master that became a replica
+      (-READONLY), so it follows a failover.
 
 Every flag can also come from an environment variable, SQUEEZE_ plus the
 flag name in upper case with _ for - (SQUEEZE_UPSTREAM, SQUEEZE_MIN_SIZE), or
@@ -129,7 +133,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs := newFlagSet(e, "proxy", proxyUsage)
 	p := &proxyFlags{minSize: units.SizeFlag(codec.DefaultMinSize), maxValue: units.SizeFlag(codec.DefaultMaxDecodedSize)}
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:6380", "address to accept clients on (host:port, or a unix socket path)")
-	fs.StringVar(&p.upstream, "upstream", "redis://127.0.0.1:6379", "the Redis server: redis://, rediss:// or unix:// URL")
+	fs.StringVar(&p.upstream, "upstream", "redis://127.0.0.1:6379", "the Redis server: redis://, rediss://, unix:// or sentinel:// URL")
 	fs.StringVar(&p.upstreamCA, "upstream-ca", "", "PEM file of the CA that signed a rediss:// upstream's certificate (default: the system's roots)")
 	fs.StringVar(&p.codecName, "codec", "", "codec and level for new values (s2, zstd:1, lz4, brotli:5 ..., none; default "+codec.DefaultAlgorithm.String()+", or zstd:1 with --dict)")
 	fs.Var(&p.minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
@@ -576,7 +580,11 @@ func probeUpstream(rawURL string) error {
 	if err != nil {
 		return err
 	}
-	c, err := net.DialTimeout(u.Network, u.Addr, 2*time.Second)
+	addr := u.Addr
+	if len(u.Sentinels) > 0 {
+		addr = u.Sentinels[0] // at least one Sentinel should answer
+	}
+	c, err := net.DialTimeout(u.Network, addr, 2*time.Second)
 	if err != nil {
 		return err
 	}
@@ -619,7 +627,12 @@ func (p *proxyFlags) setupDictionaries(ctx context.Context, srv *proxy.Server) (
 		}
 	}
 	var rdb redis.UniversalClient = redis.NewClient(opt)
-	if srv.Cluster != nil && u.Network == "tcp" {
+	if len(u.Sentinels) > 0 {
+		rdb.Close()
+		rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: u.Master, SentinelAddrs: u.Sentinels,
+			SentinelPassword: u.SentinelPassword, Username: u.Username, Password: u.Password, DB: u.DB,
+			TLSConfig: opt.TLSConfig, PoolSize: 2, DialTimeout: opt.DialTimeout})
+	} else if srv.Cluster != nil && u.Network == "tcp" {
 		rdb.Close()
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{u.Addr}, Username: u.Username, Password: u.Password,
 			TLSConfig: opt.TLSConfig, PoolSize: 2, DialTimeout: opt.DialTimeout})

@@ -153,3 +153,38 @@ func FuzzParseRule(f *testing.F) {
 		}
 	})
 }
+
+// TestProxyDictionaries_Sentinel: behind Sentinel, the proxy loads the
+// dictionary --dict names from the master the Sentinel names.
+func TestProxyDictionaries_Sentinel(t *testing.T) {
+	master := testutil.StartRedis(t)
+	sen := testutil.StartSentinel(t, "m", master.Addr)
+	ctx := context.Background()
+	var docs [][]byte
+	for i := range 1000 {
+		docs = append(docs, fmt.Appendf(nil, `{"order":%d,"status":"%s","items":[%d,%d]}`, i*31, []string{"new", "paid", "sent"}[i%3], i, i*2))
+	}
+	d, err := codec.TrainDictionary(4242, docs, 4<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer rdb.Close()
+	if err := dictstore.Publish(ctx, rdb, d, dictstore.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	p := proxySettings(t, nil, []string{"--upstream", "sentinel://" + sen.Addr + "/m", "--dict", "4242"})
+	srv, err := p.buildServer(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeDicts, err := p.setupDictionaries(ctx, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDicts()
+	h, err := codec.ParseHeader(srv.Encoder.AppendEncode(nil, bytes.Join(docs[:8], nil)))
+	if err != nil || !h.HasDict || h.DictID != 4242 {
+		t.Fatalf("a new value's header %+v, %v: want dictionary 4242", h, err)
+	}
+}

@@ -1,0 +1,153 @@
+package proxy
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+func TestParseUpstream_Sentinel(t *testing.T) {
+	for _, tt := range []struct {
+		in, err   string
+		sentinels []string
+		master    string
+		db        int
+		user, pw  string
+		sentPW    string
+	}{
+		{in: "sentinel://10.0.0.1:26379,10.0.0.2/mymaster", sentinels: []string{"10.0.0.1:26379", "10.0.0.2:26379"}, master: "mymaster"},
+		{in: "sentinel://app:pw@h:1/cache/3?sentinel_password=sp", sentinels: []string{"h:1"}, master: "cache", db: 3, user: "app", pw: "pw", sentPW: "sp"},
+		{in: "sentinel://secret@h:1/m", sentinels: []string{"h:1"}, master: "m", pw: "secret"},
+		{in: "sentinel://h:1", err: "no master name"},
+		{in: "sentinel:///m", err: "no sentinel host"},
+		{in: "sentinel://h:1/m/x", err: "not a number"},
+	} {
+		u, err := ParseUpstream(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(u.Sentinels, ",") != strings.Join(tt.sentinels, ",") || u.Master != tt.master || u.DB != tt.db ||
+			u.Username != tt.user || u.Password != tt.pw || u.SentinelPassword != tt.sentPW {
+			t.Errorf("%s: %+v, %v", tt.in, u, err)
+		}
+	}
+}
+
+// TestProxy_Sentinel: behind Sentinel the proxy finds the master through
+// it, and follows a failover: once the old master is a replica, a write
+// gets -READONLY at most while the proxy reconnects, and then reaches the
+// new master, compressed.
+func TestProxy_Sentinel(t *testing.T) {
+	master := testutil.StartRedis(t)
+	host, port, _ := net.SplitHostPort(master.Addr)
+	replica := testutil.StartRedis(t, "--replicaof", host, port)
+	sen := testutil.StartSentinel(t, "mymaster", master.Addr)
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	// One connection per command: the failover kills normal clients.
+	do := func(addr string, args ...string) string {
+		c := dialRaw(t, addr)
+		defer c.nc.Close()
+		return c.do(args...)
+	}
+	_, replicaPort, _ := net.SplitHostPort(replica.Addr)
+	waitFor("the replica to sync", func() bool {
+		return strings.Contains(do(replica.Addr, "INFO", "replication"), "master_link_status:up")
+	})
+	waitFor("the sentinel to know the replica", func() bool {
+		return strings.Contains(do(sen.Addr, "SENTINEL", "REPLICAS", "mymaster"), replicaPort)
+	})
+	e := startProxy(t, "sentinel://"+sen.Addr+"/mymaster", master)
+	p := dialRaw(t, e.addr)
+	big := compressible(20000, 11)
+	if got := p.do("SET", "before", big); got != "+OK\r\n" {
+		t.Fatalf("SET through the sentinel's master: %q", got)
+	}
+	if got := storedCodec(t, do(master.Addr, "GET", "before")); got == "raw" {
+		t.Fatal("stored raw on the master")
+	}
+	if r := do(sen.Addr, "SENTINEL", "FAILOVER", "mymaster"); r != "+OK\r\n" {
+		t.Fatalf("SENTINEL FAILOVER: %q", r)
+	}
+	waitFor("the failover", func() bool {
+		return strings.Contains(do(sen.Addr, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"), replicaPort) &&
+			strings.Contains(do(replica.Addr, "ROLE"), "master") &&
+			strings.Contains(do(master.Addr, "ROLE"), "slave") // writes there fail from now on
+	})
+	var got string
+	waitFor("a write through the proxy to reach the new master", func() bool {
+		got = p.do("SET", "after", big)
+		if got != "+OK\r\n" {
+			t.Logf("during the failover: %.80q", got)
+		}
+		if got != "+OK\r\n" && !strings.HasPrefix(got, "-READONLY") && !strings.Contains(got, "squeeze: upstream") {
+			t.Fatalf("SET during the failover: %.100q", got)
+		}
+		if strings.Contains(got, "private upstream connection") {
+			p = dialRaw(t, e.addr)
+		}
+		return got == "+OK\r\n"
+	})
+	if got := storedCodec(t, do(replica.Addr, "GET", "after")); got == "raw" {
+		t.Error("stored raw on the new master")
+	}
+	if got := p.do("GET", "after"); got != bulk(big) {
+		t.Errorf("GET after the failover: %.60q", got)
+	}
+}
+
+// TestProxy_SentinelReadonly: a connection to a master that became a
+// replica without the connection being killed (REPLICAOF on it) answers
+// -READONLY, which the client sees as Redis sent it; the proxy then closes
+// that connection, so the next command asks the Sentinel again.
+func TestProxy_SentinelReadonly(t *testing.T) {
+	master, other := testutil.StartRedis(t), testutil.StartRedis(t)
+	sen := testutil.StartSentinel(t, "m", master.Addr)
+	e := startProxy(t, "sentinel://"+sen.Addr+"/m", master)
+	p := dialRaw(t, e.addr)
+	if got := p.do("SET", "a", "1"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	admin := dialRaw(t, master.Addr)
+	proxyConns := func() []string { // ids of the proxy's connections that ran SET
+		var ids []string
+		for _, line := range strings.Split(admin.do("CLIENT", "LIST"), "\n") {
+			if strings.Contains(line, "cmd=set") {
+				ids = append(ids, strings.Fields(line)[0])
+			}
+		}
+		return ids
+	}
+	before := proxyConns()
+	if len(before) != 1 {
+		t.Fatalf("proxy connections that ran SET: %q", before)
+	}
+	host, port, _ := net.SplitHostPort(other.Addr)
+	if got := admin.do("REPLICAOF", host, port); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	if got := p.do("SET", "b", "2"); !strings.HasPrefix(got, "-READONLY") {
+		t.Fatalf("SET on a replica through the proxy: %q, want Redis's -READONLY", got)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ids := strings.Join(proxyConns(), " ")
+		if !strings.Contains(ids+" ", before[0]+" ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy kept its connection %s to the replica", before[0])
+		}
+	}
+}
