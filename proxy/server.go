@@ -118,15 +118,17 @@ type Server struct {
 	pool     *pool
 	pollers  []*poller
 
-	mu       sync.Mutex
-	ln       net.Listener
-	clients  map[*client]struct{}
-	closing  bool
-	done     chan struct{}
-	wg       sync.WaitGroup
-	nextID   atomic.Uint64
-	initOnce sync.Once
-	initErr  error
+	mu        sync.Mutex
+	ln        net.Listener
+	clients   map[*client]struct{}
+	closing   bool
+	done      chan struct{}
+	wg        sync.WaitGroup
+	nextID    atomic.Uint64
+	initOnce  sync.Once
+	watchOnce sync.Once // the Sentinel watcher
+	doneOnce  sync.Once // closes done
+	initErr   error
 }
 
 func (s *Server) init() error {
@@ -237,6 +239,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 		}()
 	}()
+	if len(s.up.Sentinels) > 0 {
+		s.watchOnce.Do(func() { go s.watchSentinels() })
+	}
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -339,6 +344,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.closing = true
+	s.doneOnce.Do(func() { close(s.done) })
 	if s.ln != nil {
 		s.ln.Close()
 	}
@@ -371,6 +377,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Lock()
 	s.closing = true
+	s.doneOnce.Do(func() { close(s.done) })
 	if s.ln != nil {
 		s.ln.Close()
 	}

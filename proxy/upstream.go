@@ -867,6 +867,22 @@ func queuedTooMany(held []*upConn) bool {
 	return false
 }
 
+// failAll fails every shared connection with err; the next get dials anew.
+func (p *pool) failAll(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, c := range p.conns {
+		if c != nil {
+			c.fail(err)
+			p.conns[i] = nil
+		}
+	}
+	for db, c := range p.byDB {
+		c.fail(err)
+		delete(p.byDB, db)
+	}
+}
+
 func (p *pool) closeAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

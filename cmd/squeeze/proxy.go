@@ -50,8 +50,9 @@ Upstream URLs:
   unix://[user:password@]/path/to/redis.sock[?db=N]
   sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?sentinel_password=P]
       Redis Sentinel: the proxy asks the Sentinels for MASTER's address at
-      every dial, and drops a connection to a master that became a replica
-      (-READONLY), so it follows a failover.
+      every dial, and on their +switch-master event (or a -READONLY from a
+      master that became a replica) closes its connections, so it follows
+      a failover.
 
 Every flag can also come from an environment variable, SQUEEZE_ plus the
 flag name in upper case with _ for - (SQUEEZE_UPSTREAM, SQUEEZE_MIN_SIZE), or
