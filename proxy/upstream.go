@@ -152,10 +152,15 @@ func parseSentinelURL(s, rest string) (Upstream, error) {
 
 // masterAddr asks the Sentinels, in order, for the address of the master.
 func (s *Server) masterAddr(ctx context.Context) (string, error) {
-	u := s.up
+	return ResolveMaster(ctx, s.up, s.dialTimeout())
+}
+
+// ResolveMaster asks u's Sentinels, in order, for the address of u.Master,
+// waiting at most timeout for each.
+func ResolveMaster(ctx context.Context, u Upstream, timeout time.Duration) (string, error) {
 	var errs []error
 	for _, addr := range u.Sentinels {
-		a, err := askSentinel(ctx, addr, u.Master, u.SentinelPassword, s.dialTimeout())
+		a, err := askSentinel(ctx, addr, u.Master, u.SentinelPassword, timeout)
 		if err == nil {
 			return a, nil
 		}

@@ -51,7 +51,7 @@ Examples:
 
 func runAdvise(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "advise", adviseUsage)
-	url := fs.String("redis", "", "Redis server `URL` to sample (required): redis://[user:pass@]host:port/db, rediss://, unix://")
+	url := fs.String("redis", "", "Redis server `URL` to sample (required): redis://[user:pass@]host:port/db, rediss://, unix://, sentinel://host:26379/master")
 	keys := fs.Int("keys", advise.DefaultKeys, "most keys to sample")
 	perKey := fs.Int("per-key", advise.DefaultPerKey, "most hash fields, list elements or stream entries read per key")
 	depth := fs.Int("depth", advise.DefaultDepth, "a prefix is this many leading segments of a key (user:42:cart with 2: user:42:)")

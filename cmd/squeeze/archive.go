@@ -68,7 +68,7 @@ func runArchive(ctx context.Context, e env, args []string) error {
 		return usageError("unknown archive subcommand %q (want put, get, list or extract)", sub)
 	}
 	fs := newFlagSet(e, "archive "+sub, usage)
-	url := fs.String("redis", "redis://127.0.0.1:6379", "Redis server `URL` (redis://[user:pass@]host:port/db, or rediss://, unix://)")
+	url := fs.String("redis", "redis://127.0.0.1:6379", "Redis server `URL` (redis://[user:pass@]host:port/db, or rediss://, unix://, sentinel://host:26379/master)")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
 	codecName, dict := "", false
 	if sub == "put" {

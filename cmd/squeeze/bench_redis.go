@@ -20,6 +20,7 @@ import (
 	"github.com/squeeze-kv/squeeze/bench"
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
+	"github.com/squeeze-kv/squeeze/proxy"
 )
 
 func init() {
@@ -311,20 +312,49 @@ var redisProbeTimeout = 5 * time.Second
 // instead of a bare "i/o timeout" from the first real command. Messages
 // name the address without its password (redactURL, in proxy.go).
 func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*redis.Client, error) {
-	opt, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, usageError("--redis %s: %v", redactURL(rawURL), err)
+	// newClient builds the client; probe: no retries, short timeouts.
+	var newClient func(probe bool) *redis.Client
+	if strings.HasPrefix(rawURL, "sentinel://") {
+		u, err := proxy.ParseUpstream(rawURL)
+		if err != nil {
+			return nil, usageError("--redis %s: %v", redactURL(rawURL), err)
+		}
+		if _, err := proxy.ResolveMaster(ctx, u, redisProbeTimeout); err != nil {
+			return nil, fmt.Errorf("redis at %s: %w", redactURL(rawURL), err)
+		}
+		newClient = func(probe bool) *redis.Client {
+			fo := &redis.FailoverOptions{MasterName: u.Master, SentinelAddrs: u.Sentinels, SentinelPassword: u.SentinelPassword,
+				Username: u.Username, Password: u.Password, DB: u.DB}
+			if probe {
+				fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = redisProbeTimeout, redisProbeTimeout, redisProbeTimeout
+				fo.MaxRetries, fo.PoolSize = -1, 1
+			} else if ioTimeout > 0 {
+				fo.ReadTimeout, fo.WriteTimeout = ioTimeout, ioTimeout
+			}
+			return redis.NewFailoverClient(fo)
+		}
+	} else {
+		opt, err := redis.ParseURL(rawURL)
+		if err != nil {
+			return nil, usageError("--redis %s: %v", redactURL(rawURL), err)
+		}
+		newClient = func(probe bool) *redis.Client {
+			o := *opt
+			if probe {
+				o.DialTimeout, o.ReadTimeout, o.WriteTimeout = redisProbeTimeout, redisProbeTimeout, redisProbeTimeout
+				o.MaxRetries, o.PoolSize = -1, 1
+				// One dial attempt: go-redis's default of 5 dial retries 100 ms
+				// apart would turn "connection refused" into a probe timeout.
+				o.DialerRetries = 1
+			} else if ioTimeout > 0 {
+				o.ReadTimeout, o.WriteTimeout = ioTimeout, ioTimeout
+			}
+			return redis.NewClient(&o)
+		}
 	}
-	// The probe: no retries, short timeouts.
-	popt := *opt
-	popt.DialTimeout, popt.ReadTimeout, popt.WriteTimeout = redisProbeTimeout, redisProbeTimeout, redisProbeTimeout
-	popt.MaxRetries, popt.PoolSize = -1, 1
-	// One dial attempt: go-redis's default of 5 dial retries 100 ms apart
-	// would turn "connection refused" into a probe timeout.
-	popt.DialerRetries = 1
-	probe := redis.NewClient(&popt)
+	probe := newClient(true)
 	pctx, cancel := context.WithTimeout(ctx, redisProbeTimeout)
-	err = probe.Ping(pctx).Err()
+	err := probe.Ping(pctx).Err()
 	cancel()
 	probe.Close()
 	if err != nil {
@@ -333,10 +363,7 @@ func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*re
 		}
 		return nil, fmt.Errorf("redis at %s: %w", redactURL(rawURL), err)
 	}
-	if ioTimeout > 0 {
-		opt.ReadTimeout, opt.WriteTimeout = ioTimeout, ioTimeout
-	}
-	return redis.NewClient(opt), nil
+	return newClient(false), nil
 }
 
 // openClusterOr opens a Redis Cluster client when cluster is set (the URL

@@ -75,7 +75,7 @@ Examples:
 
 func runCompact(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "compact", compactUsage)
-	url := fs.String("redis", "", "Redis server `URL` holding the data (required): redis://[user:pass@]host:port/db, rediss://, unix://")
+	url := fs.String("redis", "", "Redis server `URL` holding the data (required): redis://[user:pass@]host:port/db, rediss://, unix://, sentinel://host:26379/master")
 	pattern := fs.String("pattern", compact.DefaultPattern, "SCAN `GLOB` of the keys to compact")
 	codecName := fs.String("codec", "zstd:9", "target `codec`: zstd:9, zstd:19, brotli:9, ... (all codecs: squeeze encode --help)")
 	dictID := fs.String("dict", "", "compress with the published dictionary `ID` (squeeze dict list; zstd codecs only)")

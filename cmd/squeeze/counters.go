@@ -71,7 +71,7 @@ type countersFlags struct {
 
 func addCountersFlags(fs *flag.FlagSet) countersFlags {
 	return countersFlags{
-		url:      fs.String("redis", "redis://127.0.0.1:6379", "Redis server `URL` (redis://[user:pass@]host:port/db, or rediss://, unix://)"),
+		url:      fs.String("redis", "redis://127.0.0.1:6379", "Redis server `URL` (redis://[user:pass@]host:port/db, or rediss://, unix://, sentinel://host:26379/master)"),
 		prefix:   fs.String("prefix", "cnt:", "key prefix: the series of ENTITY is at PREFIX+ENTITY"),
 		typ:      fs.String("type", "u16", "slot width as BITFIELD spells it: u1..u63 or i1..i64"),
 		slots:    fs.Int("slots", 365, "slots per series (365 days, 24 hours, ...)"),

@@ -79,7 +79,7 @@ func runDict(ctx context.Context, e env, args []string) error {
 }
 
 func addRedisFlag(fs *flag.FlagSet) *string {
-	return fs.String("redis", "", "Redis server `URL` holding the data and the dictionaries (required): redis://[user:pass@]host:port/db, rediss://, unix://")
+	return fs.String("redis", "", "Redis server `URL` holding the data and the dictionaries (required): redis://[user:pass@]host:port/db, rediss://, unix://, sentinel://host:26379/master")
 }
 
 func needRedis(url, sub string) error {

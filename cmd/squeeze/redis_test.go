@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
 // silentServer accepts connections and never answers, as a host that is not
@@ -80,5 +85,26 @@ func TestRedisURL_FailsFast(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRedisURL_Sentinel: commands that take --redis also take a
+// sentinel:// URL and reach the master the Sentinel names.
+func TestRedisURL_Sentinel(t *testing.T) {
+	master := testutil.StartRedis(t)
+	sen := testutil.StartSentinel(t, "m", master.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	for i := range 20 {
+		rdb.Set(ctx, fmt.Sprintf("page:%d", i), strings.Repeat(`{"user":"squeeze","n":12345},`, 200), 0)
+	}
+	url := "sentinel://" + sen.Addr + "/m"
+	out, errs, code := runCLI(t, nil, "advise", "--redis", url, "--no-dict")
+	if code != 0 || !strings.Contains(out, "page:") {
+		t.Fatalf("advise --redis %s: exit %d\n%s%s", url, code, out, errs)
+	}
+	if _, errs, code := runCLI(t, nil, "advise", "--redis", "sentinel://"+sen.Addr+"/nosuchmaster", "--no-dict"); code != 1 || !strings.Contains(errs, `does not know the master "nosuchmaster"`) {
+		t.Errorf("advise with an unknown master: exit %d, %q", code, errs)
 	}
 }
