@@ -13,16 +13,19 @@ import (
 // TestHarnessDifferential runs internal/difftest's seeded sequence against
 // Redis directly and through the proxy with min size 0, so that every value
 // that compresses is compressed, in RESP2 and RESP3.
-// The last run reads clients from their goroutines instead of the event
-// loops; the RESP3 run writes under per-prefix rules (some string keys
-// raw, hashes in zstd, lists in lz4).
+// The third run reads clients from their goroutines instead of the event
+// loops; the fourth has RequireAuth (a Redis without a password: every
+// client on a private connection from its first command); the RESP3 run
+// writes under per-prefix rules (some string keys raw, hashes in zstd,
+// lists in lz4).
 func TestHarnessDifferential(t *testing.T) {
 	for _, tc := range []struct {
-		resp3, goroutines bool
-	}{{false, false}, {true, false}, {false, true}} {
+		resp3, goroutines, requireAuth bool
+	}{{false, false, false}, {true, false, false}, {false, true, false}, {false, false, true}} {
 		direct := testutil.StartRedis(t)
 		e := startEnv(t, withMinSize(0), func(s *Server) {
 			s.GoroutineReads = tc.goroutines
+			s.RequireAuth = tc.requireAuth // every client on a private connection
 			if tc.resp3 {
 				s.Rules = []Rule{
 					{Prefix: "s:1", Encoder: mustEnc(t, "none")},
@@ -33,9 +36,9 @@ func TestHarnessDifferential(t *testing.T) {
 		})
 		res, err := difftest.Run(direct.Addr, e.addr, difftest.Config{Seed: harnessSeed(), Steps: harnessSteps(), RESP3: tc.resp3, MaxValue: 1 << 20})
 		if err != nil {
-			t.Fatalf("resp3=%v goroutine reads=%v: %v", tc.resp3, tc.goroutines, err)
+			t.Fatalf("resp3=%v goroutine reads=%v require auth=%v: %v", tc.resp3, tc.goroutines, tc.requireAuth, err)
 		}
-		t.Logf("resp3=%v goroutine reads=%v: %d steps, %d commands, %d kinds", tc.resp3, tc.goroutines, res.Steps, res.Commands, len(res.ByCommand))
+		t.Logf("resp3=%v goroutine reads=%v require auth=%v: %d steps, %d commands, %d kinds", tc.resp3, tc.goroutines, tc.requireAuth, res.Steps, res.Commands, len(res.ByCommand))
 	}
 }
 
