@@ -310,9 +310,9 @@ func canon(reply string, unordered bool, cmd string) string {
 // families, values of 0 B to 1 MB, compressible and random, transactions,
 // pipelines, expiry, RESP2 and RESP3, databases 0 and 1) to one Redis
 // directly and to another through the proxy with min-size 0, and requires
-// identical replies. Each new connection goes through one of four proxies
-// with other write settings (s2, zstd:1, raw, per-prefix rules) on the
-// same Redis, so values are also read and searched under settings other
+// identical replies. Each new connection goes through one of five proxies
+// with other settings (s2, zstd:1, raw, per-prefix rules, RequireAuth) on
+// the same Redis, so values are also read and searched under settings other
 // than the ones that wrote them. Run it longer with -diff.n=100000.
 func TestDifferential(t *testing.T) {
 	seed := *diffSeed
@@ -339,6 +339,8 @@ func TestDifferential(t *testing.T) {
 				{Prefix: "h:2", Encoder: mustEnc(t, "brotli:1", codec.WithMinSize(0))},
 			}
 		}),
+		// Every client on a private connection from its first command.
+		startProxy(t, e.redis.URL(), e.redis, func(s *Server) { s.RequireAuth = true }),
 	}
 	g := &gen{r: rand.New(rand.NewPCG(seed, 1)), xid: map[string]int{}, groups: map[string]bool{}, big: 4 + *diffN/2000}
 	n := *diffN
