@@ -88,19 +88,7 @@ func TestProxySettings_Rules(t *testing.T) {
 func TestProxyRules_Dictionary(t *testing.T) {
 	r := testutil.StartRedis(t)
 	ctx := context.Background()
-	var docs [][]byte
-	for i := range 1000 {
-		docs = append(docs, fmt.Appendf(nil, `{"user_id":%d,"country":"%s","plan":"%s"}`, i*7919, []string{"DE", "FR", "US"}[i%3], []string{"free", "pro"}[i%2]))
-	}
-	d, err := codec.TrainDictionary(777, docs, 4<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
-	defer rdb.Close()
-	if err := dictstore.Publish(ctx, rdb, d, dictstore.Meta{}); err != nil {
-		t.Fatal(err)
-	}
+	docs := publishTestDict(t, r.Addr, 777)
 	for _, tt := range []struct {
 		rule, err string
 	}{{"user:=zstd:3,dict=777,min-size=0", ""}, {"user:=zstd:3,dict=778", "--rule user:: dict 778"}} {
@@ -160,19 +148,7 @@ func TestProxyDictionaries_Sentinel(t *testing.T) {
 	master := testutil.StartRedis(t)
 	sen := testutil.StartSentinel(t, "m", master.Addr)
 	ctx := context.Background()
-	var docs [][]byte
-	for i := range 1000 {
-		docs = append(docs, fmt.Appendf(nil, `{"order":%d,"status":"%s","items":[%d,%d]}`, i*31, []string{"new", "paid", "sent"}[i%3], i, i*2))
-	}
-	d, err := codec.TrainDictionary(4242, docs, 4<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: master.Addr})
-	defer rdb.Close()
-	if err := dictstore.Publish(ctx, rdb, d, dictstore.Meta{}); err != nil {
-		t.Fatal(err)
-	}
+	docs := publishTestDict(t, master.Addr, 4242)
 	p := proxySettings(t, nil, []string{"--upstream", "sentinel://" + sen.Addr + "/m", "--dict", "4242"})
 	srv, err := p.buildServer(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
@@ -187,4 +163,24 @@ func TestProxyDictionaries_Sentinel(t *testing.T) {
 	if err != nil || !h.HasDict || h.DictID != 4242 {
 		t.Fatalf("a new value's header %+v, %v: want dictionary 4242", h, err)
 	}
+}
+
+// publishTestDict trains dictionary id on generated JSON documents,
+// publishes it in the Redis at addr, and returns the documents.
+func publishTestDict(t *testing.T, addr string, id uint32) [][]byte {
+	t.Helper()
+	var docs [][]byte
+	for i := range 1000 {
+		docs = append(docs, fmt.Appendf(nil, `{"user_id":%d,"country":"%s","plan":"%s"}`, i*7919, []string{"DE", "FR", "US"}[i%3], []string{"free", "pro"}[i%2]))
+	}
+	d, err := codec.TrainDictionary(id, docs, 4<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	if err := dictstore.Publish(context.Background(), rdb, d, dictstore.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	return docs
 }
