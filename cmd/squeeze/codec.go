@@ -8,18 +8,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/term"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/dictstore"
 	"github.com/squeeze-kv/squeeze/internal/units"
 )
 
 func init() {
 	register(command{Name: "encode", Summary: "compress standard input into a squeeze frame (or raw, by the write policy)", Run: runEncode})
 	register(command{Name: "decode", Summary: "decode a stored value from standard input to standard output", Run: runDecode})
-	register(command{Name: "inspect", Summary: "print the header of a stored value, or why it is not a valid frame", Run: runInspect})
+	register(command{Name: "inspect", Summary: "print the header of a stored value (from standard input or a key in Redis), or why it is not a valid frame", Run: runInspect})
 }
 
 // newFlagSet returns a flag set whose usage (the text, then the flags) goes
@@ -179,31 +182,68 @@ func runDecode(ctx context.Context, e env, args []string) error {
 
 const inspectUsage = `
 Usage: squeeze inspect [--json] < stored
+       squeeze inspect [--json] --redis URL KEY [FIELD | INDEX]
 
 Prints the header fields of a stored value (codec, sizes, ratio, checksum),
 says when the value is stored raw, and verifies the payload: a corrupt frame
 is reported with the reason and exit status 1.
 
+With --redis it reads the value from Redis itself (read-only): a string's
+value, a hash field's (FIELD), or a list element's (INDEX, default 0), and
+verifies frames that name a dictionary with the one published there.
+
 Examples:
   squeeze inspect < stored.bin
   squeeze encode --codec brotli:1 < page.html | squeeze inspect --json
-  redis-cli GET mykey | head -c -1 | squeeze inspect   # redis-cli adds a newline
+  squeeze inspect --redis redis://127.0.0.1:6379 user:42
+  squeeze inspect --redis redis://127.0.0.1:6379 cart:7 items   # a hash field
 `
 
 func runInspect(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "inspect", inspectUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	url := fs.String("redis", "", "read the value of KEY (a hash FIELD, a list INDEX) from this Redis `URL` instead of standard input")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError("inspect reads standard input and takes no arguments (got %q; use: squeeze inspect < FILE)", fs.Arg(0))
-	}
-	in, err := readStored(e, "inspect")
-	if err != nil {
+	decode := func(in []byte) error {
+		dec, _ := codec.NewDecoder()
+		_, err := dec.AppendDecode(nil, in)
 		return err
 	}
+	var in []byte
+	var where string
+	if *url != "" {
+		if fs.NArg() < 1 || fs.NArg() > 2 {
+			return usageError("inspect --redis takes KEY [FIELD | INDEX], got %d arguments", fs.NArg())
+		}
+		rdb, err := openRedis(ctx, *url, 0)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		if in, where, err = readFromRedis(ctx, rdb, fs.Args()); err != nil {
+			return err
+		}
+		res, err := dictstore.NewResolver(rdb)
+		if err != nil {
+			return err
+		}
+		decode = func(in []byte) error {
+			_, err := res.AppendDecode(ctx, nil, in)
+			return err
+		}
+	} else {
+		if fs.NArg() > 0 {
+			return usageError("inspect reads standard input and takes no arguments (got %q; use: squeeze inspect < FILE, or --redis URL KEY)", fs.Arg(0))
+		}
+		var err error
+		if in, err = readStored(e, "inspect"); err != nil {
+			return err
+		}
+	}
 	type report struct {
+		Source      string  `json:"source,omitempty"`
 		Framed      bool    `json:"framed"`
 		StoredBytes int     `json:"stored_bytes"`
 		Version     uint8   `json:"version,omitempty"`
@@ -217,7 +257,7 @@ func runInspect(ctx context.Context, e env, args []string) error {
 		Valid       bool    `json:"valid"`
 		Error       string  `json:"error,omitempty"`
 	}
-	r := report{StoredBytes: len(in), Framed: codec.IsFramed(in)}
+	r := report{Source: where, StoredBytes: len(in), Framed: codec.IsFramed(in)}
 	var verr error
 	if !r.Framed {
 		r.Original, r.Valid = uint64(len(in)), true
@@ -235,8 +275,7 @@ func runInspect(ctx context.Context, e env, args []string) error {
 			if len(in) > 0 {
 				r.Ratio = float64(h.OriginalLen) / float64(len(in))
 			}
-			dec, _ := codec.NewDecoder()
-			_, err = dec.AppendDecode(nil, in)
+			err = decode(in)
 		}
 		if err != nil {
 			verr, r.Error = err, err.Error()
@@ -255,6 +294,9 @@ func runInspect(ctx context.Context, e env, args []string) error {
 		return nil
 	}
 	w := e.Stdout
+	if where != "" {
+		fmt.Fprintf(w, "%s: ", where)
+	}
 	if !r.Framed {
 		fmt.Fprintf(w, "raw value (no squeeze frame): %d bytes, read as they are\n", len(in))
 		return nil
@@ -277,4 +319,51 @@ func runInspect(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprintf(w, "  payload   ok (decoded and verified)\n")
 	return nil
+}
+
+// readFromRedis reads the stored bytes args name: KEY (a string), KEY FIELD
+// (a hash field) or KEY [INDEX] (a list element, 0 by default). It returns
+// them with a description of where they came from.
+func readFromRedis(ctx context.Context, rdb *redis.Client, args []string) ([]byte, string, error) {
+	key := args[0]
+	typ, err := rdb.Type(ctx, key).Result()
+	if err != nil {
+		return nil, "", fmt.Errorf("TYPE %q: %w", key, err)
+	}
+	var v string
+	where := fmt.Sprintf("%s %q", typ, key)
+	switch typ {
+	case "none":
+		return nil, "", fmt.Errorf("key %q does not exist", key)
+	case "string":
+		if len(args) > 1 {
+			return nil, "", usageError("%q is a string: inspect takes no FIELD or INDEX for it", key)
+		}
+		v, err = rdb.Get(ctx, key).Result()
+	case "hash":
+		if len(args) < 2 {
+			return nil, "", usageError("%q is a hash: name the FIELD to inspect", key)
+		}
+		where += fmt.Sprintf(" field %q", args[1])
+		if v, err = rdb.HGet(ctx, key, args[1]).Result(); errors.Is(err, redis.Nil) {
+			return nil, "", fmt.Errorf("hash %q has no field %q", key, args[1])
+		}
+	case "list":
+		idx := int64(0)
+		if len(args) > 1 {
+			if idx, err = strconv.ParseInt(args[1], 10, 64); err != nil {
+				return nil, "", usageError("%q is a list: INDEX must be a number, got %q", key, args[1])
+			}
+		}
+		where += fmt.Sprintf(" index %d", idx)
+		if v, err = rdb.LIndex(ctx, key, idx).Result(); errors.Is(err, redis.Nil) {
+			return nil, "", fmt.Errorf("list %q has no element at index %d", key, idx)
+		}
+	default:
+		return nil, "", fmt.Errorf("%q is a %s: squeeze stores values in strings, hash fields and list elements (inspect a stream entry with XRANGE and standard input)", key, typ)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", where, err)
+	}
+	return []byte(v), where, nil
 }

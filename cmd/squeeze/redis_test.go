@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/dictstore"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
@@ -106,5 +109,58 @@ func TestRedisURL_Sentinel(t *testing.T) {
 	}
 	if _, errs, code := runCLI(t, nil, "advise", "--redis", "sentinel://"+sen.Addr+"/nosuchmaster", "--no-dict"); code != 1 || !strings.Contains(errs, `does not know the master "nosuchmaster"`) {
 		t.Errorf("advise with an unknown master: exit %d, %q", code, errs)
+	}
+}
+
+// TestInspect_Redis: "squeeze inspect --redis URL KEY [FIELD|INDEX]" reads
+// the stored bytes itself, verifies frames that name a published
+// dictionary with it, and says clearly what it cannot inspect.
+func TestInspect_Redis(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	docs := publishTestDict(t, r.Addr, 31337)
+	d, err := dictstore.NewResolver(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dict, err := d.Dictionary(ctx, 31337)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := bytes.Join(docs[:20], []byte(","))
+	plain, _ := codec.NewEncoder(codec.MustParseAlgorithm("zstd:3"))
+	withDict, _ := codec.NewEncoder(codec.MustParseAlgorithm("zstd:1"), codec.WithDictionary(dict))
+	rdb.Set(ctx, "doc", plain.AppendEncode(nil, value), 0)
+	rdb.HSet(ctx, "h", "f", withDict.AppendEncode(nil, value))
+	rdb.RPush(ctx, "l", "first", plain.AppendEncode(nil, value))
+	rdb.Set(ctx, "raw", "just text", 0)
+	rdb.SAdd(ctx, "set", "member")
+	url := "redis://" + r.Addr
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"doc"}, 0, `string "doc": squeeze frame`},
+		{[]string{"h", "f"}, 0, "dict id   31337"},
+		{[]string{"l", "1"}, 0, `list "l" index 1: squeeze frame`},
+		{[]string{"l"}, 0, "raw value"},
+		{[]string{"raw"}, 0, "raw value (no squeeze frame): 9 bytes"},
+		{[]string{"h"}, 2, "name the FIELD"},
+		{[]string{"h", "nofield"}, 1, `hash "h" has no field "nofield"`},
+		{[]string{"set"}, 1, `"set" is a set`},
+		{[]string{"missing"}, 1, `key "missing" does not exist`},
+		{[]string{"l", "x"}, 2, "INDEX must be a number"},
+	} {
+		out, errs, code := runCLI(t, nil, append([]string{"inspect", "--redis", url}, tt.args...)...)
+		if code != tt.code || !strings.Contains(out+errs, tt.want) {
+			t.Errorf("inspect %q: exit %d, %q %q; want %d and %q", tt.args, code, out, errs, tt.code, tt.want)
+		}
+	}
+	out, _, code := runCLI(t, nil, "inspect", "--json", "--redis", url, "h", "f")
+	if code != 0 || !strings.Contains(out, `"valid": true`) || !strings.Contains(out, `"source": "hash \"h\" field \"f\""`) {
+		t.Errorf("inspect --json of a dictionary frame: %d %s", code, out)
 	}
 }
