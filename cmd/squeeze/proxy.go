@@ -89,7 +89,7 @@ Dictionaries: values that name a zstd dictionary are decoded with it,
 whatever --dict says; the proxy loads each one from the upstream
 (squeeze:dict:<id>) the first time a value names it. --dict ID compresses
 new values with that published dictionary ("squeeze dict train --publish"
-makes one); it must exist when the proxy starts.
+makes one); it must exist when the proxy starts (or reloads).
 
 Authentication: by default the proxy's connections log in with the
 --upstream URL's credentials, and every client that reaches --listen acts
@@ -106,7 +106,7 @@ Rules: --rule gives the keys that begin with a prefix their own codec and
 options; keys no rule matches use --codec, --min-size, --min-gain, --dict.
 The longest prefix wins; MSET values follow their own keys. Reads need no
 rules (every stored value names its codec), so rules can change at any
-restart. "squeeze advise" prints the rules that fit your data.
+restart or SIGHUP. "squeeze advise" prints the rules that fit your data.
   squeeze proxy --rule 'session:=zstd:3' --rule 'img:=none' \
       --rule 'event:=zstd:1,dict=1690163204,min-size=32'
   SQUEEZE_RULE='session:=zstd:3;img:=none' squeeze proxy   # several, with ;
