@@ -21,6 +21,7 @@ type Metrics struct {
 	upErrors     *prometheus.CounterVec
 	redirects    *prometheus.CounterVec
 	failovers    prometheus.Counter
+	reloads      *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	// Pre-resolved children keep the hot path free of label lookups.
 	outcome  [3]prometheus.Counter
@@ -51,11 +52,12 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_decode_errors_total", Help: "Stored values that failed to decode (corrupt, checksum, too large); the client got an error."}),
 		upErrors:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_upstream_errors_total", Help: "Upstream failures, by kind: dial, tls, conn."}, []string{"kind"}),
 		failovers:    prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_sentinel_failovers_total", Help: "Master switches announced by Redis Sentinel (sentinel:// upstreams); each closes the upstream connections."}),
+		reloads:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_config_reloads_total", Help: "Reloads of the write policy (SIGHUP), by outcome: ok, or failed (the policy in force is unchanged)."}, []string{"outcome"}),
 		redirects:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_cluster_redirects_total", Help: "Redis Cluster redirections and topology replies, by outcome: rewritten (to name the proxy in front of the node) or refused (no proxy address for the node)."}, []string{"outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "squeeze_proxy_command_seconds", Help: "Time from reading a command to having its reply ready, by command.",
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16)}, []string{"cmd"}),
 	}
-	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.upErrors, m.redirects, m.failovers, m.latency)
+	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.upErrors, m.redirects, m.failovers, m.reloads, m.latency)
 	m.outcome[codec.Compressed] = m.values.WithLabelValues("compressed")
 	m.outcome[codec.StoredRaw] = m.values.WithLabelValues("raw")
 	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
@@ -97,6 +99,14 @@ func (m *Metrics) decodeError() {
 func (m *Metrics) clusterRedirect(rewritten bool) {
 	if m != nil {
 		m.redirects.WithLabelValues(map[bool]string{true: "rewritten", false: "refused"}[rewritten]).Inc()
+	}
+}
+
+// Reloaded counts a reload of the write policy (squeeze proxy on SIGHUP)
+// that succeeded (ok) or failed and left the policy in force unchanged.
+func (m *Metrics) Reloaded(ok bool) {
+	if m != nil {
+		m.reloads.WithLabelValues(map[bool]string{true: "ok", false: "failed"}[ok]).Inc()
 	}
 }
 

@@ -452,9 +452,11 @@ func runProxy(ctx context.Context, e env, args []string) error {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if err := reloadWritePolicy(ctx, e, args, fs, srv, logger); err != nil {
+				err := reloadWritePolicy(ctx, e, args, fs, srv, logger)
+				if err != nil {
 					logger.Error("SIGHUP: settings not reloaded; the write policy is unchanged", "err", err)
 				}
+				srv.Metrics.Reloaded(err == nil)
 			}
 		}
 	}()

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,13 +31,14 @@ func TestProxyCommand_Reload(t *testing.T) {
 		}
 	}
 	write("codec = lz4\nmin-size = 0\n")
-	port := testutil.FreePort(t)
+	port, mport := testutil.FreePort(t), testutil.FreePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, env{Stdout: io.Discard, Stderr: &stderr}, []string{"proxy", "--config", cfg,
-			"--listen", "127.0.0.1:" + strconv.Itoa(port), "--upstream", r.URL(), "--log-format", "json"})
+			"--listen", "127.0.0.1:" + strconv.Itoa(port), "--upstream", r.URL(), "--log-format", "json",
+			"--metrics", "127.0.0.1:" + strconv.Itoa(mport)})
 	}()
 	defer func() { cancel(); <-done }()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), PoolSize: 1})
@@ -95,5 +97,23 @@ func TestProxyCommand_Reload(t *testing.T) {
 	}
 	if got := rdb.Get(ctx2, "a").Val(); got != doc {
 		t.Errorf("a value written before the reload reads back as %d bytes", len(got))
+	}
+	// The counters follow the log lines.
+	for i := 0; ; i++ {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ok := strings.Contains(string(body), `squeeze_proxy_config_reloads_total{outcome="ok"} 1`)
+		failed := strings.Contains(string(body), `squeeze_proxy_config_reloads_total{outcome="failed"} 1`)
+		if ok && failed {
+			break
+		}
+		if i > 100 {
+			t.Fatalf("/metrics: reload counters ok %v, failed %v", ok, failed)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
