@@ -693,7 +693,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	if expect {
 		cl = newCall()
 		cl.notify, cl.owner = c.ready, c
-		cl.cmd, cl.kind, cl.start, cl.refused = info.name, kind, start, refused
+		cl.cmd, cl.cmdID, cl.kind, cl.start, cl.refused = info.name, info.id, kind, start, refused
 		c.seq++
 		cl.seq = c.seq
 		if info.flags&flagMulti != 0 {
@@ -883,7 +883,7 @@ func (c *client) emit(rw *rewriter, cl *call, now *time.Time) bool {
 		if now.Before(cl.start) { // also the zero time: not read yet
 			*now = time.Now()
 		}
-		c.s.metrics.command(cl.cmd, now.Sub(cl.start))
+		c.s.metrics.commandByID(cl.cmdID, cl.cmd, now.Sub(cl.start))
 	}
 	if cl.cmd == "HELLO" && cl.err == nil {
 		c.helloProto.Store(helloReplyProto(cl.reply))

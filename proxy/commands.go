@@ -75,6 +75,7 @@ const (
 // cmdInfo is what the proxy knows about one command.
 type cmdInfo struct {
 	name  string // upper case, for metrics and errors
+	id    int32  // 1.. for defined commands, 0 for unknownCmd
 	vals  argRule
 	reply shape
 	flags cmdFlag
@@ -90,8 +91,13 @@ type cmdInfo struct {
 
 var commandTable = map[string]*cmdInfo{}
 
+// commandCount numbers the defined commands: their ids are 1..commandCount
+// (unknownCmd's is 0), for the metrics' per-command slots.
+var commandCount int
+
 func def(name string, vals argRule, reply shape, flags cmdFlag) *cmdInfo {
-	c := &cmdInfo{name: name, vals: vals, reply: reply, flags: flags}
+	commandCount++
+	c := &cmdInfo{name: name, vals: vals, reply: reply, flags: flags, id: int32(commandCount)}
 	commandTable[strings.ToLower(name)] = c
 	return c
 }

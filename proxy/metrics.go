@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,9 @@ type Metrics struct {
 	outcome  [3]prometheus.Counter
 	decodedC prometheus.Counter
 	byCmd    sync.Map // command name -> *cmdMetrics
+	// byID holds the children of the defined commands by cmdInfo.id,
+	// resolved on first use: no hashing of the name per command.
+	byID []atomic.Pointer[cmdMetrics]
 }
 
 // cmdMetrics are the resolved children of one command's label.
@@ -62,6 +66,7 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 	m.outcome[codec.StoredRaw] = m.values.WithLabelValues("raw")
 	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
 	m.byteCounters(alg.String()) // the series exist from the start
+	m.byID = make([]atomic.Pointer[cmdMetrics], commandCount+1)
 	m.decodedC = m.values.WithLabelValues("decoded")
 	return m
 }
@@ -135,15 +140,39 @@ func (m *Metrics) connClosed() {
 	}
 }
 
-func (m *Metrics) command(name string, d time.Duration) {
+// commandByID is command for a command whose cmdInfo.id is id (0: look
+// it up by name).
+func (m *Metrics) commandByID(id int32, name string, d time.Duration) {
 	if m == nil {
 		return
 	}
+	if id <= 0 || int(id) >= len(m.byID) {
+		m.command(name, d)
+		return
+	}
+	cm := m.byID[id].Load()
+	if cm == nil {
+		cm = m.children(name)
+		m.byID[id].Store(cm)
+	}
+	cm.count.Inc()
+	cm.latency.Observe(d.Seconds())
+}
+
+// children returns the resolved children of a command's label.
+func (m *Metrics) children(name string) *cmdMetrics {
 	v, ok := m.byCmd.Load(name)
 	if !ok {
 		v, _ = m.byCmd.LoadOrStore(name, &cmdMetrics{m.commands.WithLabelValues(name), m.latency.WithLabelValues(name)})
 	}
-	cm := v.(*cmdMetrics)
+	return v.(*cmdMetrics)
+}
+
+func (m *Metrics) command(name string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	cm := m.children(name)
 	cm.count.Inc()
 	cm.latency.Observe(d.Seconds())
 }

@@ -28,8 +28,22 @@ func TestMetrics_Command(t *testing.T) {
 	if n := testutil.CollectAndCount(m.latency); n != 2 {
 		t.Errorf("%d latency series, want 2", n)
 	}
+	// By the command's id: the same series, resolved once.
+	get := commandTable["get"]
+	m.commandByID(get.id, get.name, time.Millisecond)
+	m.commandByID(0, "OTHER", time.Millisecond) // unknown: by name
+	if got := testutil.ToFloat64(m.commands.WithLabelValues("GET")); got != 4 {
+		t.Errorf("GET count %v after commandByID, want 4", got)
+	}
+	if got := testutil.ToFloat64(m.commands.WithLabelValues("OTHER")); got != 1 {
+		t.Errorf("OTHER count %v, want 1", got)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { m.commandByID(get.id, get.name, time.Millisecond) }); allocs != 0 {
+		t.Errorf("commandByID allocates %v times per call", allocs)
+	}
 	var nilMetrics *Metrics
 	nilMetrics.command("GET", time.Second) // records nothing, no panic
+	nilMetrics.commandByID(get.id, get.name, time.Second)
 	if allocs := testing.AllocsPerRun(100, func() { m.command("GET", time.Millisecond) }); allocs != 0 {
 		t.Errorf("command allocates %v times per call", allocs)
 	}

@@ -238,6 +238,7 @@ type call struct {
 	args  []byte  // copy of the arguments the reply rewrite may name in errors
 	argv  []int   // end offsets of each argument in args
 	cmd   string  // command name for metrics and errors (static string)
+	cmdID int32   // the command's cmdInfo.id when known, for metrics; else 0
 	local bool    // reply prepared by the proxy; nothing was sent
 	// refused, when set, is the error the client gets instead of Redis's
 	// reply (a refused command inside MULTI, see compareRefusal).
@@ -272,7 +273,7 @@ func (c *call) release() {
 	if cap(c.args) > maxPooledReply {
 		c.args = nil
 	}
-	c.reply, c.err, c.kind, c.tx, c.cmd, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", false, false, 0, 0
+	c.reply, c.err, c.kind, c.tx, c.cmd, c.cmdID, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", 0, false, false, 0, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
 	c.notify, c.owner, c.refused = nil, nil, ""
 	c.ready.Store(false)
