@@ -61,7 +61,7 @@ func TestHook_Differential(t *testing.T) {
 			}
 			body := cmds[1 : len(cmds)-1]
 			for _, c := range body {
-				hist = append(hist, short(c))
+				hist = append(hist, difftest.Short(c))
 			}
 			hist = append(hist, "(transaction)")
 			hb, errB := txRun(ctx, hooked, body)
@@ -73,7 +73,7 @@ func TestHook_Differential(t *testing.T) {
 			for i, c := range body {
 				compared++
 				if ca, cb := canonical(c, ha[i]), canonical(c, hb[i]); ca != cb {
-					t.Fatalf("step %d, transaction command %d %s (seed %d):\nplain:  %.300s\nhooked: %.300s\nrecent: %s", step, i, short(c), seed, ca, cb, strings.Join(hist[max(0, len(hist)-10):], " | "))
+					t.Fatalf("step %d, transaction command %d %s (seed %d):\nplain:  %.300s\nhooked: %.300s\nrecent: %s", step, i, difftest.Short(c), seed, ca, cb, strings.Join(hist[max(0, len(hist)-10):], " | "))
 				}
 			}
 			continue
@@ -83,7 +83,7 @@ func TestHook_Differential(t *testing.T) {
 			for i, a := range c {
 				args[i] = a
 			}
-			hist = append(hist, short(c))
+			hist = append(hist, difftest.Short(c))
 			b := hooked.Do(ctx, args...)
 			if errors.Is(b.Err(), ErrUnsupported) {
 				refused++
@@ -92,7 +92,7 @@ func TestHook_Differential(t *testing.T) {
 			a := plain.Do(ctx, args...)
 			compared++
 			if ca, cb := canonical(c, a), canonical(c, b); ca != cb {
-				t.Fatalf("step %d, %s (seed %d):\nplain:  %.300s\nhooked: %.300s\nrecent: %s", step, short(c), seed, ca, cb, strings.Join(hist[max(0, len(hist)-10):], " | "))
+				t.Fatalf("step %d, %s (seed %d):\nplain:  %.300s\nhooked: %.300s\nrecent: %s", step, difftest.Short(c), seed, ca, cb, strings.Join(hist[max(0, len(hist)-10):], " | "))
 			}
 		}
 	}
@@ -153,16 +153,6 @@ func canonical(c []string, cmd *redis.Cmd) string {
 	return fmt.Sprintf("%#v", v)
 }
 
-func short(c []string) string {
-	var b strings.Builder
-	for _, a := range c {
-		if len(a) > 24 {
-			a = fmt.Sprintf("%.24q...(%d bytes)", a, len(a))
-		}
-		b.WriteString(a + " ")
-	}
-	return b.String()
-}
 
 func mustEncoder(t *testing.T, alg string) *codec.Encoder {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/squeeze-kv/squeeze/internal/difftest"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 	"github.com/squeeze-kv/squeeze/resp"
 )
@@ -64,7 +65,7 @@ func TestProxy_RequireAuth(t *testing.T) {
 			want, got = dropID(want), dropID(got)
 		}
 		if got != want {
-			t.Errorf("%s through the proxy: %.80q; Redis: %.80q", short(c), got, want)
+			t.Errorf("%s through the proxy: %.80q; Redis: %.80q", difftest.Short(c), got, want)
 		}
 	}
 	admin := dialRaw(t, e.redis.Addr)
@@ -83,10 +84,10 @@ func TestProxy_RequireAuth(t *testing.T) {
 		direct, via := dialRaw(t, ref.Addr), dialRaw(t, p.addr)
 		want, got := direct.do(c...), via.do(c...)
 		if !strings.HasPrefix(want, "-ERR Protocol error: unauthenticated") || got != want {
-			t.Errorf("%s before AUTH through the proxy: %q; Redis: %q", short(c), got, want)
+			t.Errorf("%s before AUTH through the proxy: %q; Redis: %q", difftest.Short(c), got, want)
 		}
 		if got := via.read(); got != "" {
-			t.Errorf("%s before AUTH: the proxy kept the connection open (%q)", short(c), got)
+			t.Errorf("%s before AUTH: the proxy kept the connection open (%q)", difftest.Short(c), got)
 		}
 	}
 	// Without RequireAuth the proxy's own credentials serve every client.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/difftest"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 	"github.com/squeeze-kv/squeeze/resp"
 )
@@ -406,7 +407,7 @@ func TestDifferential(t *testing.T) {
 		for i, c := range cmds {
 			ra, rb := a.read(), b.read()
 			u := unord[i]
-			hist = append(hist, fmt.Sprintf("%d %s -> %.80q | %.80q", done+i, short(c), ra, rb))
+			hist = append(hist, fmt.Sprintf("%d %s -> %.80q | %.80q", done+i, difftest.Short(c), ra, rb))
 			if c[0] == "EXEC" {
 				ra, rb = canonExec(ra, cmds[1:len(cmds)-1], unord[1:len(unord)-1]), canonExec(rb, cmds[1:len(cmds)-1], unord[1:len(unord)-1])
 				u = false
@@ -418,7 +419,7 @@ func TestDifferential(t *testing.T) {
 				}
 				lo := max(0, at-120)
 				t.Logf("canonical replies differ at byte %d of %d / %d:\ndirect: %q\nproxy:  %q\ncommands: %q", at, len(ca), len(cb), ca[lo:min(len(ca), at+200)], cb[lo:min(len(cb), at+200)], shortAll(cmds))
-				t.Fatalf("command %d %s: replies differ (seed %d)\ndirect: %.300q\nproxy:  %.300q", done+i, short(c), seed, ra, rb)
+				t.Fatalf("command %d %s: replies differ (seed %d)\ndirect: %.300q\nproxy:  %.300q", done+i, difftest.Short(c), seed, ra, rb)
 			}
 		}
 		done += len(cmds)
@@ -428,7 +429,7 @@ func TestDifferential(t *testing.T) {
 func shortAll(cmds [][]string) []string {
 	var out []string
 	for _, c := range cmds {
-		out = append(out, short(c))
+		out = append(out, difftest.Short(c))
 	}
 	return out
 }
@@ -449,13 +450,3 @@ func canonExec(reply string, cmds [][]string, unord []bool) string {
 	}
 }
 
-func short(args []string) string {
-	var b strings.Builder
-	for _, a := range args {
-		if len(a) > 24 {
-			a = fmt.Sprintf("%.24q...(%d bytes)", a, len(a))
-		}
-		b.WriteString(a + " ")
-	}
-	return b.String()
-}

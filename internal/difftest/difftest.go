@@ -528,3 +528,16 @@ func NewGenerator(cfg Config) *Generator {
 // Step returns the next step: one command, a pipeline, or a transaction
 // (MULTI, commands, then EXEC or DISCARD).
 func (g *Generator) Step() [][]string { return g.g.step() }
+
+// Short prints a command for failure messages, each argument cut to 24
+// bytes with its length.
+func Short(args []string) string {
+	var b strings.Builder
+	for _, a := range args {
+		if len(a) > 24 {
+			a = fmt.Sprintf("%.24q...(%d bytes)", a, len(a))
+		}
+		b.WriteString(a + " ")
+	}
+	return b.String()
+}
