@@ -153,7 +153,6 @@ func canonical(c []string, cmd *redis.Cmd) string {
 	return fmt.Sprintf("%#v", v)
 }
 
-
 func mustEncoder(t *testing.T, alg string) *codec.Encoder {
 	t.Helper()
 	enc, err := codec.NewEncoder(codec.MustParseAlgorithm(alg), codec.WithMinSize(0))

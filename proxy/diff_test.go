@@ -449,4 +449,3 @@ func canonExec(reply string, cmds [][]string, unord []bool) string {
 		out += canon(string(e.Raw), unord[i], cmds[i][0])
 	}
 }
-
