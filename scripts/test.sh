@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The test command from README.md: installs what is missing, then runs every
 # test (unit, golden, fuzz seeds, and integration tests against real
-# redis-server processes that the tests start themselves).
+# redis-server processes that the tests start themselves, and the Node,
+# Python and Ruby client libraries through the proxy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup-clients.sh
 go vet ./...
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt needed: $unformatted"; exit 1; fi
