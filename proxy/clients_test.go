@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,38 +16,27 @@ import (
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
-// realClient is a client library of another language, driven by a script
-// under testdata/clients that runs the commands an application would.
+// realClient is a client library of another language, driven by scripts
+// under testdata/clients that run the commands an application would.
 type realClient struct {
 	name string
-	// command returns the script's command line for url and prefix, or
-	// the reason the library is not installed here.
-	command func(url, prefix string) ([]string, string)
+	// check and cluster return the command lines of the script for one
+	// Redis (url) and for a cluster (seed is HOST:PORT), or the reason the
+	// library is not installed here; cluster is nil for a library whose
+	// cluster client is not tested.
+	check   func(url, prefix string) ([]string, string)
+	cluster func(seed, prefix string) ([]string, string)
 }
 
 var realClients = []realClient{
-	{"node-redis", nodeScript("node-redis")},
-	{"node-redis-resp3", nodeScript("node-redis-resp3")},
-	{"ioredis", nodeScript("ioredis")},
-	{"redis-py", func(url, prefix string) ([]string, string) {
-		// Debian's python3-redis lives beside Debian's python3, which
-		// another python3 earlier on PATH (pyenv, a virtualenv) may hide.
-		for _, py := range []string{"/usr/bin/python3", "python3"} {
-			if exec.Command(py, "-c", "import redis").Run() == nil {
-				return []string{py, "testdata/clients/python/check.py", url, prefix}, ""
-			}
-		}
-		return nil, "python3 with redis-py not installed (apt-get install -y python3-redis)"
-	}},
-	{"redis-rb", func(url, prefix string) ([]string, string) {
-		if exec.Command("ruby", "-e", "require 'redis'").Run() != nil {
-			return nil, "ruby with redis-rb not installed (apt-get install -y ruby-redis)"
-		}
-		return []string{"ruby", "testdata/clients/ruby/check.rb", url, prefix}, ""
-	}},
+	{"node-redis", nodeScript("check.js", "node-redis"), nodeScript("cluster.js", "node-redis")},
+	{"node-redis-resp3", nodeScript("check.js", "node-redis-resp3"), nil},
+	{"ioredis", nodeScript("check.js", "ioredis"), nodeScript("cluster.js", "ioredis")},
+	{"redis-py", pythonScript("check.py"), pythonScript("cluster.py")},
+	{"redis-rb", rubyScript("check.rb"), rubyScript("cluster.rb")},
 }
 
-func nodeScript(lib string) func(url, prefix string) ([]string, string) {
+func nodeScript(script, lib string) func(url, prefix string) ([]string, string) {
 	return func(url, prefix string) ([]string, string) {
 		if _, err := exec.LookPath("node"); err != nil {
 			return nil, "node not installed"
@@ -54,8 +44,44 @@ func nodeScript(lib string) func(url, prefix string) ([]string, string) {
 		if _, err := os.Stat("testdata/clients/node/node_modules/ioredis"); err != nil {
 			return nil, "node modules not installed (cd proxy/testdata/clients/node && npm ci)"
 		}
-		return []string{"node", "testdata/clients/node/check.js", lib, url, prefix}, ""
+		return []string{"node", "testdata/clients/node/" + script, lib, url, prefix}, ""
 	}
+}
+
+func pythonScript(script string) func(url, prefix string) ([]string, string) {
+	return func(url, prefix string) ([]string, string) {
+		// Debian's python3-redis lives beside Debian's python3, which
+		// another python3 earlier on PATH (pyenv, a virtualenv) may hide.
+		for _, py := range []string{"/usr/bin/python3", "python3"} {
+			if exec.Command(py, "-c", "import redis").Run() == nil {
+				return []string{py, "testdata/clients/python/" + script, url, prefix}, ""
+			}
+		}
+		return nil, "python3 with redis-py not installed (apt-get install -y python3-redis)"
+	}
+}
+
+func rubyScript(script string) func(url, prefix string) ([]string, string) {
+	return func(url, prefix string) ([]string, string) {
+		if exec.Command("ruby", "-e", "require 'redis'").Run() != nil {
+			return nil, "ruby with redis-rb not installed (apt-get install -y ruby-redis)"
+		}
+		return []string{"ruby", "testdata/clients/ruby/" + script, url, prefix}, ""
+	}
+}
+
+// scriptOrSkip returns a script's command line, or skips the test when its
+// library is missing, except under CI, where that fails it.
+func scriptOrSkip(t *testing.T, script func(string, string) ([]string, string), target, prefix string) []string {
+	t.Helper()
+	argv, missing := script(target, prefix)
+	if missing != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s under CI: bash scripts/setup-clients.sh installs it", missing)
+		}
+		t.Skip(missing)
+	}
+	return argv
 }
 
 // runClient runs a client script and returns its transcript, one JSON line
@@ -94,16 +120,8 @@ func TestRealClients(t *testing.T) {
 	for _, rc := range realClients {
 		t.Run(rc.name, func(t *testing.T) {
 			prefix := rc.name + ":"
-			argv, missing := rc.command(direct.URL(), prefix)
-			if missing != "" {
-				if os.Getenv("CI") != "" {
-					t.Fatalf("%s under CI: bash scripts/setup-clients.sh installs it", missing)
-				}
-				t.Skip(missing)
-			}
-			want := runClient(t, argv)
-			argv, _ = rc.command("redis://"+e.addr, prefix)
-			got := runClient(t, argv)
+			want := runClient(t, scriptOrSkip(t, rc.check, direct.URL(), prefix))
+			got := runClient(t, scriptOrSkip(t, rc.check, "redis://"+e.addr, prefix))
 
 			if len(want) < 20 {
 				t.Fatalf("the script ran only %d steps against Redis:\n%s", len(want), strings.Join(want, "\n"))
@@ -144,6 +162,61 @@ func TestRealClients(t *testing.T) {
 				if !codec.IsFramed(frame) || 2*len(frame) > len(value) {
 					t.Errorf("%s: Redis holds %d bytes (framed: %v) for a value of %d", c.what, len(frame), codec.IsFramed(frame), len(value))
 				}
+			}
+		})
+	}
+}
+
+// TestRealClients_Cluster gives the cluster clients of node-redis, ioredis,
+// redis-py and redis-rb one proxy of a Redis Cluster: each must learn the
+// other proxies from it, use only proxies, never the nodes, and read back
+// every value it wrote on keys spread over all slots, while every node
+// holds frames.
+func TestRealClients_Cluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping client libraries in -short mode")
+	}
+	nodes, proxies := startClusterProxies(t)
+	isProxy := map[string]bool{}
+	for _, p := range proxies {
+		isProxy[p.addr] = true
+	}
+	for _, rc := range realClients {
+		if rc.cluster == nil {
+			continue
+		}
+		t.Run(rc.name, func(t *testing.T) {
+			prefix := rc.name + ":"
+			out := runClient(t, scriptOrSkip(t, rc.cluster, proxies[0].addr, prefix))
+			used := 0
+			for _, line := range out {
+				addr, ok := strings.CutPrefix(line, "node ")
+				if !ok {
+					t.Fatalf("unexpected output %q", line)
+				}
+				if !isProxy[addr] {
+					t.Errorf("the client used %s, not a proxy", addr)
+				}
+				used++
+			}
+			if used != len(proxies) {
+				t.Errorf("the client used %d addresses, want the %d proxies: %q", used, len(proxies), out)
+			}
+			framed := 0
+			for _, n := range nodes {
+				for i := range 30 {
+					v, err := testutil.Do(n.Addr, "GET", prefix+"doc:"+strconv.Itoa(i))
+					if err != nil || strings.HasPrefix(v, "-MOVED") || v == "$-1" {
+						continue
+					}
+					if !codec.IsFramed([]byte(v)) {
+						t.Errorf("%sdoc:%d on %s is stored raw", prefix, i, n.Addr)
+					}
+					framed++
+				}
+			}
+			if framed != 30 {
+				t.Errorf("found %d of 30 keys framed on their nodes", framed)
 			}
 		})
 	}
