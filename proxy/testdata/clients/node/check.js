@@ -173,6 +173,26 @@ async function main() {
   same('message', msg, big);
   step('message', msg);
 
+  // RESP3 client-side caching (CLIENT TRACKING): a cached value is
+  // invalidated when another connection changes it.
+  if (lib === 'node-redis-resp3') {
+    const { createClient } = require('redis');
+    const cached = createClient({ url, RESP: 3, clientSideCache: { ttl: 0, maxEntries: 0 } });
+    await cached.connect();
+    same('cached GET', await cached.get(k('doc')), big2);
+    same('cached GET again', await cached.get(k('doc')), big2);
+    await r.set(k('doc'), big);
+    let fresh = null;
+    for (let i = 0; i < 50 && fresh !== big; i++) {
+      await new Promise((res) => setTimeout(res, 20));
+      fresh = await cached.get(k('doc'));
+    }
+    same('cached GET after SET elsewhere', fresh, big);
+    const stats = cached.clientSideCache.stats();
+    step('client-side cache hits', stats.hitCount > 0);
+    await cached.quit();
+  }
+
   // Errors come back as Redis words them.
   try {
     await r.call('INCR', k('doc'));
