@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -148,7 +149,14 @@ func TestRealClients(t *testing.T) {
 			}{
 				{"the string", func(r *redis.Client) ([]byte, error) { return r.Get(ctx, prefix+"binary").Bytes() }},
 				{"the hash field", func(r *redis.Client) ([]byte, error) { return r.HGet(ctx, prefix+"h", "big").Bytes() }},
-				{"the list element", func(r *redis.Client) ([]byte, error) { return r.LIndex(ctx, prefix+"l", 0).Bytes() }},
+				{"the moved list element", func(r *redis.Client) ([]byte, error) { return r.LIndex(ctx, prefix+"l3", 0).Bytes() }},
+				{"the stream entry", func(r *redis.Client) ([]byte, error) {
+					m, err := r.XRange(ctx, prefix+"s", "-", "+").Result()
+					if err != nil || len(m) == 0 {
+						return nil, fmt.Errorf("XRANGE: %v, %d entries", err, len(m))
+					}
+					return []byte(fmt.Sprint(m[0].Values["body"])), nil
+				}},
 				{"the pipelined string", func(r *redis.Client) ([]byte, error) { return r.Get(ctx, prefix+"p:39").Bytes() }},
 			} {
 				frame, err := c.get(stored)

@@ -75,6 +75,11 @@ async function open() {
       getBuffer: (key) => c.getBuffer(key),
       hset: (key, obj) => c.hset(key, obj),
       hgetall: (key) => c.hgetall(key),
+      hscanAll: (key) => new Promise((resolve, reject) => {
+        const out = {};
+        c.hscanStream(key, { count: 2 }).on('data', (kv) => { for (let i = 0; i < kv.length; i += 2) out[kv[i]] = kv[i + 1]; }).on('end', () => resolve(out)).on('error', reject);
+      }),
+      blpop: (key) => c.blpop(key, 5),
       rpush: (key, ...vs) => c.rpush(key, ...vs),
       lrange: (key, a, b) => c.lrange(key, a, b),
       multi: async (cmds) => (await cmds.reduce((m, [n, ...a]) => m.call(n, ...a), c.multi()).exec()).map(([err, r]) => (err ? `error: ${err.message}` : r)),
@@ -105,6 +110,12 @@ async function open() {
     getBuffer: (key) => buffers.get(key),
     hset: (key, obj) => c.hSet(key, obj),
     hgetall: (key) => c.hGetAll(key),
+    hscanAll: async (key) => {
+      const out = {};
+      for await (const entries of c.hScanIterator(key, { COUNT: 2 })) for (const { field, value } of entries) out[field] = value;
+      return out;
+    },
+    blpop: async (key) => { const r = await c.blPop(key, 5); return r && [r.key, r.element]; },
     rpush: (key, ...vs) => c.rPush(key, vs),
     lrange: (key, a, b) => c.lRange(key, a, b),
     multi: (cmds) => cmds.reduce((m, args) => m.addCommand(args.map(String)), c.multi()).exec(),
@@ -151,6 +162,25 @@ async function main() {
   step('LPOP', await r.call('LPOP', k('l')));
   step('XADD', await r.call('XADD', k('s'), '1-1', 'body', big));
   step('XRANGE', await r.call('XRANGE', k('s'), '-', '+'));
+
+  // The library's own helpers: a scan iterator over hash fields, a
+  // blocking pop; and more commands that return values.
+  await r.hset(k('h'), { big2 });
+  const scanned = await r.hscanAll(k('h'));
+  same('HSCAN big2', scanned.big2, big2);
+  step('HSCAN', scanned);
+  await r.rpush(k('q'), big2);
+  const popped = await r.blpop(k('q'));
+  same('BLPOP', popped && popped[1], big2);
+  step('BLPOP', popped);
+  step('LMOVE', await r.call('LMOVE', k('l'), k('l3'), 'LEFT', 'RIGHT'));
+  step('MSET', await r.call('MSET', k('m1'), big, k('m2'), big2));
+  step('MGET m', await r.call('MGET', k('m1'), k('m2'), k('none')));
+  step('SETRANGE', await r.call('SETRANGE', k('m1'), '5', 'squeeze'));
+  same('GET after SETRANGE', await r.get(k('m1')), big.slice(0, 5) + 'squeeze' + big.slice(12));
+  step('GETRANGE -40 -1', await r.call('GETRANGE', k('m1'), '-40', '-1'));
+  step('XGROUP', await r.call('XGROUP', 'CREATE', k('s'), 'g', '0'));
+  step('XREADGROUP', await r.call('XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', '10', 'STREAMS', k('s'), '>'));
 
   // A transaction and a pipeline.
   step('MULTI', await r.multi([['SET', k('t'), big], ['GET', k('t')], ['STRLEN', k('t')], ['INCR', k('counter')], ['GETDEL', k('t')]]));

@@ -90,6 +90,25 @@ step('LPOP', r.lpop(k['l']))
 step('XADD', r.xadd(k['s'], { body: big }, id: '1-1'))
 step('XRANGE', r.xrange(k['s']))
 
+# The library's own helpers: a scan iterator over hash fields, a blocking
+# pop; and more commands that return values.
+r.hset(k['h'], 'big2', big2)
+scanned = r.hscan_each(k['h'], count: 2).to_h
+same('HSCAN big2', scanned['big2'], big2)
+step('HSCAN', scanned)
+r.rpush(k['q'], big2)
+popped = r.blpop(k['q'], timeout: 5)
+same('BLPOP', popped && popped[1], big2)
+step('BLPOP', popped)
+step('LMOVE', r.lmove(k['l'], k['l3'], 'LEFT', 'RIGHT'))
+step('MSET', r.mset(k['m1'], big, k['m2'], big2))
+step('MGET m', r.mget(k['m1'], k['m2'], k['none']))
+step('SETRANGE', r.setrange(k['m1'], 5, 'squeeze'))
+same('GET after SETRANGE', r.get(k['m1']), big[0, 5] + 'squeeze' + big[12..])
+step('GETRANGE -40 -1', r.getrange(k['m1'], -40, -1))
+step('XGROUP', r.xgroup(:create, k['s'], 'g', '0'))
+step('XREADGROUP', r.xreadgroup('g', 'c', k['s'], '>', count: 10))
+
 # A transaction and a pipeline.
 step('MULTI', r.multi do |tx|
   tx.set(k['t'], big)
