@@ -6,21 +6,12 @@
 # python3-redis and ruby-redis). Safe to run again; does nothing that is done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-apt_install() {
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-  else
-    sudo apt-get update -qq
-    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-  fi
-}
 need=()
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
 ruby -e 'require "redis"' >/dev/null 2>&1 || need+=(ruby-redis)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
-if [ ${#need[@]} -gt 0 ]; then apt_install "${need[@]}"; fi
+if [ ${#need[@]} -gt 0 ]; then bash scripts/apt-install.sh "${need[@]}"; fi
 node_dir=proxy/testdata/clients/node
 # node_modules/.installed-lock is the lock file node_modules was installed from.
 if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.installed-lock"; then
