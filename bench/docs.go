@@ -39,6 +39,11 @@ type DocsOptions struct {
 	CellBudget time.Duration
 	// Value returns the document of a given size; default JSONDocument.
 	Value func(size int) []byte
+	// Proxy measures through squeeze proxies instead: one in-process proxy
+	// per codec on loopback in front of Client, and a plain go-redis client
+	// sending SET and GET to it, as an application in any language would
+	// (see DocRow.Path). Client must reach Redis over TCP.
+	Proxy bool
 	// Progress is called after each cell.
 	Progress Progress
 }
@@ -86,16 +91,36 @@ func RunDocs(ctx context.Context, o DocsOptions) ([]DocRow, error) {
 	}
 	key := KeyPrefix + "doc"
 	defer o.Client.Del(context.WithoutCancel(ctx), key)
+	// Each codec's client: o.Client itself, or a proxy writing that codec.
+	clients := make([]*redis.Client, len(o.Codecs))
+	path := "library"
+	for i, a := range o.Codecs {
+		clients[i] = o.Client
+		if !o.Proxy {
+			continue
+		}
+		path = "proxy"
+		c, stop, err := proxyFor(ctx, o.Client, a)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		clients[i], encs[i] = c, nil
+	}
+	link := o.Link
+	if o.Proxy {
+		link += " via proxy"
+	}
 	var rows []DocRow
 	total, done := len(o.Sizes)*len(o.Codecs), 0
 	for _, size := range o.Sizes {
 		doc := o.Value(size)
 		for i, a := range o.Codecs {
-			row, err := docCell(ctx, o, encs[i], dec, key, doc)
+			row, err := docCell(ctx, o, clients[i], encs[i], dec, key, doc)
 			if err != nil {
-				return rows, fmt.Errorf("%s, %s document on %s: %w", a, FormatSize(int64(size)), o.Link, err)
+				return rows, fmt.Errorf("%s, %s document on %s (%s): %w", a, FormatSize(int64(size)), o.Link, path, err)
 			}
-			row.Codec = a.String()
+			row.Codec, row.Link, row.Path = a.String(), link, path
 			rows = append(rows, row)
 			done++
 			o.Progress.step(done, total)
@@ -105,7 +130,10 @@ func RunDocs(ctx context.Context, o DocsOptions) ([]DocRow, error) {
 	return rows, nil
 }
 
-func docCell(ctx context.Context, o DocsOptions, enc *codec.Encoder, dec *codec.Decoder, key string, doc []byte) (DocRow, error) {
+// docCell measures one codec and size. With a nil enc, c is a proxy that
+// compresses and decompresses: the document goes as it is, and the stored
+// size is read from Redis directly.
+func docCell(ctx context.Context, o DocsOptions, c *redis.Client, enc *codec.Encoder, dec *codec.Decoder, key string, doc []byte) (DocRow, error) {
 	var up, down, comp, decomp []float64
 	var wbuf, rbuf []byte
 	start := time.Now()
@@ -114,20 +142,27 @@ func docCell(ctx context.Context, o DocsOptions, enc *codec.Encoder, dec *codec.
 			return DocRow{}, err
 		}
 		t0 := time.Now()
-		wbuf = enc.AppendEncode(wbuf[:0], doc)
+		if enc != nil {
+			wbuf = enc.AppendEncode(wbuf[:0], doc)
+		} else {
+			wbuf = doc
+		}
 		t1 := time.Now()
-		if err := o.Client.Set(ctx, key, wbuf, 0).Err(); err != nil {
+		if err := c.Set(ctx, key, wbuf, 0).Err(); err != nil {
 			return DocRow{}, fmt.Errorf("SET: %w", err)
 		}
 		t2 := time.Now()
-		b, err := o.Client.Get(ctx, key).Bytes()
+		b, err := c.Get(ctx, key).Bytes()
 		if err != nil {
 			return DocRow{}, fmt.Errorf("GET: %w", err)
 		}
 		t3 := time.Now()
-		rbuf, err = dec.AppendDecode(rbuf[:0], b)
-		if err != nil {
-			return DocRow{}, fmt.Errorf("decode: %w", err)
+		if enc != nil {
+			if rbuf, err = dec.AppendDecode(rbuf[:0], b); err != nil {
+				return DocRow{}, fmt.Errorf("decode: %w", err)
+			}
+		} else {
+			rbuf = b
 		}
 		t4 := time.Now()
 		if !bytes.Equal(rbuf, doc) {
@@ -138,10 +173,18 @@ func docCell(ctx context.Context, o DocsOptions, enc *codec.Encoder, dec *codec.
 		comp = append(comp, t1.Sub(t0).Seconds()*1e3)
 		decomp = append(decomp, t4.Sub(t3).Seconds()*1e3)
 	}
-	return DocRow{
-		Link: o.Link, SizeBytes: len(doc), StoredBytes: len(wbuf), Repeats: len(up),
+	row := DocRow{
+		SizeBytes: len(doc), StoredBytes: len(wbuf), Repeats: len(up),
 		UploadMs: Median(up), DownloadMs: Median(down), CompressMs: Median(comp), DecompressMs: Median(decomp),
-	}, nil
+	}
+	if enc == nil { // the proxy compressed: no codec time of our own to report
+		n, err := o.Client.StrLen(ctx, key).Result()
+		if err != nil {
+			return DocRow{}, fmt.Errorf("STRLEN in Redis: %w", err)
+		}
+		row.StoredBytes, row.CompressMs, row.DecompressMs = int(n), 0, 0
+	}
+	return row, nil
 }
 
 func fillDocRelative(rows []DocRow) {

@@ -72,8 +72,16 @@ type MemoryRow struct {
 
 // DocRow is one measured cell of "squeeze bench docs".
 type DocRow struct {
-	Codec        string  `json:"codec"`
-	Link         string  `json:"link"`
+	Codec string `json:"codec"`
+	// Link names the network between the application and Redis; rows
+	// through the proxy add " via proxy" to it, so that tables, charts and
+	// crossovers keep the two paths apart.
+	Link string `json:"link"`
+	// Path is "library" (the application compresses: compress + SET, GET +
+	// decompress) or "proxy" (the application sends plain SET and GET to
+	// an in-process squeeze proxy on loopback, which compresses and talks
+	// to Redis over the link).
+	Path         string  `json:"path"`
 	SizeBytes    int     `json:"size_bytes"`
 	StoredBytes  int     `json:"stored_bytes"`
 	Repeats      int     `json:"repeats"`

@@ -24,7 +24,8 @@ func init() {
 
 const benchDocsUsage = `Usage:
   squeeze bench docs [--redis URL] [--codecs LIST] [--sizes LIST] [--repeat N]
-      [--shaped auto|on|off] [--rate 1gbit] [--rtt 0.5ms] [--quick] [--report DIR] [--json]
+      [--path library,proxy] [--shaped auto|on|off] [--rate 1gbit] [--rtt 0.5ms]
+      [--quick] [--report DIR] [--json]
 
 Reproduces seed 001 ("Large documents in redis: is it worth compressing
 them"): JSON documents from 100 kB to 20 MB are uploaded (compress + SET) and
@@ -39,8 +40,15 @@ Kernels without netem get the rate alone (tc tbf with a 64 KiB bucket, so
 that no more than one GSO packet passes ahead of the rate), and the report
 says so.
 
---json prints one array, a row per link, codec and size: codec, link,
-size_bytes, stored_bytes, repeats, upload_ms, download_ms (medians),
+--path proxy measures what an application in any language gets from a
+squeeze proxy beside it: the application sends plain SET and GET to a proxy
+on loopback (one per codec, in-process), and the proxy compresses and talks
+to Redis over the link. Those rows carry path "proxy" and the link's name
+with " via proxy"; the default path, library, compresses in the
+application.
+
+--json prints one array, a row per link, path, codec and size: codec, link,
+path, size_bytes, stored_bytes, repeats, upload_ms, download_ms (medians),
 upload_change_pct, download_change_pct (against none), saved_pct,
 compress_ms, decompress_ms.
 
@@ -48,6 +56,7 @@ Examples:
   squeeze bench docs --quick
   sudo squeeze bench docs --rate 100mbit --rtt 2ms --report ./docs-report
   squeeze bench docs --shaped off --codecs brotli:1,zstd:1 --sizes 1MB,10MB --json
+  sudo squeeze bench docs --path library,proxy --codecs s2,zstd:1,brotli:1
 
 `
 
@@ -64,6 +73,7 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 	rate := fs.String("rate", "1gbit", "bandwidth of the shaped link (tc syntax: 100mbit, 1gbit)")
 	rtt := fs.Duration("rtt", 500*time.Microsecond, "round-trip time of the shaped link")
 	corpus := fs.String("corpus", "", "file whose bytes make the documents (default: generated JSON)")
+	paths := fs.String("path", "library", "library (the application compresses), proxy (a squeeze proxy beside it does), or both: library,proxy")
 	quick := fs.Bool("quick", false, "a short run: sizes 100kB,1MB,4MB,10MB, 3 repeats")
 	report := fs.String("report", "", "write an HTML report with charts, JSON and CSV into this directory")
 	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of tables")
@@ -94,6 +104,17 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 	for _, s := range szs {
 		if s == 0 || s > 256<<20 {
 			return usageError("bench docs: --sizes: %s must be between 1 byte and 256 MiB", bench.FormatSize(int64(s)))
+		}
+	}
+	var viaProxy []bool
+	for _, p := range strings.Split(*paths, ",") {
+		switch strings.TrimSpace(p) {
+		case "library":
+			viaProxy = append(viaProxy, false)
+		case "proxy":
+			viaProxy = append(viaProxy, true)
+		default:
+			return usageError("bench docs: --path %q: want library, proxy or library,proxy", p)
 		}
 	}
 	if *repeat <= 0 || *repeat > 1000 {
@@ -176,20 +197,23 @@ func runBenchDocs(ctx context.Context, e env, args []string) error {
 			perLink++
 		}
 	}
-	b := newBar(e, len(links)*len(szs)*perLink, "bench docs")
+	b := newBar(e, len(links)*len(viaProxy)*len(szs)*perLink, "bench docs")
 	var rows []bench.DocRow
 	doneBefore := 0
 	for _, l := range links {
-		r, err := bench.RunDocs(ctx, bench.DocsOptions{
-			Client: l.rdb, Link: l.name, Codecs: algs, Sizes: szs, Repeats: *repeat, CellBudget: *budget, Value: cached,
-			Progress: func(done, total int) { b.step(doneBefore+done, 0) },
-		})
-		if err != nil {
-			b.finish()
-			return err
+		for _, proxied := range viaProxy {
+			r, err := bench.RunDocs(ctx, bench.DocsOptions{
+				Client: l.rdb, Link: l.name, Codecs: algs, Sizes: szs, Repeats: *repeat, CellBudget: *budget, Value: cached,
+				Proxy:    proxied,
+				Progress: func(done, total int) { b.step(doneBefore+done, 0) },
+			})
+			if err != nil {
+				b.finish()
+				return err
+			}
+			doneBefore += len(r)
+			rows = append(rows, r...)
 		}
-		doneBefore += len(r)
-		rows = append(rows, r...)
 	}
 	b.finish()
 	cross := bench.Crossovers(rows)
@@ -228,7 +252,11 @@ func printDocTables(w io.Writer, rows []bench.DocRow, cross []bench.Crossover) {
 		cell[fmt.Sprint(r.Link, r.Codec, r.SizeBytes)] = r
 	}
 	for _, l := range links {
-		for _, dir := range []string{"upload (compress + SET)", "download (GET + decompress)"} {
+		dirs := []string{"upload (compress + SET)", "download (GET + decompress)"}
+		if strings.HasSuffix(l, " via proxy") {
+			dirs = []string{"upload (SET through the proxy)", "download (GET through the proxy)"}
+		}
+		for _, dir := range dirs {
 			fmt.Fprintf(w, "%s, %s: median ms\n", l, dir)
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprint(tw, "Size\t")

@@ -159,6 +159,45 @@ func TestBenchDocs_Loopback(t *testing.T) {
 	}
 }
 
+// TestBenchDocs_Proxy: --path library,proxy measures both paths; the proxy
+// rows name their path and link, and Redis holds compressed documents
+// written through the proxy.
+func TestBenchDocs_Proxy(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	out, stderr, code := runCLI(t, nil, "bench", "docs", "--redis", srv.URL(), "--shaped", "off",
+		"--codecs", "s2", "--sizes", "100kB,1MB", "--repeat", "2", "--path", "library,proxy", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rows []bench.DocRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range rows {
+		count[r.Path+"|"+r.Link]++
+		if r.Path == "proxy" && r.Codec == "s2:default" {
+			if r.StoredBytes <= 0 || r.StoredBytes > r.SizeBytes/2 || r.SavedPct < 50 {
+				t.Errorf("through the proxy, s2 stored %d bytes of %d (%.1f%% saved)", r.StoredBytes, r.SizeBytes, r.SavedPct)
+			}
+			if r.UploadMs <= 0 || r.DownloadMs <= 0 || r.CompressMs != 0 {
+				t.Errorf("proxy row times: %+v", r)
+			}
+		}
+		if r.Path == "proxy" && r.Codec == "none" && r.StoredBytes != r.SizeBytes {
+			t.Errorf("through the proxy without compression, Redis holds %d bytes of %d", r.StoredBytes, r.SizeBytes)
+		}
+	}
+	if count["library|loopback"] != 4 || count["proxy|loopback via proxy"] != 4 {
+		t.Fatalf("rows per path and link: %v, want 4 each", count)
+	}
+	out, stderr, code = runCLI(t, nil, "bench", "docs", "--redis", srv.URL(), "--shaped", "off",
+		"--codecs", "s2", "--sizes", "100kB", "--repeat", "1", "--path", "proxy")
+	if code != 0 || !strings.Contains(out, "loopback via proxy, upload (SET through the proxy)") {
+		t.Fatalf("exit %d, tables:\n%s\n%s", code, out, stderr)
+	}
+}
+
 func TestBench_BadFlags(t *testing.T) {
 	tests := []struct {
 		name string
@@ -182,6 +221,7 @@ func TestBench_BadFlags(t *testing.T) {
 		{"dict target with corpus", []string{"bench", "redis", "--compact-to", "zstd:9+dict", "--corpus", "README.md"}, "cannot be combined with --corpus"},
 		{"bad shaped", []string{"bench", "docs", "--shaped", "maybe"}, "--shaped"},
 		{"bad rate", []string{"bench", "docs", "--rate", "fast"}, "--rate"},
+		{"bad docs path", []string{"bench", "docs", "--path", "carrier-pigeon"}, "--path"},
 		{"zero doc size", []string{"bench", "docs", "--sizes", "0"}, "between 1 byte"},
 		{"demo argument", []string{"demo", "now"}, "unexpected argument"},
 		{"redis corpus dir", []string{"bench", "redis", "--corpus", "."}, "is a directory"},
