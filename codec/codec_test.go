@@ -122,6 +122,17 @@ func TestEncoder_WritePolicy(t *testing.T) {
 			if got != tt.want {
 				t.Fatalf("outcome %v, want %v", got, tt.want)
 			}
+			// AppendFrame: the same, except that a raw value is left to
+			// the caller (nothing appended).
+			prefix := []byte("prefix")
+			frame, got2 := enc.AppendFrame(prefix, tt.in)
+			wantFrame := append([]byte("prefix"), out...)
+			if got == StoredRaw {
+				wantFrame = prefix
+			}
+			if got2 != got || !bytes.Equal(frame, wantFrame) {
+				t.Fatalf("AppendFrame: %v, %d bytes; want %v, %d bytes", got2, len(frame), got, len(wantFrame))
+			}
 			switch got {
 			case StoredRaw:
 				if !bytes.Equal(out, tt.in) {

@@ -141,6 +141,18 @@ func (e *Encoder) AppendEncode(dst, src []byte) []byte {
 
 // AppendEncodeOutcome is AppendEncode that also reports what it stored.
 func (e *Encoder) AppendEncodeOutcome(dst, src []byte) ([]byte, Outcome) {
+	dst, out := e.AppendFrame(dst, src)
+	if out == StoredRaw {
+		dst = append(dst, src...)
+	}
+	return dst, out
+}
+
+// AppendFrame is AppendEncodeOutcome for callers that store src themselves
+// when it is to be stored raw: on StoredRaw it appends nothing, which saves
+// copying a large value that does not compress (or that the policy leaves
+// raw). On Compressed and Wrapped it appends the frame.
+func (e *Encoder) AppendFrame(dst, src []byte) ([]byte, Outcome) {
 	start := len(dst)
 	if len(src) >= e.minSize && e.alg.ID != IDNone && !Numeric(src) {
 		out, ok := e.appendFrame(dst, src)
@@ -150,7 +162,7 @@ func (e *Encoder) AppendEncodeOutcome(dst, src []byte) ([]byte, Outcome) {
 		dst = out[:start]
 	}
 	if !IsFramed(src) {
-		return append(dst, src...), StoredRaw
+		return dst, StoredRaw
 	}
 	return e.appendNoneFrame(dst, src), Wrapped
 }

@@ -242,8 +242,7 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 	mark := len(dst)
 	// e0: the searched value as the command below sends it.
 	if encoded(ai) {
-		c.rw.scratch = pol.encode(c.s.metrics, c.rw.scratch[:0], raw)
-		dst = resp.AppendBulk(dst, c.rw.scratch)
+		dst = c.rw.appendStored(dst, c.s.metrics, pol, raw)
 	} else {
 		dst = resp.AppendBulk(dst, raw)
 	}
@@ -272,8 +271,7 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 		case i == ai:
 			dst = append(dst, e0...) // the same bytes the script compares
 		case encoded(i):
-			c.rw.scratch = pol.encode(c.s.metrics, c.rw.scratch[:0], a)
-			dst = resp.AppendBulk(dst, c.rw.scratch)
+			dst = c.rw.appendStored(dst, c.s.metrics, pol, a)
 		default:
 			dst = resp.AppendBulk(dst, a)
 		}

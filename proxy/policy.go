@@ -119,13 +119,17 @@ func (ps *policies) lookup(key []byte) *policy {
 func (s *Server) policyFor(key []byte) *policy { return s.writePolicy().lookup(key) }
 
 // encode appends to dst what the policy stores for value, and counts it.
-func (p *policy) encode(m *Metrics, dst, value []byte) []byte {
+func (p *policy) encode(m *Metrics, dst, value []byte) ([]byte, codec.Outcome) {
 	start := len(dst)
-	dst, out := p.enc.AppendEncodeOutcome(dst, value)
+	dst, out := p.enc.AppendFrame(dst, value)
 	if m != nil {
 		m.encoded(out)
 		p.orig.Add(float64(len(value)))
-		p.stored.Add(float64(len(dst) - start))
+		stored := len(dst) - start
+		if out == codec.StoredRaw {
+			stored = len(value)
+		}
+		p.stored.Add(float64(stored))
 	}
-	return dst
+	return dst, out
 }

@@ -38,13 +38,25 @@ func (r *rewriter) appendRequest(dst []byte, info *cmdInfo, args [][]byte) []byt
 		if perKey {
 			pol = ps.lookup(args[i-1])
 		}
-		r.scratch = pol.encode(r.s.metrics, r.scratch[:0], a)
-		dst = resp.AppendBulk(dst, r.scratch)
+		dst = r.appendStored(dst, r.s.metrics, pol, a)
 	}
 	if cap(r.scratch) > maxPooledReply {
 		r.scratch = nil
 	}
 	return dst
+}
+
+// appendStored appends, as a bulk string, what pol stores for value
+// (counted in m, when not nil): its frame, built in scratch, or value
+// itself, without a copy through scratch (a large value left raw is copied
+// once, not twice).
+func (r *rewriter) appendStored(dst []byte, m *Metrics, pol *policy, value []byte) []byte {
+	var out codec.Outcome
+	r.scratch, out = pol.encode(m, r.scratch[:0], value)
+	if out == codec.StoredRaw {
+		return resp.AppendBulk(dst, value)
+	}
+	return resp.AppendBulk(dst, r.scratch)
 }
 
 // DecodeError is the failure to decode a stored value; the client gets it as

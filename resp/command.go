@@ -200,3 +200,41 @@ func readInline(args [][]byte, b []byte) ([][]byte, int, error) {
 		args = append(args, line[start:w:w])
 	}
 }
+
+// PendingBulkEnd returns, for b holding the start of a multibulk command that
+// ends inside (or just before the data of) one of its bulk arguments, the
+// length b must reach to hold that argument and its CRLF; otherwise 0 (b
+// holds a whole command, an inline command, malformed input, or ends within
+// a header line). The sizes are not checked against any limit: ReadCommand
+// does that.
+func PendingBulkEnd(b []byte) int {
+	if len(b) == 0 || b[0] != '*' {
+		return 0
+	}
+	nl := bytes.IndexByte(b, '\r')
+	if nl < 0 || nl+1 >= len(b) {
+		return 0
+	}
+	count, ok := parseInt(b[1:nl])
+	if !ok || count <= 0 {
+		return 0
+	}
+	pos := nl + 2
+	for i := int64(0); i < count; i++ {
+		rest := b[pos:]
+		nl := bytes.IndexByte(rest, '\r')
+		if nl < 0 || nl+1 >= len(rest) || rest[0] != '$' {
+			return 0
+		}
+		size, ok := parseInt(rest[1:nl])
+		if !ok || size < 0 || size > 1<<40 {
+			return 0
+		}
+		end := int64(pos+nl+2) + size + 2
+		if end > int64(len(b)) {
+			return int(end)
+		}
+		pos = int(end)
+	}
+	return 0
+}

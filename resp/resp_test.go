@@ -240,5 +240,48 @@ func FuzzReadValue(f *testing.F) {
 		if err == nil && (n <= 0 || n > len(c)) {
 			t.Fatalf("ReadCommand consumed %d of %d (args %d)", n, len(c), len(args))
 		}
+		// PendingBulkEnd only ever asks for more than b holds, and only
+		// when the command cannot be read yet.
+		if need := PendingBulkEnd(b); need != 0 {
+			_, _, err := ReadCommand(nil, append([]byte(nil), b...), 1<<40)
+			if need <= len(b) || !errors.Is(err, ErrIncomplete) {
+				t.Fatalf("PendingBulkEnd = %d for %d bytes, ReadCommand: %v", need, len(b), err)
+			}
+		}
 	})
+}
+
+// TestPendingBulkEnd: every prefix of a command that ends inside a bulk
+// argument asks for exactly the end of that argument.
+func TestPendingBulkEnd(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 1000)
+	cmd := AppendCommand(nil, []byte("SET"), []byte("key"), big, []byte("EX"), []byte("100"))
+	valueEnd := bytes.Index(cmd, big) + len(big) + 2
+	exEnd := bytes.Index(cmd, []byte("EX\r\n")) + 4
+	for n := 0; n <= len(cmd); n++ {
+		got := PendingBulkEnd(cmd[:n])
+		_, _, err := ReadCommand(nil, append([]byte(nil), cmd[:n]...), 0)
+		var want int
+		switch {
+		case n == len(cmd) || !errors.Is(err, ErrIncomplete):
+			want = 0
+		case n >= bytes.Index(cmd, big) && n < valueEnd:
+			want = valueEnd // inside the value, or its CRLF
+		case n >= exEnd-4 && n < exEnd:
+			want = exEnd
+		default:
+			if got != 0 && (got <= n || got > len(cmd)) {
+				t.Fatalf("prefix %d: PendingBulkEnd = %d", n, got)
+			}
+			continue
+		}
+		if got != want {
+			t.Fatalf("prefix %d of %d: PendingBulkEnd = %d, want %d", n, len(cmd), got, want)
+		}
+	}
+	for _, b := range []string{"", "PING\r\n", "*x\r\n", "*1\r\n+a\r\n", "*1\r\n$-5\r\n", "*1\r\n$3"} {
+		if got := PendingBulkEnd([]byte(b)); got != 0 {
+			t.Errorf("PendingBulkEnd(%q) = %d, want 0", b, got)
+		}
+	}
 }
