@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/squeeze-kv/squeeze/resp"
 )
@@ -138,6 +139,15 @@ func BenchmarkLargeValue(b *testing.B) {
 		set := resp.AppendCommand(nil, []byte("SET"), []byte("doc"), val)
 		get := resp.AppendCommand(nil, []byte("GET"), []byte("doc"))
 		reply := make([]byte, len(resp.AppendBulk(nil, val)))
+		// The document exists before either sub-benchmark runs (-bench may
+		// select GET alone).
+		if _, err := nc.Write(set); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(nc, reply[:5]); err != nil || string(reply[:5]) != "+OK\r\n" {
+			b.Fatalf("SET: %q %v", reply[:5], err)
+		}
+		nc.SetDeadline(time.Now().Add(10 * time.Minute)) // a wrong reply fails, never hangs
 		for _, op := range []string{"SET", "GET"} {
 			b.Run(fmt.Sprintf("%s/%s", op, c.name), func(b *testing.B) {
 				b.SetBytes(size)

@@ -262,6 +262,10 @@ func newCall() *call {
 	return c
 }
 
+// handOverReply is the reply size from which the upstream reader hands its
+// read buffer to the call rather than copying the reply out of it.
+const handOverReply = 1 << 20
+
 // maxPooledReply caps the reply buffer kept by a released call, so a single
 // huge reply does not stay in memory forever.
 const maxPooledReply = 256 << 10
@@ -630,7 +634,13 @@ func (c *upConn) readLoop() {
 				start = 0
 			}
 			if len(buf) == cap(buf) {
-				nb := make([]byte, len(buf), 2*cap(buf))
+				// Double, or make room at once for the rest of a large
+				// bulk reply (a 10 MB GET: one copy, not ten).
+				newCap := 2 * cap(buf)
+				if need := resp.PendingValueEnd(buf); need > newCap {
+					newCap = min(need, len(buf)+maxReadJump)
+				}
+				nb := make([]byte, len(buf), newCap)
 				copy(nb, buf)
 				buf = nb
 			}
@@ -672,7 +682,17 @@ func (c *upConn) readLoop() {
 			return
 		}
 		c.awaiting.Add(-1)
-		cl.reply = append(cl.reply[:0], v.Raw...)
+		if len(v.Raw) >= handOverReply {
+			// A large reply: the call takes the read buffer it lies in
+			// instead of a copy, and the reader goes on in a new buffer
+			// with whatever followed the reply.
+			cl.reply = v.Raw[:len(v.Raw):len(v.Raw)]
+			rest := buf[start:]
+			buf = append(make([]byte, 0, max(32<<10, len(rest))), rest...)
+			start = 0
+		} else {
+			cl.reply = append(cl.reply[:0], v.Raw...)
+		}
 		// Behind Sentinels, -READONLY says the master this connection
 		// reached is a replica now (a failover): after this reply, close
 		// it, so that the next dial asks the Sentinels again.

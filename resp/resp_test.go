@@ -235,6 +235,13 @@ func FuzzReadValue(f *testing.F) {
 				t.Fatalf("walk covers %d of %d bytes", n, len(v.Raw))
 			}
 		}
+		// PendingValueEnd only ever asks for more than b holds, and only
+		// when the value is incomplete.
+		if need := PendingValueEnd(b); need != 0 {
+			if _, _, err := ReadValue(b); need <= len(b) || !errors.Is(err, ErrIncomplete) {
+				t.Fatalf("PendingValueEnd = %d for %d bytes, ReadValue: %v", need, len(b), err)
+			}
+		}
 		c := append([]byte(nil), b...)
 		args, n, err := ReadCommand(nil, c, 1<<20)
 		if err == nil && (n <= 0 || n > len(c)) {
@@ -249,6 +256,32 @@ func FuzzReadValue(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPendingValueEnd: every prefix of a bulk reply that holds its header
+// asks for the whole reply; other types and complete replies ask nothing.
+func TestPendingValueEnd(t *testing.T) {
+	for _, reply := range [][]byte{
+		AppendBulk(nil, bytes.Repeat([]byte("v"), 500)),
+		[]byte("=15\r\ntxt:Some string\r\n"),
+		[]byte("!21\r\nSYNTAX invalid syntax\r\n"),
+	} {
+		hdr := bytes.Index(reply, []byte("\r\n")) + 2
+		for n := 0; n <= len(reply); n++ {
+			want := 0
+			if n >= hdr && n < len(reply) {
+				want = len(reply)
+			}
+			if got := PendingValueEnd(reply[:n]); got != want {
+				t.Fatalf("%.12q... prefix %d of %d: PendingValueEnd = %d, want %d", reply, n, len(reply), got, want)
+			}
+		}
+	}
+	for _, b := range []string{"*1\r\n$5\r\nab", "+OK\r\n", "$-1\r\n", "$x\r\n", ":1\r\n"} {
+		if got := PendingValueEnd([]byte(b)); got != 0 {
+			t.Errorf("PendingValueEnd(%q) = %d, want 0", b, got)
+		}
+	}
 }
 
 // TestPendingBulkEnd: every prefix of a command that ends inside a bulk

@@ -159,3 +159,25 @@ func ValueLen(b []byte) (int, error) {
 	v, _, err := ReadValue(b)
 	return len(v.Raw), err
 }
+
+// PendingValueEnd returns, for b holding the start of a bulk string, bulk
+// error or verbatim string reply whose data has not all arrived, the length
+// b must reach to hold it; otherwise 0 (other types, whose parts are small
+// or of unknown total size, and malformed or complete input).
+func PendingValueEnd(b []byte) int {
+	if len(b) == 0 || (b[0] != byte(BulkString) && b[0] != byte(BulkError) && b[0] != byte(Verbatim)) {
+		return 0
+	}
+	nl := indexCRLF(b)
+	if nl < 0 {
+		return 0
+	}
+	size, ok := parseInt(b[1:nl])
+	if !ok || size < 0 || size > 1<<40 {
+		return 0
+	}
+	if end := int64(nl+2) + size + 2; end > int64(len(b)) {
+		return int(end)
+	}
+	return 0
+}
