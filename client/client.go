@@ -576,7 +576,9 @@ func (h *Hook) encodeArg(key string, args []any, i int, p *prepared) {
 		return
 	}
 	bp := getFrameBuf()
-	frame, outcome := h.encoderFor(key).AppendEncodeOutcome((*bp)[:0], b)
+	// AppendFrame leaves a raw value to us: it stays the caller's
+	// argument, uncopied.
+	frame, outcome := h.encoderFor(key).AppendFrame((*bp)[:0], b)
 	*bp = frame
 	if outcome == codec.StoredRaw {
 		putFrameBuf(bp)
