@@ -203,6 +203,16 @@ async function main() {
   same('message', msg, big);
   step('message', msg);
 
+  // ioredis's auto-pipelining: concurrent calls leave in one write.
+  if (lib === 'ioredis') {
+    const Redis = require('ioredis');
+    const auto = new Redis(url, { enableAutoPipelining: true, maxRetriesPerRequest: 0 });
+    const got = await Promise.all(keys.map((key) => auto.get(key)));
+    for (let i = 0; i < 40; i++) same(`auto-pipelined GET p:${i}`, got[i], doc(2000 + 500 * i, i));
+    step('auto-pipelined GETs', got);
+    await auto.quit();
+  }
+
   // RESP3 client-side caching (CLIENT TRACKING): a cached value is
   // invalidated when another connection changes it.
   if (lib === 'node-redis-resp3') {
