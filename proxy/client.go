@@ -324,27 +324,30 @@ func (c *client) loopStep() readEnd {
 	return endStay
 }
 
-// growRead makes room in rbuf for the next read. A full buffer doubles, or,
-// when it ends inside a large bulk argument, grows at once to hold that
-// argument (as redis-server sizes its query buffer for big arguments), so
-// a 10 MB value is copied once rather than at each of ten doublings. The
-// jump is capped at maxReadJump beyond what has arrived: a header alone
-// cannot make the proxy allocate proto-max-bulk-len.
+// growRead makes room in rbuf for the next read: see readGrowth.
 func (c *client) growRead() {
 	if len(c.rbuf) < cap(c.rbuf) {
 		return
 	}
-	newCap := 2 * cap(c.rbuf)
-	if need := resp.PendingBulkEnd(c.rbuf); need > newCap {
-		newCap = min(need, len(c.rbuf)+maxReadJump)
-	}
-	nb := make([]byte, len(c.rbuf), newCap)
+	nb := make([]byte, len(c.rbuf), readGrowth(len(c.rbuf), resp.PendingBulkEnd(c.rbuf)))
 	copy(nb, c.rbuf)
 	c.rbuf = nb
 }
 
-// maxReadJump caps how far growRead grows rbuf beyond the bytes read.
-const maxReadJump = 64 << 20
+// readGrowth returns the capacity a full read buffer of n bytes grows to
+// when the command or reply in it ends at need (0: unknown). It doubles, or
+// jumps toward a large bulk argument or reply (as redis-server sizes its
+// query buffer for big arguments), so that a 10 MB value is copied two or
+// three times rather than at each of ten doublings. A jump goes no further
+// than 4n + 1 MiB: a client that sends the header of a huge value and
+// stalls makes the proxy hold little more than what it sent.
+func readGrowth(n, need int) int {
+	newCap := 2 * n
+	if need > newCap {
+		newCap = min(need, 4*n+1<<20) // more than 2n either way
+	}
+	return newCap
+}
 
 // process handles the complete commands in rbuf and sends them upstream,
 // keeping an incomplete tail. In the poller (inLoop), it stops before a

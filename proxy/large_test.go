@@ -87,3 +87,23 @@ func TestProxy_LargeValuesPipelined(t *testing.T) {
 		}
 	}
 }
+
+// TestReadGrowth: a full read buffer doubles, jumps toward a large pending
+// value, but never past 4n + 1 MiB, so a bare header cannot make the proxy
+// allocate the size it announces.
+func TestReadGrowth(t *testing.T) {
+	tests := []struct{ n, need, want int }{
+		{16 << 10, 0, 32 << 10},                   // unknown end: double
+		{16 << 10, 20 << 10, 32 << 10},            // near: double
+		{16 << 10, 10 << 20, 4*(16<<10) + 1<<20},  // far: jump, capped
+		{4 << 20, 10 << 20, 10 << 20},             // within the cap: exactly the value
+		{16 << 10, 512 << 20, 4*(16<<10) + 1<<20}, // a 512 MB header: about 1 MiB
+		{64 << 20, 512 << 20, 4*(64<<20) + 1<<20}, // the cap grows with the data
+		{300 << 20, 512 << 20, 600 << 20},         // the rest of a value that mostly came: double
+	}
+	for _, tt := range tests {
+		if got := readGrowth(tt.n, tt.need); got != tt.want {
+			t.Errorf("readGrowth(%d, %d) = %d, want %d", tt.n, tt.need, got, tt.want)
+		}
+	}
+}

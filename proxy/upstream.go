@@ -634,13 +634,9 @@ func (c *upConn) readLoop() {
 				start = 0
 			}
 			if len(buf) == cap(buf) {
-				// Double, or make room at once for the rest of a large
-				// bulk reply (a 10 MB GET: one copy, not ten).
-				newCap := 2 * cap(buf)
-				if need := resp.PendingValueEnd(buf); need > newCap {
-					newCap = min(need, len(buf)+maxReadJump)
-				}
-				nb := make([]byte, len(buf), newCap)
+				// Double, or jump toward the end of a large bulk reply
+				// (readGrowth).
+				nb := make([]byte, len(buf), readGrowth(len(buf), resp.PendingValueEnd(buf)))
 				copy(nb, buf)
 				buf = nb
 			}
