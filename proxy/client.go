@@ -342,7 +342,7 @@ func (c *client) growRead() {
 // than 4n + 1 MiB: a client that sends the header of a huge value and
 // stalls makes the proxy hold little more than what it sent.
 func readGrowth(n, need int) int {
-	newCap := 2 * n
+	newCap := max(2*n, 4<<10) // never 0: an empty buffer must still grow
 	if need > newCap {
 		newCap = min(need, 4*n+1<<20) // more than 2n either way
 	}

@@ -93,6 +93,7 @@ func TestProxy_LargeValuesPipelined(t *testing.T) {
 // allocate the size it announces.
 func TestReadGrowth(t *testing.T) {
 	tests := []struct{ n, need, want int }{
+		{0, 0, 4 << 10},                           // empty: still grows
 		{16 << 10, 0, 32 << 10},                   // unknown end: double
 		{16 << 10, 20 << 10, 32 << 10},            // near: double
 		{16 << 10, 10 << 20, 4*(16<<10) + 1<<20},  // far: jump, capped
