@@ -50,6 +50,16 @@ async function main() {
     same(`GET doc:${i}`, await c.get(`${prefix}doc:${i}`), doc(3000 + 100 * i, i));
     same(`HGET h:${i}`, lib === 'ioredis' ? await c.hget(`${prefix}h:${i}`, 'f') : await c.hGet(`${prefix}h:${i}`, 'f'), doc(1000, i));
   }
+  if (lib === 'node-redis') {
+    // Sharded pub/sub: the subscription goes to the proxy of the channel's
+    // slot, and a large message arrives whole.
+    const message = doc(20000, 7);
+    const got = new Promise((resolve) => c.sSubscribe(`${prefix}chan`, resolve));
+    await new Promise((res) => setTimeout(res, 200));
+    await c.sPublish(`${prefix}chan`, message);
+    const m = await Promise.race([got, new Promise((_, rej) => setTimeout(() => rej(new Error('no sharded message within 5 s')), 5000))]);
+    same('SPUBLISH message', m, message);
+  }
   for (const a of [...new Set(addresses())].sort()) console.log(`node ${a}`);
   await c.quit();
 }
