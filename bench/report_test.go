@@ -141,7 +141,7 @@ func TestWriteReport(t *testing.T) {
 		"codecs":         {"codec", "level", "input_bytes", "output_bytes", "ratio", "compress_mb_s", "decompress_mb_s"},
 		"redis":          {"path", "codec", "workload", "size_bytes", "ns_per_op", "slowdown_pct", "memory_saved_pct"},
 		"memory":         {"codec", "size_bytes", "memory_usage_bytes", "used_memory_delta_bytes", "memory_saved_pct"},
-		"docs":           {"codec", "link", "size_bytes", "upload_ms", "download_ms"},
+		"docs":           {"codec", "link", "path", "size_bytes", "upload_ms", "download_ms"},
 		"crossovers":     {"codec", "link", "direction", "size_bytes"},
 		"seed_slowdowns": {"workload", "size_bytes", "slowdown_pct"},
 		"targets":        {"target", "size_bytes", "measured", "pass"},
