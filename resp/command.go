@@ -216,7 +216,7 @@ func PendingBulkEnd(b []byte) int {
 		return 0
 	}
 	count, ok := parseInt(b[1:nl])
-	if !ok || count <= 0 {
+	if !ok || count <= 0 || count > 1<<31-1 { // as ReadCommand
 		return 0
 	}
 	pos := nl + 2

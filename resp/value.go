@@ -168,15 +168,17 @@ func PendingValueEnd(b []byte) int {
 	if len(b) == 0 || (b[0] != byte(BulkString) && b[0] != byte(BulkError) && b[0] != byte(Verbatim)) {
 		return 0
 	}
-	nl := indexCRLF(b)
-	if nl < 0 {
+	// The header line as readHeader finds it: up to the first '\n', which
+	// must follow a '\r'.
+	nl := bytes.IndexByte(b, '\n')
+	if nl < 1 || b[nl-1] != '\r' {
 		return 0
 	}
-	size, ok := parseInt(b[1:nl])
+	size, ok := parseInt(b[1 : nl-1])
 	if !ok || size < 0 || size > 1<<40 {
 		return 0
 	}
-	if end := int64(nl+2) + size + 2; end > int64(len(b)) {
+	if end := int64(nl+1) + size + 2; end > int64(len(b)) {
 		return int(end)
 	}
 	return 0
