@@ -13,6 +13,7 @@ import (
 // DefaultCodecList is what "squeeze bench codecs" measures without --codecs:
 // every codec family at its useful levels, like the seed's HBase table.
 const DefaultCodecList = "none,zstd:1,zstd:3,zstd:7,zstd:11,lz4,lz4:hc9,s2,s2:better,s2:best,snappy," +
+	"minlz:superfast,minlz:fastest,minlz:balanced," +
 	"brotli:1,brotli:3,brotli:6,brotli:9,brotli:11,gzip:1,gzip:6,gzip:9,deflate:1,deflate:3,deflate:6,zlib:1,zlib:6,zlib:9,xz"
 
 // ParseAlgorithms parses a comma-separated codec list such as

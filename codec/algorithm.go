@@ -22,6 +22,7 @@ const (
 	IDDeflate ID = 0x07 // raw deflate (RFC 1951)
 	IDZlib    ID = 0x08 // zlib stream (RFC 1950)
 	IDXZ      ID = 0x09 // one xz stream
+	IDMinLZ   ID = 0x0a // MinLZ blocks, each after its length
 )
 
 // level is one named setting of a codec.
@@ -58,6 +59,10 @@ var codecs = []codecInfo{
 	{id: IDDeflate, name: "deflate", numeric: [2]int{1, 9}, def: 6, slowFrom: -1},
 	{id: IDZlib, name: "zlib", numeric: [2]int{1, 9}, def: 6, slowFrom: -1},
 	{id: IDXZ, name: "xz", levels: []level{{"", 0}}, slowFrom: 0},
+	// MinLZ's levels are -1 (superfast), 1, 2 and 3; 0 means "uncompressed"
+	// to the library and is not offered.
+	{id: IDMinLZ, name: "minlz", levels: []level{{"superfast", -1}, {"fastest", 1}, {"balanced", 2}, {"smallest", 3}},
+		def: 1, slowFrom: 3},
 }
 
 func init() {
@@ -98,8 +103,9 @@ func (id ID) Known() bool { return infoOf(id) != nil }
 // Level meanings: zstd takes the numeric zstd levels 1-22 (mapped onto the
 // four strategies of the Go implementation: 1-2 fastest, 3-5 default, 6-9
 // better, 10-22 best); lz4 takes 0 (fast) and 1-9 (HC depth); s2 and snappy
-// take 1-3 (default, better, best); brotli 0-11; gzip, deflate and zlib 1-9;
-// none and xz take no level.
+// take 1-3 (default, better, best); minlz -1 (superfast) and 1-3 (fastest,
+// balanced, smallest); brotli 0-11; gzip, deflate and zlib 1-9; none and xz
+// take no level.
 type Algorithm struct {
 	ID    ID
 	Level int
@@ -157,8 +163,8 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 	case c.id == IDLZ4 && lv == "hc":
 		a.Level = 9
 		return a, nil
-	case c.id == IDLZ4 || c.id == IDS2 || c.id == IDSnappy:
-		if n, err := strconv.Atoi(lv); err == nil && n >= c.levels[0].value && n <= c.levels[len(c.levels)-1].value {
+	case c.id == IDLZ4 || c.id == IDS2 || c.id == IDSnappy || c.id == IDMinLZ:
+		if n, err := strconv.Atoi(lv); err == nil && n >= c.levels[0].value && n <= c.levels[len(c.levels)-1].value && !(c.id == IDMinLZ && n == 0) {
 			a.Level = n
 			return a, nil
 		}
@@ -251,7 +257,7 @@ func Algorithms() []Algorithm {
 func Presets() []Algorithm {
 	var out []Algorithm
 	for _, s := range []string{"none", "zstd:1", "zstd:3", "zstd:7", "zstd:11", "lz4:fast", "lz4:hc9",
-		"s2:default", "s2:better", "s2:best", "snappy", "brotli:1", "brotli:3", "brotli:6", "brotli:9", "brotli:11",
+		"s2:default", "s2:better", "s2:best", "snappy", "minlz:superfast", "minlz:fastest", "minlz:balanced", "brotli:1", "brotli:3", "brotli:6", "brotli:9", "brotli:11",
 		"gzip:1", "gzip:6", "gzip:9", "deflate:3", "zlib:6", "xz"} {
 		out = append(out, MustParseAlgorithm(s))
 	}

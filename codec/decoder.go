@@ -153,8 +153,8 @@ func plausible(id ID, payloadLen, n int) error {
 		return nil
 	case IDLZ4:
 		maxRatio = 256 // each lz4 sequence byte yields at most 255 more
-	case IDS2, IDSnappy:
-		return nil // s2 stores the decoded length itself; checked before decoding
+	case IDS2, IDSnappy, IDMinLZ:
+		return nil // s2 and MinLZ blocks store their decoded length; checked before decoding
 	default:
 		return nil // zstd, brotli, flate and xz are bounded while decoding
 	}
@@ -207,6 +207,8 @@ func (d *Decoder) decompress(id ID, dst, payload []byte, n int) ([]byte, error) 
 		return d.readStream(&d.flate, id, dst, payload, n)
 	case IDZlib:
 		return d.readStream(&d.zlib, id, dst, payload, n)
+	case IDMinLZ:
+		return decodeMinLZ(dst, payload, n)
 	case IDXZ:
 		r, err := xz.NewReader(bytes.NewReader(payload))
 		if err != nil {

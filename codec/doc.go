@@ -1,6 +1,6 @@
 // Package codec implements squeeze's self-describing frame format, as
-// specified in docs/FORMAT.md, over the zstd, lz4, s2, snappy, brotli, gzip,
-// deflate, zlib and xz algorithms.
+// specified in docs/FORMAT.md, over the zstd, lz4, s2, snappy, MinLZ,
+// brotli, gzip, deflate, zlib and xz algorithms.
 //
 // An Encoder applies the write policy: values shorter than a minimum size,
 // that compress by less than a minimum gain, or that read as numbers

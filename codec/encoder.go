@@ -276,6 +276,8 @@ func newCompressor(a Algorithm, d *Dictionary, concurrency int) (compressor, err
 		}), nil
 	case IDXZ:
 		return xzCompressor{}, nil
+	case IDMinLZ:
+		return minlzCompressor{level: a.Level}, nil
 	}
 	return nil, fmt.Errorf("codec: no compressor for %v", a)
 }

@@ -24,6 +24,7 @@ func FuzzAppendDecode(f *testing.F) {
 	f.Add([]byte("plain value"))
 	f.Add([]byte(Magic))
 	f.Add(AppendHeader(nil, Header{ID: IDZstd, OriginalLen: 100 << 30}))
+	f.Add(minlzFrame(16, minlzChunks(f, []byte("squeeze "), []byte("squeeze ")))) // two chunks
 	dec, err := NewDecoder(WithMaxDecodedSize(fuzzMax))
 	if err != nil {
 		f.Fatal(err)

@@ -22,7 +22,7 @@ const parallelChunk = 256 << 10
 // WithConcurrency lets the Encoder compress one value of ParallelMinSize
 // bytes or more on up to n goroutines (default runtime.GOMAXPROCS(0) when
 // NewEncoder runs; 1 compresses every value on the calling goroutine).
-// Only s2, snappy and zstd split a value (zstd from 768 KiB, without a
+// Only s2, snappy, minlz and zstd split a value (zstd from 768 KiB, without a
 // dictionary); the frames are the same format
 // either way and decode with any Decoder. Smaller values never start
 // goroutines, so the steady state of small values stays free of

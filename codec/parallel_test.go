@@ -31,7 +31,7 @@ func TestParallelParts(t *testing.T) {
 func TestParallelEncode(t *testing.T) {
 	dec := mustDecoder(t)
 	sizes := []int{ParallelMinSize, zstdParallelMin, 1e6, 3e6 + 7}
-	for _, s := range []string{"s2:default", "s2:better", "s2:best", "snappy", "zstd:1", "zstd:3", "zstd:7"} {
+	for _, s := range []string{"s2:default", "s2:better", "s2:best", "snappy", "minlz:superfast", "minlz:fastest", "zstd:1", "zstd:3", "zstd:7"} {
 		a := MustParseAlgorithm(s)
 		for _, n := range sizes {
 			t.Run(fmt.Sprintf("%s/%d", s, n), func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestWithConcurrency_Invalid(t *testing.T) {
 //	go test ./codec -run '^$' -bench LargeEncode -count 6 > out.txt
 //	benchstat -col /conc out.txt
 func BenchmarkLargeEncode(b *testing.B) {
-	for _, s := range []string{"s2:default", "snappy", "zstd:1", "zstd:3"} {
+	for _, s := range []string{"s2:default", "snappy", "minlz:superfast", "minlz:fastest", "zstd:1", "zstd:3"} {
 		a := MustParseAlgorithm(s)
 		for _, n := range []int{256e3, ParallelMinSize, 1e6, 4e6, 20e6} {
 			in := sampleJSON(n)

@@ -92,7 +92,8 @@ is shorter than --min-size or compresses by less than --min-gain. A frame is
 binary: redirect or pipe it (it is not written to a terminal).
 
 Codecs: none, zstd[:1-22|fastest|default|better|best], lz4[:fast|hc1..hc9],
-s2[:default|better|best], snappy[:...], brotli[:0-11], gzip[:1-9],
+s2[:default|better|best], snappy[:...],
+minlz[:superfast|fastest|balanced|smallest], brotli[:0-11], gzip[:1-9],
 deflate[:1-9], zlib[:1-9], xz (slow, archival).
 
 Examples:

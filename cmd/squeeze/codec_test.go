@@ -19,7 +19,7 @@ func runCLI(t *testing.T, stdin []byte, args ...string) (stdout, stderr string, 
 
 func TestEncodeDecode_RoundTrip(t *testing.T) {
 	value := []byte(strings.Repeat(`{"id":1,"name":"squeeze","tags":["redis","compression"]},`, 50))
-	for _, c := range []string{"zstd:1", "lz4:hc9", "s2:best", "snappy", "brotli:1", "gzip:6", "deflate:3", "zlib:9", "xz", "none"} {
+	for _, c := range []string{"zstd:1", "lz4:hc9", "s2:best", "snappy", "minlz:superfast", "minlz", "brotli:1", "gzip:6", "deflate:3", "zlib:9", "xz", "none"} {
 		frame, stderr, code := runCLI(t, value, "encode", "--codec", c)
 		if code != 0 {
 			t.Fatalf("%s: encode exit %d: %s", c, code, stderr)
