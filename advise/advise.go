@@ -55,7 +55,7 @@ const (
 	DefaultSeparator = ":"
 	DefaultDictMin   = 40
 	// DefaultCodecs are the candidates: fast writers and strong compactors.
-	DefaultCodecs = "s2,lz4,zstd:1,zstd:3,zstd:9,brotli:9"
+	DefaultCodecs = "s2,minlz,lz4,zstd:1,zstd:3,zstd:9,brotli:9"
 )
 
 // Thresholds of the rules in the package documentation.
