@@ -41,10 +41,11 @@ func TestHook_Differential(t *testing.T) {
 	hooked := redis.NewClient(&redis.Options{Addr: rb.Addr, Protocol: 2, ReadTimeout: 10 * time.Second})
 	defer plain.Close()
 	defer hooked.Close()
-	// Per-prefix rules: some string keys (s:1, s:10, s:11 ...) raw, lists
-	// in zstd, so MSET and list commands mix policies.
+	// Per-prefix rules: some string keys (s:1, s:10, s:11 ...) raw, others
+	// in minlz, lists in zstd, so MSET and list commands mix policies.
 	rules := []Rule{
 		{Prefix: "s:1", Encoder: mustEncoder(t, "none")},
+		{Prefix: "s:2", Encoder: mustEncoder(t, "minlz")},
 		{Prefix: "l:", Encoder: mustEncoder(t, "zstd:1")},
 	}
 	if _, err := Install(hooked, Config{Rules: rules}); err != nil {

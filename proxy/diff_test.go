@@ -338,6 +338,8 @@ func TestDifferential(t *testing.T) {
 				{Prefix: "s:1", Encoder: mustEnc(t, "none")},
 				{Prefix: "l:", Encoder: mustEnc(t, "zstd:1", codec.WithMinSize(0))},
 				{Prefix: "h:2", Encoder: mustEnc(t, "brotli:1", codec.WithMinSize(0))},
+				{Prefix: "x:", Encoder: mustEnc(t, "minlz", codec.WithMinSize(0))},
+				{Prefix: "s:3", Encoder: mustEnc(t, "minlz:superfast", codec.WithMinSize(0))},
 			}
 		}),
 		// Every client on a private connection from its first command.
