@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
 // LinkOptions describe the constrained link of the docs study.
@@ -21,7 +23,8 @@ type LinkOptions struct {
 	// RTT is the round-trip time added by netem (half on each side); default
 	// 0.5ms.
 	RTT time.Duration
-	// RedisServer is the redis-server binary; default from PATH.
+	// RedisServer is the server binary; default redis-server from PATH (or
+	// the one SQUEEZE_REDIS_SERVER names).
 	RedisServer string
 	// Burst is tbf's bucket in bytes, when tbf shapes the link (netem has
 	// none); default DefaultBurst. It must hold a full-size Ethernet frame
@@ -93,11 +96,10 @@ func StartShapedLink(ctx context.Context, o LinkOptions) (*ShapedLink, error) {
 		}
 	}
 	if o.RedisServer == "" {
-		p, err := exec.LookPath("redis-server")
-		if err != nil {
-			return nil, fmt.Errorf("redis-server not found (Debian: apt-get install -y redis-server): %w", err)
+		o.RedisServer = testutil.ServerPath() // redis-server, or what SQUEEZE_REDIS_SERVER names
+		if o.RedisServer == "" {
+			return nil, fmt.Errorf("redis-server not found (Debian: apt-get install -y redis-server), or %s names no installed server", testutil.ServerEnv)
 		}
-		o.RedisServer = p
 	}
 	id := os.Getpid() % 50000
 	n := id % 250

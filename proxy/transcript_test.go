@@ -52,9 +52,13 @@ func TestTranscripts(t *testing.T) {
 	}
 	direct := testutil.StartRedis(t)
 	e := startEnv(t)
+	lost := losesFailedAuthReply(t, direct.Addr)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			cmds := readTranscript(t, file)
+			if lost {
+				cmds = withoutFailedAuth(t, cmds)
+			}
 			a, b := dialRaw(t, direct.Addr), dialRaw(t, e.addr)
 			a.do("FLUSHALL")
 			b.do("FLUSHALL")
@@ -72,4 +76,29 @@ func TestTranscripts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// losesFailedAuthReply reports whether the server sends no reply to an AUTH
+// that fails on a connection that already ran HELLO, as Valkey 8.0 does (a
+// server bug, fixed in later Valkey releases). The proxy forwards AUTH as
+// it is, so on such a server the transcripts' wrong-password commands make
+// the two sides' replies go out of step for reasons of the server's own.
+func losesFailedAuthReply(t *testing.T, addr string) bool {
+	c := dialRaw(t, addr)
+	c.send([]string{"HELLO", "3"}, []string{"AUTH", "nobody", "wrongpassword"}, []string{"PING", "probe"})
+	c.read()
+	return !strings.HasPrefix(c.read(), "-WRONGPASS")
+}
+
+// withoutFailedAuth drops the commands that try a wrong password.
+func withoutFailedAuth(t *testing.T, cmds [][]string) [][]string {
+	var out [][]string
+	for _, c := range cmds {
+		if strings.Contains(strings.ToLower(strings.Join(c, " ")), "wrongpassword") {
+			t.Logf("server loses the reply of a failed AUTH (Valkey 8.0): skipping %q", strings.Join(c, " "))
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -31,8 +31,20 @@ type Redis struct {
 // URL returns a redis:// URL for the server's TCP address.
 func (r *Redis) URL() string { return "redis://" + r.Addr }
 
-// ServerPath returns the redis-server binary, or "" when none is installed.
+// ServerEnv names the environment variable that picks another server
+// binary than redis-server, such as valkey-server (a name in PATH or a
+// path): the tests, the demo and the benchmarks then run against it.
+const ServerEnv = "SQUEEZE_REDIS_SERVER"
+
+// ServerPath returns the redis-server binary (or the one ServerEnv names),
+// or "" when none is installed.
 func ServerPath() string {
+	if name := os.Getenv(ServerEnv); name != "" {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+		return ""
+	}
 	if p, err := exec.LookPath("redis-server"); err == nil {
 		return p
 	}
@@ -66,7 +78,7 @@ func StartRedis(t testing.TB, args ...string) *Redis {
 	bin := ServerPath()
 	if bin == "" {
 		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server not found; .ci/run must install it (apt-get install -y redis-server)")
+			t.Fatalf("redis-server not found (or the server %s names); .ci/run must install it (apt-get install -y redis-server)", ServerEnv)
 		}
 		t.Skip("redis-server not installed (apt-get install -y redis-server)")
 	}

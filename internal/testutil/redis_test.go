@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"net"
+	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +31,26 @@ func TestStartRedis_BadArgs(t *testing.T) {
 	}
 	if _, err := Start(t.TempDir(), "--no-such-option", "1"); err == nil {
 		t.Fatal("Start accepted an invalid redis-server option")
+	}
+}
+
+// TestStartRedis_ServerEnv: SQUEEZE_REDIS_SERVER picks the binary that
+// StartRedis runs, so the whole suite can run against Valkey.
+func TestStartRedis_ServerEnv(t *testing.T) {
+	if _, err := exec.LookPath("valkey-server"); err != nil {
+		t.Skip("valkey-server not installed (bash scripts/setup-valkey.sh)")
+	}
+	t.Setenv(ServerEnv, "valkey-server")
+	r := StartRedis(t)
+	info, err := Do(r.Addr, "INFO", "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(info, "valkey_version:") || !strings.Contains(info, "executable:"+ServerPath()) {
+		t.Fatalf("INFO server of the started server does not name valkey-server:\n%s", info)
+	}
+	t.Setenv(ServerEnv, "no-such-server")
+	if ServerPath() != "" {
+		t.Fatal("ServerPath fell back to redis-server although SQUEEZE_REDIS_SERVER names another binary")
 	}
 }
