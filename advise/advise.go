@@ -180,17 +180,25 @@ func ruleable(prefix string) bool {
 
 // Prefix is the analysis of the values of one key prefix.
 type Prefix struct {
-	Prefix    string         `json:"prefix"`
-	Keys      int            `json:"keys"`
-	Types     map[string]int `json:"types"` // keys by Redis type
-	Values    int            `json:"values"`
-	Bytes     int64          `json:"bytes"`
-	Median    int            `json:"median_bytes"`
-	P90       int            `json:"p90_bytes"`
-	Smallest  int            `json:"min_bytes"`
-	Largest   int            `json:"max_bytes"`
-	Framed    int            `json:"already_framed"` // values squeeze already stores as frames
-	MemoryRaw int64          `json:"memory_raw"`     // estimated allocations of the values if stored raw
+	Prefix   string         `json:"prefix"`
+	Keys     int            `json:"keys"`
+	Types    map[string]int `json:"types"` // keys by Redis type
+	Values   int            `json:"values"`
+	Bytes    int64          `json:"bytes"`
+	Median   int            `json:"median_bytes"`
+	P90      int            `json:"p90_bytes"`
+	Smallest int            `json:"min_bytes"`
+	Largest  int            `json:"max_bytes"`
+	Framed   int            `json:"already_framed"` // values squeeze already stores as frames
+	// StoredCodecs counts the sampled frames by the codec that wrote them
+	// (decodable or not): which codecs the prefix's readers must know.
+	StoredCodecs map[string]int `json:"stored_codecs,omitempty"`
+	// Undecodable counts frames this build could not decode (a codec it
+	// does not know, a dictionary not published, corruption); they are left
+	// out of the advice, and UndecodableWhy gives the first reason.
+	Undecodable    int    `json:"undecodable,omitempty"`
+	UndecodableWhy string `json:"undecodable_why,omitempty"`
+	MemoryRaw      int64  `json:"memory_raw"` // estimated allocations of the values if stored raw
 	// MemoryUsage is what Redis reports (MEMORY USAGE) for the sampled
 	// keys as they are stored now: keys, overhead and all their values.
 	MemoryUsage int64      `json:"memory_usage"`
@@ -299,6 +307,7 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 			return rep, err
 		}
 		p.Keys, p.Types, p.Framed, p.MemoryUsage = g.keys, g.types, g.framed, g.memory
+		p.StoredCodecs, p.Undecodable, p.UndecodableWhy = g.stored, g.bad, g.badWhy
 		rep.Prefixes = append(rep.Prefixes, p)
 		if o.Progress != nil {
 			o.Progress(i+1, len(names)+1)
@@ -336,6 +345,9 @@ type group struct {
 	memory int64 // MEMORY USAGE of the sampled keys
 	types  map[string]int
 	framed int
+	stored map[string]int // frames by codec name
+	bad    int            // frames that did not decode
+	badWhy string
 	values []Value
 }
 
@@ -384,9 +396,19 @@ func sampleNode(ctx context.Context, rdb redis.Cmdable, res *dictstore.Resolver,
 					continue
 				}
 				if codec.IsFramed(v) {
+					if len(v) > len(codec.Magic)+1 && v[len(codec.Magic)] == codec.Version {
+						if g.stored == nil {
+							g.stored = map[string]int{}
+						}
+						// The codec byte, read even where this build does not know it.
+						g.stored[codec.ID(v[len(codec.Magic)+1]).String()]++
+					}
 					d, err := res.AppendDecode(ctx, nil, v)
-					if err != nil {
-						continue // a frame this reader cannot decode: no advice from it
+					if err != nil { // a frame this reader cannot decode: no advice from it
+						if g.bad++; g.badWhy == "" {
+							g.badWhy = fmt.Sprintf("key %q: %v", k, err)
+						}
+						continue
 					}
 					v = d
 					g.framed++

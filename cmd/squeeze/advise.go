@@ -39,8 +39,12 @@ codec on this machine. For each prefix it says:
 "memory now" is MEMORY USAGE of the sampled keys as they are stored (keys
 and overhead included); "raw values" and the savings are estimated as Redis
 allocates string values (header and allocator size class), values only. Values squeeze already
-stores are decoded first, so the advice is about the original data. The
-last lines print the commands that apply the advice.
+stores are decoded first, so the advice is about the original data; --json
+counts them per prefix by the codec that wrote them ("stored_codecs": what
+every reader of those keys must know). Frames this build cannot read (a
+codec from a newer squeeze, a dictionary not published in Redis) are left
+out, with a warning. The last lines print the commands that apply the
+advice.
 
 Examples:
   squeeze advise --redis redis://127.0.0.1:6379
@@ -149,6 +153,12 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 		row(p)
 	}
 	tw.Flush()
+	for _, p := range rep.Prefixes {
+		if p.Undecodable > 0 {
+			fmt.Fprintf(w, "\nwarning: %d sampled values under %q are frames this build cannot read (stored codecs %v), left out of the advice; first: %s\n",
+				p.Undecodable, p.Prefix, p.StoredCodecs, p.UndecodableWhy)
+		}
+	}
 
 	o := rep.Overall
 	fmt.Fprintf(w, "\n%s\n", "codecs over the sampled values of the prefixes that compress (memory saved; encode and decode speed on this machine):")

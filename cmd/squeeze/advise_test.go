@@ -96,6 +96,31 @@ func TestAdvise_CLI(t *testing.T) {
 	}
 }
 
+// TestAdvise_CLI_UnreadableFrames: frames this build cannot decode (here a
+// codec id from the future) are left out of the advice, and the output
+// says so, with the codecs found, instead of passing over them in silence.
+func TestAdvise_CLI_UnreadableFrames(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	future := append(codec.AppendHeader(nil, codec.Header{ID: 0x7f, OriginalLen: 5}), "?????"...)
+	for i := range 20 {
+		rdb.Set(ctx, fmt.Sprintf("page:%d", i), bench.JSONDocument(uint64(i), 4000), 0)
+	}
+	for i := range 3 {
+		rdb.Set(ctx, fmt.Sprintf("next:%d", i), future, 0)
+	}
+	out, errs, code := runCLI(t, nil, "advise", "--redis", r.URL(), "--no-dict")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want := `warning: 3 sampled values under "next:" are frames this build cannot read (stored codecs map[codec(0x7f):3])`
+	if !strings.Contains(out, want) || !strings.Contains(out, "unknown codec") {
+		t.Fatalf("output lacks %q:\n%s", want, out)
+	}
+}
+
 func randomBytes(r *rand.Rand, n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
