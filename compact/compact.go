@@ -73,6 +73,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -141,6 +143,15 @@ type Options struct {
 	// (0.03: at least 3% smaller); default DefaultMinGain. Negative means
 	// any gain of at least one byte.
 	MinGain float64
+	// From, when not empty, turns compaction into a migration off these
+	// codecs: only frames written with one of them are rewritten (others
+	// are skipped as "other-codec", raw values as "raw"), each into what
+	// Encoder stores for its value, whatever that gains or costs; MinGain
+	// does not apply, and a value the Encoder stores raw is written raw. For
+	// moving keys off a codec that some reader does not know (before going
+	// back to an older release) or that is slow to read. The Encoder's codec
+	// must not be among them, and IncludeRaw must be off.
+	From []codec.ID
 	// KeysPerSecond and BytesPerSecond (of values read) bound the pace;
 	// 0 means unbounded.
 	KeysPerSecond  float64
@@ -171,6 +182,7 @@ const (
 	SkipDecodeError = "decode-error"         // a corrupt frame, or one naming an unknown dictionary
 	SkipGone        = "gone"                 // deleted or expired between SCAN and GET
 	SkipEncodeError = "verify-failed"        // BUG guard: the new form did not decode to the value
+	SkipOtherCodec  = "other-codec"          // with From: a frame of a codec not listed
 )
 
 // Stats counts what Run did. Byte and memory figures cover the rewritten
@@ -283,6 +295,12 @@ func Run(ctx context.Context, rdb redis.UniversalClient, opts Options) (Stats, e
 	st := Stats{DryRun: opts.DryRun, Skipped: map[string]int{}}
 	if opts.Encoder == nil {
 		return st, errors.New("compact: Options.Encoder is nil")
+	}
+	if slices.Contains(opts.From, opts.Encoder.Algorithm().ID) {
+		return st, fmt.Errorf("compact: the target codec %s is among the codecs to migrate from", opts.Encoder.Algorithm().ID)
+	}
+	if len(opts.From) > 0 && opts.IncludeRaw {
+		return st, errors.New("compact: From migrates frames of given codecs; IncludeRaw would add raw values")
 	}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		// A cluster client's SCAN walks one node only: run on each master.
@@ -541,6 +559,10 @@ func (r *runner) encodeAll(ctx context.Context, items []*item) {
 // encode sets it.new or it.reason. val and check are scratch buffers.
 func (r *runner) encode(ctx context.Context, it *item, val, check []byte) ([]byte, []byte) {
 	var err error
+	if len(r.o.From) > 0 && !slices.Contains(r.o.From, frameCodec(it.old)) {
+		it.reason = SkipOtherCodec
+		return val, check
+	}
 	if r.o.Resolver != nil {
 		val, err = r.o.Resolver.AppendDecode(ctx, val, it.old)
 	} else {
@@ -554,6 +576,9 @@ func (r *runner) encode(ctx context.Context, it *item, val, check []byte) ([]byt
 	limit := len(it.old) - 1
 	if r.o.MinGain > 0 {
 		limit = int(float64(len(it.old)) * (1 - r.o.MinGain))
+	}
+	if len(r.o.From) > 0 {
+		limit = math.MaxInt // a migration rewrites whatever the size
 	}
 	if len(it.new) > limit || bytes.Equal(it.new, it.old) {
 		it.reason = SkipNoGain
@@ -657,4 +682,14 @@ func (r *runner) pace(ctx context.Context) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// frameCodec returns the codec byte of a frame (of version 1), even one this
+// build does not know, and codec.IDNone's opposite for anything else: a
+// value that is not a frame matches no codec of From.
+func frameCodec(v []byte) codec.ID {
+	if !codec.IsFramed(v) || len(v) < len(codec.Magic)+2 || v[len(codec.Magic)] != codec.Version {
+		return 0xff
+	}
+	return codec.ID(v[len(codec.Magic)+1])
 }

@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -154,6 +155,79 @@ func TestRun_S2ToZstd(t *testing.T) {
 	}
 	if st.Rewritten != 0 || st.Skipped[SkipNoGain] != 150 {
 		t.Fatalf("second run %+v", st)
+	}
+}
+
+// TestRun_From migrates the frames of one codec to another whatever the
+// size (minlz frames are smaller than s2's on these documents), in strings,
+// hash fields and list elements, and leaves other codecs and raw values
+// alone.
+func TestRun_From(t *testing.T) {
+	rdb := newClient(t)
+	ctx := context.Background()
+	minlz, zstd := encoder(t, "minlz"), encoder(t, "zstd:3")
+	for i := range 20 {
+		rdb.Set(ctx, fmt.Sprintf("new:%02d", i), minlz.AppendEncode(nil, doc(i)), time.Hour)
+		rdb.Set(ctx, fmt.Sprintf("old:%02d", i), zstd.AppendEncode(nil, doc(i)), 0)
+	}
+	rdb.Set(ctx, "plain", doc(1), 0)
+	rdb.Set(ctx, "tiny", minlz.AppendEncode(nil, bytes.Repeat([]byte("ab"), 100)), 0) // under the target's min size
+	rdb.HSet(ctx, "h", "a", minlz.AppendEncode(nil, doc(2)), "b", zstd.AppendEncode(nil, doc(3)))
+	rdb.RPush(ctx, "l", minlz.AppendEncode(nil, doc(4)), doc(5))
+
+	from := []codec.ID{codec.IDMinLZ}
+	if _, err := Run(ctx, rdb, Options{Encoder: encoder(t, "minlz:balanced"), From: from}); err == nil {
+		t.Fatal("migrating from the target's own codec: no error")
+	}
+	if _, err := Run(ctx, rdb, Options{Encoder: encoder(t, "s2"), From: from, IncludeRaw: true}); err == nil {
+		t.Fatal("From with IncludeRaw: no error")
+	}
+	s2 := encoder(t, "s2", codec.WithMinSize(1000))
+	st, err := Run(ctx, rdb, Options{Encoder: s2, From: from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", st)
+	// 20 new: keys, tiny, h and l rewritten; 20 old: keys of another codec;
+	// plain is raw.
+	if st.Rewritten != 23 || st.Skipped[SkipOtherCodec] != 20 || st.Skipped[SkipRaw] != 1 || st.BytesAfter <= st.BytesBefore {
+		t.Fatalf("stats %+v", st)
+	}
+	for i := range 20 {
+		k := fmt.Sprintf("new:%02d", i)
+		if h := header(t, rdb, k); h.ID != codec.IDS2 {
+			t.Fatalf("%s: codec %v after migration", k, h.ID)
+		}
+		if string(decoded(t, rdb, k)) != string(doc(i)) || rdb.TTL(ctx, k).Val() <= 0 {
+			t.Fatalf("%s: value or TTL changed", k)
+		}
+		if h := header(t, rdb, fmt.Sprintf("old:%02d", i)); h.ID != codec.IDZstd {
+			t.Fatalf("old:%02d: codec %v, want zstd left alone", i, h.ID)
+		}
+	}
+	if v := rdb.Get(ctx, "tiny").Val(); v != strings.Repeat("ab", 100) {
+		t.Fatalf("tiny: %q, want the value stored raw", v)
+	}
+	dec, _ := codec.NewDecoder()
+	for _, c := range []struct {
+		v    string
+		id   codec.ID
+		want []byte
+	}{
+		{rdb.HGet(ctx, "h", "a").Val(), codec.IDS2, doc(2)},
+		{rdb.HGet(ctx, "h", "b").Val(), codec.IDZstd, doc(3)},
+		{rdb.LIndex(ctx, "l", 0).Val(), codec.IDS2, doc(4)},
+	} {
+		h, err := codec.ParseHeader([]byte(c.v))
+		got, derr := dec.AppendDecode(nil, []byte(c.v))
+		if err != nil || derr != nil || h.ID != c.id || !bytes.Equal(got, c.want) {
+			t.Fatalf("element: codec %v (want %v), err %v %v", h.ID, c.id, err, derr)
+		}
+	}
+	// Nothing of minlz is left: a second run rewrites nothing.
+	st, err = Run(ctx, rdb, Options{Encoder: s2, From: from})
+	if err != nil || st.Rewritten != 0 {
+		t.Fatalf("second run: %+v, %v", st, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -56,6 +57,13 @@ What is safe and why:
   - --rate bounds the keys per second; --dry-run reads and measures and
     writes nothing.
 
+--from turns compaction into a migration off codecs: only frames written
+with those codecs are rewritten, into --codec, whatever that gains or costs
+(--min-gain does not apply; a value --codec would leave raw is written raw).
+Before going back to a squeeze release that does not read a codec you have
+been writing (minlz came later than the others), or to move keys off a
+codec that is slow to read. Other frames count as "other-codec".
+
 As a sidecar, --every runs a pass at that interval until SIGINT or SIGTERM
 (which ends the pass under way cleanly: what it rewrote stays rewritten);
 each pass prints its summary (--json: one JSON object per line), and keys
@@ -71,6 +79,7 @@ Examples:
   squeeze compact --redis unix:///run/redis.sock --codec brotli:9 --rate 1000 --json
   squeeze compact --redis redis://127.0.0.1:6379 --every 1h --min-idle 6h --rate 500
   squeeze compact --cluster --redis redis://10.0.0.5:7000 --min-idle 1h
+  squeeze compact --redis redis://127.0.0.1:6379 --from minlz --codec s2 --min-idle 0
 `
 
 func runCompact(ctx context.Context, e env, args []string) error {
@@ -85,6 +94,7 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	fs.Var(&byteRate, "byte-rate", "most bytes of values read per second (e.g. 50MB); 0 for no limit")
 	minGain := fs.Float64("min-gain", 100*compact.DefaultMinGain, "rewrite only values whose stored size shrinks by at least this `percent`")
 	includeRaw := fs.Bool("include-raw", false, "also compact values stored without a squeeze frame")
+	fromList := fs.String("from", "", "migrate: rewrite only frames of these comma-separated `codecs` (e.g. minlz), whatever the gain")
 	count := fs.Int64("count", compact.DefaultScanCount, "SCAN COUNT: keys per batch")
 	workers := fs.Int("workers", 1, "encode on this many CPUs")
 	dryRun := fs.Bool("dry-run", false, "read and measure what compaction would save, write nothing")
@@ -107,6 +117,25 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	}
 	if alg.ID == codec.IDNone {
 		return usageError("--codec none would decompress values; pick a compressing codec such as zstd:9")
+	}
+	var from []codec.ID
+	if *fromList != "" {
+		for _, name := range strings.Split(*fromList, ",") {
+			a, err := codec.ParseAlgorithm(name)
+			if err != nil {
+				return usageError("--from: %v", err)
+			}
+			if a.ID == codec.IDNone {
+				return usageError("--from none: raw values are not frames; --include-raw compacts them")
+			}
+			if a.ID == alg.ID {
+				return usageError("--from %s names the target codec (--codec %s): a migration goes to another codec", a.ID, alg)
+			}
+			from = append(from, a.ID)
+		}
+		if *includeRaw {
+			return usageError("--from migrates frames of given codecs; --include-raw would add raw values: use one")
+		}
 	}
 	var id uint64
 	if *dictID != "" {
@@ -168,7 +197,7 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	opts := compact.Options{
 		Encoder: enc, Resolver: res, Pattern: *pattern, ScanCount: *count, MinIdle: *minIdle,
 		IncludeRaw: *includeRaw, MinGain: gain, KeysPerSecond: *rate, BytesPerSecond: float64(byteRate),
-		Workers: *workers, DryRun: *dryRun,
+		Workers: *workers, DryRun: *dryRun, From: from,
 	}
 	for pass := 1; ; pass++ {
 		total, _ := rdb.DBSize(ctx).Result() // an estimate: the pattern may match fewer

@@ -111,6 +111,23 @@ func TestCompact_CLI(t *testing.T) {
 	}
 	t.Logf("--dict: %+v", res)
 
+	// Migrate off zstd (as before going back to a release without a
+	// codec): every zstd frame becomes s2, though larger.
+	res = compactJSON("--min-idle", "0", "--from", "zstd", "--codec", "s2")
+	if res.Rewritten != 60 || res.Skipped["raw"] != 1 || res.SavedPct >= 0 {
+		t.Fatalf("--from zstd: %+v", res)
+	}
+	for k, v := range docs {
+		stored := []byte(rdb.Get(ctx, k).Val())
+		got, err := dec.AppendDecode(nil, stored)
+		if h, _ := codec.ParseHeader(stored); err != nil || string(got) != string(v) || h.ID != codec.IDS2 {
+			t.Fatalf("%s after --from zstd: %v, codec %v", k, err, h.ID)
+		}
+	}
+	if res = compactJSON("--min-idle", "0", "--from", "zstd,minlz", "--codec", "s2"); res.Rewritten != 0 || res.Skipped["other-codec"] != 60 {
+		t.Fatalf("--from zstd again: %+v", res)
+	}
+
 	tests := []struct {
 		name   string
 		args   []string
@@ -128,6 +145,10 @@ func TestCompact_CLI(t *testing.T) {
 		{"passes without every", []string{"compact", "--redis", url, "--passes", "2"}, 2, "", "without --every"},
 		{"negative every", []string{"compact", "--redis", url, "--every", "-1s"}, 2, "", "--every must not be negative"},
 		{"args", []string{"compact", "--redis", url, "doc:*"}, 2, "", "no arguments"},
+		{"from target", []string{"compact", "--redis", url, "--from", "s2,zstd", "--codec", "zstd:19"}, 2, "", "names the target codec"},
+		{"from raw", []string{"compact", "--redis", url, "--from", "s2", "--include-raw"}, 2, "", "use one"},
+		{"from none", []string{"compact", "--redis", url, "--from", "none"}, 2, "", "--include-raw compacts them"},
+		{"from unknown", []string{"compact", "--redis", url, "--from", "zip"}, 2, "", "--from: codec: unknown codec"},
 		{"bad flag", []string{"compact", "--nope"}, 2, "", "--help"},
 		{"help", []string{"compact", "--help"}, 0, "Examples:", ""},
 	}
