@@ -17,7 +17,7 @@ var DefaultDocSizes = []int{100e3, 250e3, 500e3, 1e6, 2e6, 4e6, 10e6, 20e6}
 
 // DefaultDocCodecs are the codecs of the docs study: seed 001's three
 // (brotli-1, gzip-3, deflate-3) and squeeze's fast ones.
-const DefaultDocCodecs = "none,brotli:1,gzip:3,deflate:3,zstd:1,zstd:3,lz4,s2"
+const DefaultDocCodecs = "none,brotli:1,gzip:3,deflate:3,zstd:1,zstd:3,lz4,s2,minlz"
 
 // DocsOptions configure RunDocs. Zero fields take the documented defaults.
 type DocsOptions struct {
