@@ -97,6 +97,12 @@ func (id ID) String() string {
 // Known reports whether this build can decode frames with this codec ID.
 func (id ID) Known() bool { return infoOf(id) != nil }
 
+// AddedLater reports whether the codec came after the first release of
+// frame version 1 (minlz): readers built before it fail on its frames with
+// ErrUnknownCodec, so writers should switch to it only once every reader
+// knows it (docs/FORMAT.md, section 7).
+func (id ID) AddedLater() bool { return id > IDXZ }
+
 // Algorithm is a codec and one of its levels: what a user configures. The
 // zero value is the none codec; use DefaultAlgorithm for squeeze's default.
 //

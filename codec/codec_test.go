@@ -417,3 +417,11 @@ func TestDecoder_SmallLimit(t *testing.T) {
 		t.Errorf("600-byte value under a 512-byte limit: %v", err)
 	}
 }
+
+func TestID_AddedLater(t *testing.T) {
+	for _, c := range codecs {
+		if got, want := c.id.AddedLater(), c.id == IDMinLZ; got != want {
+			t.Errorf("%s.AddedLater() = %v, want %v (FORMAT.md section 7 lists the ids added later)", c.name, got, want)
+		}
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/squeeze-kv/squeeze/advise"
 	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/units"
 )
 
@@ -173,7 +175,13 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 	}
 	tw.Flush()
 
-	fmt.Fprintf(w, "\nadvice: %s\n\nto apply it:\n", o.Advice.Why)
+	fmt.Fprintf(w, "\nadvice: %s\n", o.Advice.Why)
+	if later := laterCodecs(&rep); len(later) > 0 {
+		fmt.Fprintf(w, "\nnote: %s came later than the other codecs: squeeze readers (proxies, Go programs) built before it\n"+
+			"cannot read its frames, so switch writers to it once every reader is upgraded; squeeze compact --from\n"+
+			"%s --codec s2 moves keys back if you must return to an older release\n", strings.Join(later, ", "), strings.Join(later, ","))
+	}
+	fmt.Fprintf(w, "\nto apply it:\n")
 	base := "none"
 	if o.Advice.Compress {
 		base = fmt.Sprintf("%s --min-size %d", o.Advice.Write, o.Advice.MinSize)
@@ -203,4 +211,24 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// laterCodecs returns the codecs the advice writes with (for writes or at
+// rest, overall or by prefix) that older squeeze readers do not know.
+func laterCodecs(rep *advise.Report) []string {
+	var names []string
+	add := func(s string) {
+		if a, err := codec.ParseAlgorithm(s); err == nil && a.ID.AddedLater() && !slices.Contains(names, a.ID.String()) {
+			names = append(names, a.ID.String())
+		}
+	}
+	add(rep.Overall.Advice.Write)
+	add(rep.Overall.Advice.AtRest)
+	for _, p := range rep.Prefixes {
+		if p.Advice.Compress {
+			add(p.Advice.Write)
+		}
+		add(p.Advice.AtRest)
+	}
+	return names
 }

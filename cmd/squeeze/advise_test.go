@@ -121,6 +121,27 @@ func TestAdvise_CLI_UnreadableFrames(t *testing.T) {
 	}
 }
 
+// TestAdvise_CLI_LaterCodecNote: advice to write minlz, which readers older
+// than it cannot read, says so and how to go back.
+func TestAdvise_CLI_LaterCodecNote(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	for i := range 20 {
+		rdb.Set(context.Background(), fmt.Sprintf("page:%d", i), bench.JSONDocument(uint64(i), 4000), 0)
+	}
+	const note = "note: minlz came later than the other codecs"
+	out, errs, code := runCLI(t, nil, "advise", "--redis", r.URL(), "--no-dict", "--codecs", "minlz,zstd:9")
+	if code != 0 || !strings.Contains(out, "--codec minlz:fastest") || !strings.Contains(out, note) ||
+		!strings.Contains(out, "squeeze compact --from\nminlz --codec s2") {
+		t.Fatalf("exit %d, advice to write minlz without the note:\n%s%s", code, out, errs)
+	}
+	out, errs, code = runCLI(t, nil, "advise", "--redis", r.URL(), "--no-dict", "--codecs", "s2,zstd:9")
+	if code != 0 || strings.Contains(out, note) {
+		t.Fatalf("exit %d, note without minlz:\n%s%s", code, out, errs)
+	}
+}
+
 func randomBytes(r *rand.Rand, n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
