@@ -499,6 +499,7 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		logger.Info("metrics", "addr", mln.Addr().String())
 	}
 	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "procs", procs, "upstream", redactURL(p.upstream), "codec", codecLabel(srv.Encoder), "dict", p.dict, "min_size", int64(p.minSize), "rules", p.rules.String())
+	warnLaterCodecs(logger, srv.Encoder, srv.Rules)
 	if err := probeUpstream(p.upstream); err != nil {
 		// Not fatal: a sidecar may start before its Redis. Commands get a
 		// clear error until the upstream answers, and the proxy keeps trying.
@@ -548,6 +549,7 @@ func reloadWritePolicy(ctx context.Context, e env, args []string, running *flag.
 		return err
 	}
 	logger.Info("SIGHUP: write policy reloaded", "codec", codecLabel(enc), "dict", p.dict, "min_size", int64(p.minSize), "min_gain", p.minGain, "rules", p.rules.String())
+	warnLaterCodecs(logger, enc, rules)
 	var stale []string
 	fs.VisitAll(func(f *flag.Flag) {
 		if old := running.Lookup(f.Name); !writeFlags[f.Name] && old != nil && old.Value.String() != f.Value.String() {
@@ -652,4 +654,20 @@ func (p *proxyFlags) setupDictionaries(ctx context.Context, srv *proxy.Server) (
 	}
 	srv.Dictionaries = res
 	return func() { rdb.Close() }, nil
+}
+
+// warnLaterCodecs warns when the write policy uses a codec that squeeze
+// readers built before it cannot read (codec.ID.AddedLater).
+func warnLaterCodecs(logger *slog.Logger, enc *codec.Encoder, rules []proxy.Rule) {
+	encs := []*codec.Encoder{enc}
+	for _, r := range rules {
+		encs = append(encs, r.Encoder)
+	}
+	for _, e := range encs {
+		if e != nil && e.Algorithm().ID.AddedLater() {
+			logger.Warn("writing a codec that squeeze readers built before it cannot read: upgrade every reader first; squeeze compact --from moves keys back",
+				"codec", e.Algorithm().String())
+			return
+		}
+	}
 }
