@@ -91,6 +91,15 @@ whatever --dict says; the proxy loads each one from the upstream
 new values with that published dictionary ("squeeze dict train --publish"
 makes one); it must exist when the proxy starts (or reloads).
 
+TLS for clients: with --tls-cert and --tls-key the proxy accepts clients
+over TLS only (rediss:// URLs, redis-cli --tls), as redis-server's tls-port
+does; --tls-client-ca also requires each client to present a certificate
+that CA signed. SIGHUP reads the certificate files again, so a renewed
+certificate takes effect without a restart. (TLS to Redis is the
+--upstream rediss:// URL's business, independent of this.)
+  squeeze proxy --listen 0.0.0.0:6380 --tls-cert /etc/squeeze/tls.crt \
+      --tls-key /etc/squeeze/tls.key --client-auth require --upstream redis://10.0.0.5:6379
+
 Authentication: by default the proxy's connections log in with the
 --upstream URL's credentials, and every client that reaches --listen acts
 with them; keep such a proxy on loopback or a unix socket. With
@@ -119,6 +128,7 @@ environment, which replace those of the config file ("rule = ..." lines).
 type proxyFlags struct {
 	listen, upstream, upstreamCA, codecName, metrics, scripts, listSearch, logLevel, logFormat string
 	clientAuth                                                                                 string
+	tlsCert, tlsKey, tlsClientCA                                                               string
 	clusterMap                                                                                 string
 	clusterPortOffset                                                                          int
 	minSize, maxValue, clientBuffer                                                            units.SizeFlag
@@ -135,6 +145,9 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	p := &proxyFlags{minSize: units.SizeFlag(codec.DefaultMinSize), maxValue: units.SizeFlag(codec.DefaultMaxDecodedSize)}
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:6380", "address to accept clients on (host:port, or a unix socket path)")
 	fs.StringVar(&p.upstream, "upstream", "redis://127.0.0.1:6379", "the Redis server: redis://, rediss://, unix:// or sentinel:// URL")
+	fs.StringVar(&p.tlsCert, "tls-cert", "", "PEM `file` of the certificate clients see: accept clients over TLS (rediss://, redis-cli --tls); read again on SIGHUP")
+	fs.StringVar(&p.tlsKey, "tls-key", "", "PEM `file` of the private key of --tls-cert")
+	fs.StringVar(&p.tlsClientCA, "tls-client-ca", "", "PEM `file` of the CA that must have signed every client's certificate (mutual TLS); default: clients need none")
 	fs.StringVar(&p.upstreamCA, "upstream-ca", "", "PEM file of the CA that signed a rediss:// upstream's certificate (default: the system's roots)")
 	fs.StringVar(&p.codecName, "codec", "", "codec and level for new values (s2, zstd:1, lz4, brotli:5 ..., none; default "+codec.DefaultAlgorithm.String()+", or zstd:1 with --dict)")
 	fs.Var(&p.minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
@@ -437,6 +450,10 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	tlsConfig, certs, err := newListenTLS(p)
+	if err != nil {
+		return err
+	}
 	closeDicts, err := p.setupDictionaries(ctx, srv)
 	if err != nil {
 		return err
@@ -452,6 +469,13 @@ func runProxy(ctx context.Context, e env, args []string) error {
 			case <-ctx.Done():
 				return
 			case <-hup:
+				if certs != nil {
+					if err := certs.reload(); err != nil {
+						logger.Error("SIGHUP: TLS certificate not reloaded; the one in use stays", "err", err)
+					} else {
+						logger.Info("SIGHUP: TLS certificate reloaded", "cert", certs.certFile)
+					}
+				}
 				err := reloadWritePolicy(ctx, e, args, fs, srv, logger)
 				if err != nil {
 					logger.Error("SIGHUP: settings not reloaded; the write policy is unchanged", "err", err)
@@ -467,6 +491,9 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	ln, err := net.Listen(network, p.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 	}
 	if reg != nil {
 		mux := http.NewServeMux()
@@ -498,7 +525,7 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		defer hs.Close()
 		logger.Info("metrics", "addr", mln.Addr().String())
 	}
-	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "procs", procs, "upstream", redactURL(p.upstream), "codec", codecLabel(srv.Encoder), "dict", p.dict, "min_size", int64(p.minSize), "rules", p.rules.String())
+	logger.Info("squeeze proxy listening", "addr", ln.Addr().String(), "tls", tlsConfig != nil, "procs", procs, "upstream", redactURL(p.upstream), "codec", codecLabel(srv.Encoder), "dict", p.dict, "min_size", int64(p.minSize), "rules", p.rules.String())
 	warnLaterCodecs(logger, srv.Encoder, srv.Rules)
 	if err := probeUpstream(p.upstream); err != nil {
 		// Not fatal: a sidecar may start before its Redis. Commands get a
