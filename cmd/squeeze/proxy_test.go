@@ -201,31 +201,9 @@ const laterCodecWarning = "writing a codec that squeeze readers built before it 
 // a per-prefix rule) warns at start that older readers cannot read it.
 func TestProxyCommand_LaterCodecWarning(t *testing.T) {
 	r := testutil.StartRedis(t)
-	port := testutil.FreePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, env{Stdout: io.Discard, Stderr: &stderr}, []string{"proxy",
-			"--listen", "127.0.0.1:" + strconv.Itoa(port), "--upstream", r.URL(), "--rule", "doc:=minlz"})
-	}()
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i == 200 {
-			t.Fatalf("proxy did not listen: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), laterCodecWarning) || !strings.Contains(stderr.String(), "minlz:fastest") {
-		t.Fatalf("no warning about writing minlz: %s", stderr.String())
+	_, log := startProxyCommand(t, "--upstream", r.URL(), "--rule", "doc:=minlz")
+	if !strings.Contains(log.String(), laterCodecWarning) || !strings.Contains(log.String(), "minlz:fastest") {
+		t.Fatalf("no warning about writing minlz: %s", log.String())
 	}
 }
 

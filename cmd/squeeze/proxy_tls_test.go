@@ -18,9 +18,10 @@ import (
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
-// startTLSProxy runs squeeze proxy with args and waits until it listens;
-// it returns the proxy's address and its log.
-func startTLSProxy(t *testing.T, args ...string) (string, *syncBuffer) {
+// startProxyCommand runs squeeze proxy with args (JSON logs) until the
+// test ends, and waits until it listens; it returns the proxy's address and
+// its log.
+func startProxyCommand(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -63,7 +64,7 @@ func TestProxyCommand_TLS(t *testing.T) {
 	r := testutil.StartRedis(t)
 	pki := testutil.NewPKI(t)
 	certFile, keyFile := pki.Server(t, "proxy")
-	addr, log := startTLSProxy(t, "--upstream", r.URL(), "--tls-cert", certFile, "--tls-key", keyFile)
+	addr, log := startProxyCommand(t, "--upstream", r.URL(), "--tls-cert", certFile, "--tls-key", keyFile)
 	if !strings.Contains(log.String(), `"tls":true`) {
 		t.Errorf("the start line does not say TLS is on: %s", log.String())
 	}
@@ -136,7 +137,7 @@ func TestProxyCommand_MutualTLS(t *testing.T) {
 	r := testutil.StartRedis(t)
 	pki := testutil.NewPKI(t)
 	certFile, keyFile := pki.Server(t, "proxy")
-	addr, _ := startTLSProxy(t, "--upstream", r.URL(), "--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", pki.CAFile)
+	addr, _ := startProxyCommand(t, "--upstream", r.URL(), "--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", pki.CAFile)
 	ctx := context.Background()
 	roots := certPool(t, pki.CAFile)
 
