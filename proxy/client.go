@@ -88,6 +88,10 @@ type client struct {
 	// noDirect is set when the client pins a connection, or its socket
 	// has no raw descriptor: from then on only the writer goroutine writes.
 	noDirect atomic.Bool
+	// aborted is set when the connection is ended from the proxy's side (a
+	// write failed: the client is gone; or the server closes): the reader
+	// then runs no more of the commands it has already read.
+	aborted atomic.Bool
 	// Owned by the output owner: replies not written yet, and whether the
 	// socket failed.
 	out    []byte
@@ -269,6 +273,7 @@ func (c *client) forceClose() {
 // and writes fail, wherever they are waiting. The descriptor stays open
 // until serve closes it, so the poller never loses track of it.
 func (c *client) abort() {
+	c.aborted.Store(true)
 	if !c.shutdownSocket(shutBoth) {
 		c.nc.Close()
 	}
@@ -280,7 +285,7 @@ func (c *client) readLoop() readEnd {
 	var rerr error
 	for {
 		if !c.process(false) {
-			return endStop
+			return c.stopped()
 		}
 		select {
 		case <-c.draining:
@@ -300,6 +305,17 @@ func (c *client) readLoop() readEnd {
 	}
 }
 
+// stopped is why a reader stopped when process returned false: the
+// connection was aborted (endGone: nobody reads the replies, so what a
+// pinned connection still owes is failed), or QUIT or malformed input
+// (endStop: close after the replies).
+func (c *client) stopped() readEnd {
+	if c.aborted.Load() {
+		return endGone
+	}
+	return endStop
+}
+
 // loopStep is the poller's turn with a client whose socket is readable:
 // read once, handle the complete commands, send them upstream.
 func (c *client) loopStep() readEnd {
@@ -312,7 +328,7 @@ func (c *client) loopStep() readEnd {
 	n, err := c.readOnce(c.rbuf[len(c.rbuf):cap(c.rbuf)])
 	c.rbuf = c.rbuf[:len(c.rbuf)+n]
 	if !c.process(true) {
-		return endStop
+		return c.stopped()
 	}
 	switch {
 	case err != nil:
@@ -371,6 +387,15 @@ func (c *client) process(inLoop bool) bool {
 		}
 	}()
 	for off < len(c.rbuf) {
+		if c.aborted.Load() {
+			// Nobody will read the replies: like Redis, which drops the
+			// query buffer of a client it frees, run no more of them (a
+			// pipeline of thousands read in one go would keep Redis busy
+			// and Close waiting). What was batched still goes upstream,
+			// so that the calls queued for the writer end.
+			c.flush()
+			return false
+		}
 		limit := maxBulk
 		if c.s.RequireAuth && !c.authed {
 			limit = unauthMaxBulk

@@ -187,6 +187,64 @@ func TestProxy_SlowClient(t *testing.T) {
 	}
 }
 
+// TestProxy_ClientGoneMidPipeline: a client that pipelines thousands of
+// GETs of a large value and leaves without reading stops costing Redis
+// work soon after its replies can no longer be written: the proxy runs no
+// more of the commands it has already read, as Redis drops the query
+// buffer of a client it frees. (Before, it ran every command it had read,
+// and under the race detector Close waited seconds for them.)
+func TestProxy_ClientGoneMidPipeline(t *testing.T) {
+	e := startEnv(t)
+	setup := dialRaw(t, e.addr)
+	big := compressible(200_000, 4)
+	if got := setup.do("SET", "big", big); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	direct := dialRaw(t, e.redis.Addr)
+	gets := func() int {
+		info := direct.do("INFO", "commandstats")
+		_, rest, ok := strings.Cut(info, "cmdstat_get:calls=")
+		if !ok {
+			return 0
+		}
+		n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+		return n
+	}
+	const n = 5000
+	var pipeline []byte
+	for range n {
+		pipeline = resp.AppendCommand(pipeline, []byte("GET"), []byte("big"))
+	}
+	nc, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.(*net.TCPConn).SetReadBuffer(4 << 10) // the replies pile up at once
+	if _, err := nc.Write(pipeline); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	nc.(*net.TCPConn).SetLinger(0) // leave with a reset, replies unread
+	nc.Close()
+	last, stable := gets(), 0
+	for stable < 5 {
+		time.Sleep(100 * time.Millisecond)
+		if now := gets(); now != last {
+			last, stable = now, 0
+		} else {
+			stable++
+		}
+	}
+	t.Logf("Redis ran %d of the %d GETs", last, n)
+	if last > n/2 {
+		t.Fatalf("Redis ran %d of %d GETs for a client that had left", last, n)
+	}
+	// The proxy still serves others.
+	if got := dialRaw(t, e.addr).do("STRLEN", "big"); got != ":200000\r\n" {
+		t.Fatalf("STRLEN after: %q", got)
+	}
+}
+
 // TestProxy_SlowClientReplyBytes: a client that sends GETs of large values
 // one at a time and reads none of the replies stops being read once
 // MaxReplyBytes of replies wait for it, long before MaxInFlight commands;
