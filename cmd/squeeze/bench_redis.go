@@ -338,6 +338,9 @@ func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*re
 		if err != nil {
 			return nil, usageError("--redis %s: %v", redactURL(rawURL), err)
 		}
+		if err := applyRedisTLSEnv(opt.TLSConfig); err != nil {
+			return nil, err
+		}
 		newClient = func(probe bool) *redis.Client {
 			o := *opt
 			if probe {
@@ -377,6 +380,9 @@ func openClusterOr(ctx context.Context, rawURL string, cluster bool) (redis.Univ
 	opt, err := redis.ParseClusterURL(rawURL)
 	if err != nil {
 		return nil, usageError("--redis %s: %v", redactURL(rawURL), err)
+	}
+	if err := applyRedisTLSEnv(opt.TLSConfig); err != nil {
+		return nil, err
 	}
 	opt.DialTimeout = redisProbeTimeout
 	cc := redis.NewClusterClient(opt)

@@ -124,6 +124,14 @@ Commands:
 	fmt.Fprintf(w, `  version   print the version
 
 Run "squeeze <command> --help" for the flags of a command.
+
+Redis URLs (--redis) take the forms redis://[user:password@]host:port[/db],
+rediss:// (TLS), unix:///path/to/redis.sock and sentinel://host:port/MASTER.
+For rediss://, SQUEEZE_REDIS_CA names the PEM file of a private CA, and
+SQUEEZE_REDIS_CERT with SQUEEZE_REDIS_KEY a client certificate (Redis's TLS
+port asks for one by default). The proxy has flags for these:
+--upstream-ca, --upstream-cert, --upstream-key.
+
 Frame format: docs/FORMAT.md. Architecture: docs/ARCHITECTURE.md.
 `)
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -128,7 +127,7 @@ environment, which replace those of the config file ("rule = ..." lines).
 type proxyFlags struct {
 	listen, upstream, upstreamCA, codecName, metrics, scripts, listSearch, logLevel, logFormat string
 	clientAuth                                                                                 string
-	tlsCert, tlsKey, tlsClientCA                                                               string
+	tlsCert, tlsKey, tlsClientCA, upstreamCert, upstreamKey                                    string
 	clusterMap                                                                                 string
 	clusterPortOffset                                                                          int
 	minSize, maxValue, clientBuffer                                                            units.SizeFlag
@@ -149,6 +148,8 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.StringVar(&p.tlsKey, "tls-key", "", "PEM `file` of the private key of --tls-cert")
 	fs.StringVar(&p.tlsClientCA, "tls-client-ca", "", "PEM `file` of the CA that must have signed every client's certificate (mutual TLS); default: clients need none")
 	fs.StringVar(&p.upstreamCA, "upstream-ca", "", "PEM file of the CA that signed a rediss:// upstream's certificate (default: the system's roots)")
+	fs.StringVar(&p.upstreamCert, "upstream-cert", "", "PEM `file` of the client certificate the proxy shows a rediss:// upstream (Redis's tls-auth-clients yes, its default, requires one)")
+	fs.StringVar(&p.upstreamKey, "upstream-key", "", "PEM `file` of the private key of --upstream-cert")
 	fs.StringVar(&p.codecName, "codec", "", "codec and level for new values (s2, zstd:1, lz4, brotli:5 ..., none; default "+codec.DefaultAlgorithm.String()+", or zstd:1 with --dict)")
 	fs.Var(&p.minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
 	fs.Float64Var(&p.minGain, "min-gain", codec.DefaultMinGain, "store raw when compression saves less than this fraction")
@@ -349,16 +350,10 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 	s := &proxy.Server{Upstream: p.upstream, Encoder: enc, Decoder: dec, SharedConns: p.shared, Logger: logger,
 		MaxInFlight: p.maxInFlight, MaxReplyBytes: int64(p.clientBuffer)}
 	s.Rules = rules
-	if p.upstreamCA != "" {
-		pem, err := os.ReadFile(p.upstreamCA)
-		if err != nil {
-			return nil, usageError("--upstream-ca: %v", err)
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, usageError("--upstream-ca: no PEM certificate in %s", p.upstreamCA)
-		}
-		s.TLSConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	s.TLSConfig, err = clientTLS(p.upstreamCA, p.upstreamCert, p.upstreamKey,
+		[3]string{"--upstream-ca", "--upstream-cert", "--upstream-key"})
+	if err != nil {
+		return nil, err
 	}
 	switch p.scripts {
 	case "pass":

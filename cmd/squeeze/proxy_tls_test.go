@@ -197,3 +197,50 @@ func TestProxyCommand_TLSUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisTLS_ClientCertificates: a Redis whose TLS port requires client
+// certificates (tls-auth-clients yes, its default) is reached by the
+// commands' --redis rediss:// URL with SQUEEZE_REDIS_CA, _CERT and _KEY, and
+// by the proxy with --upstream-ca, --upstream-cert and --upstream-key.
+func TestRedisTLS_ClientCertificates(t *testing.T) {
+	pki := testutil.NewPKI(t)
+	srvCert, srvKey := pki.Server(t, "redis")
+	cliCert, cliKey := pki.Client(t, "squeeze")
+	tlsPort := strconv.Itoa(testutil.FreePort(t))
+	r := testutil.StartRedis(t, "--tls-port", tlsPort, "--tls-cert-file", srvCert, "--tls-key-file", srvKey,
+		"--tls-ca-cert-file", pki.CAFile, "--tls-auth-clients", "yes")
+	enc, _ := codec.NewEncoder(codec.MustParseAlgorithm("zstd:3"))
+	doc := strings.Repeat(`{"secure":true,"n":42},`, 300)
+	if _, err := testutil.Do(r.Addr, "SET", "doc", string(enc.AppendEncode(nil, []byte(doc)))); err != nil {
+		t.Fatal(err)
+	}
+	url := "rediss://127.0.0.1:" + tlsPort
+	inspect := func() (string, string, int) { return runCLI(t, nil, "inspect", "--redis", url, "doc") }
+
+	if _, errs, code := inspect(); code == 0 || !strings.Contains(errs, "certificate") {
+		t.Fatalf("without the CA: exit %d, %s", code, errs)
+	}
+	t.Setenv(envRedisCA, pki.CAFile)
+	if _, errs, code := inspect(); code == 0 {
+		t.Fatalf("without a client certificate Redis let squeeze in: %s", errs)
+	}
+	t.Setenv(envRedisCert, cliCert)
+	if _, errs, code := inspect(); code != 2 || !strings.Contains(errs, "go together") {
+		t.Fatalf("a certificate without its key: exit %d, %s", code, errs)
+	}
+	t.Setenv(envRedisKey, cliKey)
+	if out, errs, code := inspect(); code != 0 || !strings.Contains(out, "zstd") {
+		t.Fatalf("with CA and client certificate: exit %d\n%s%s", code, out, errs)
+	}
+
+	addr, _ := startProxyCommand(t, "--upstream", url, "--upstream-ca", pki.CAFile,
+		"--upstream-cert", cliCert, "--upstream-key", cliKey)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	if got, err := rdb.Get(context.Background(), "doc").Result(); err != nil || got != doc {
+		t.Fatalf("GET through the proxy over mutual TLS: %d bytes, %v", len(got), err)
+	}
+	if _, errs, code := runCLI(t, nil, "proxy", "--upstream", url, "--upstream-cert", cliCert); code != 2 || !strings.Contains(errs, "go together") {
+		t.Fatalf("--upstream-cert without --upstream-key: exit %d, %s", code, errs)
+	}
+}
