@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -171,6 +172,19 @@ func (c *client) drain() {
 
 func (c *client) serve() {
 	defer c.s.forget(c)
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		// Complete the handshake first, within a bound, so that a client
+		// that never finishes it does not hold a connection for good, and
+		// a refused one (no certificate, another CA) is told in the log.
+		ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			c.s.logger().Warn("client TLS handshake failed", "remote", tc.RemoteAddr().String(), "err", err)
+			tc.Close()
+			return
+		}
+	}
 	go func() { c.writeLoop(); close(c.writerDone) }()
 	if c.s.RequireAuth {
 		// A private connection without credentials before the first
@@ -202,6 +216,9 @@ func (c *client) serve() {
 	c.closePinned()
 	c.nc.Close()
 }
+
+// tlsHandshakeTimeout bounds a client's TLS handshake.
+const tlsHandshakeTimeout = 10 * time.Second
 
 // readEnd says why a reader (the poller or the client's goroutine) stopped
 // reading a client.

@@ -137,7 +137,7 @@ func TestProxyCommand_MutualTLS(t *testing.T) {
 	r := testutil.StartRedis(t)
 	pki := testutil.NewPKI(t)
 	certFile, keyFile := pki.Server(t, "proxy")
-	addr, _ := startProxyCommand(t, "--upstream", r.URL(), "--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", pki.CAFile)
+	addr, log := startProxyCommand(t, "--upstream", r.URL(), "--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", pki.CAFile)
 	ctx := context.Background()
 	roots := certPool(t, pki.CAFile)
 
@@ -158,6 +158,12 @@ func TestProxyCommand_MutualTLS(t *testing.T) {
 	defer intruder.Close()
 	if err := intruder.Ping(ctx).Err(); err == nil {
 		t.Fatal("a client with a certificate of another CA was let in")
+	}
+	for i := 0; strings.Count(log.String(), "client TLS handshake failed") < 2; i++ {
+		if i > 250 {
+			t.Fatalf("the refused handshakes are not logged: %s", log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	cc, ck := pki.Client(t, "app")
