@@ -187,6 +187,18 @@ func TestProxy_SlowClient(t *testing.T) {
 	}
 }
 
+// getCalls returns how many GETs the Redis behind direct has run (INFO
+// commandstats).
+func getCalls(direct *rawConn) int {
+	info := direct.do("INFO", "commandstats")
+	_, rest, ok := strings.Cut(info, "cmdstat_get:calls=")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+	return n
+}
+
 // TestProxy_ClientGoneMidPipeline: a client that pipelines thousands of
 // GETs of a large value and leaves without reading stops costing Redis
 // work soon after its replies can no longer be written: the proxy runs no
@@ -201,15 +213,7 @@ func TestProxy_ClientGoneMidPipeline(t *testing.T) {
 		t.Fatal(got)
 	}
 	direct := dialRaw(t, e.redis.Addr)
-	gets := func() int {
-		info := direct.do("INFO", "commandstats")
-		_, rest, ok := strings.Cut(info, "cmdstat_get:calls=")
-		if !ok {
-			return 0
-		}
-		n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-		return n
-	}
+	gets := func() int { return getCalls(direct) }
 	const n = 5000
 	var pipeline []byte
 	for range n {
@@ -260,15 +264,7 @@ func TestProxy_SlowClientReplyBytes(t *testing.T) {
 		t.Fatal(got)
 	}
 	direct := dialRaw(t, e.redis.Addr)
-	gets := func() int {
-		info := direct.do("INFO", "commandstats")
-		_, rest, ok := strings.Cut(info, "cmdstat_get:calls=")
-		if !ok {
-			return 0
-		}
-		n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-		return n
-	}
+	gets := func() int { return getCalls(direct) }
 	const n = 100
 	req := resp.AppendCommand(nil, []byte("GET"), []byte("big"))
 	for range n { // one command per write, so each is read on its own
