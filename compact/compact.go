@@ -21,7 +21,9 @@
 //     MinGain. This is also what "already compacted" means: a frame records
 //     its codec but not its level, so instead of guessing, a value is
 //     re-encoded and left alone when that gains too little. A second run
-//     over the same keys therefore rewrites nothing.
+//     over the same keys therefore rewrites nothing. (Options.From turns
+//     this into a migration: only frames of the listed codecs, whatever
+//     the size.)
 //  4. Write back with an atomic compare-and-set, the Lua script CASScript:
 //     the new bytes are SET (with KEEPTTL) only if the key still holds
 //     exactly the bytes read in step 2.

@@ -80,7 +80,7 @@ func TestTranscripts(t *testing.T) {
 
 // losesFailedAuthReply reports whether the server sends no reply to an AUTH
 // that fails on a connection that already ran HELLO, as Valkey 8.0 does (a
-// server bug, fixed in later Valkey releases). The proxy forwards AUTH as
+// server bug, seen in Valkey 8.0.1). The proxy forwards AUTH as
 // it is, so on such a server the transcripts' wrong-password commands make
 // the two sides' replies go out of step for reasons of the server's own.
 func losesFailedAuthReply(t *testing.T, addr string) bool {
