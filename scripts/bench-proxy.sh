@@ -66,7 +66,9 @@ POFF=$(freeport); start_proxy "$POFF" "$RP" --min-size 1GiB
 POFF_PID=${pids[-1]}
 PON=$(freeport); start_proxy "$PON" "$RP"
 
-echo "squeeze proxy vs Redis, $(nproc) cores, $(redis-server --version | awk '{print $3}'), N=$N, median of $ROUNDS"
+idle=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown)
+[ "$idle" = haltpoll ] && idle="haltpoll, guest_halt_poll_ns=$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null || echo '?')"
+echo "squeeze proxy vs Redis, $(nproc) cores, $(redis-server --version | awk '{print $3}'), N=$N, median of $ROUNDS, cpuidle: $idle"
 printf '%-34s %12s %12s %9s\n' "benchmark" "direct rps" "proxy rps" "ratio"
 echo "--- compression off (--min-size 1GiB)"
 compare "SET -c 50"       "$RD" "$POFF" -t set -c 50 -n "$N"

@@ -198,6 +198,10 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.Stderr, "; %d skipped by the %v budget per cell (largest: %s)", len(res.Skipped), *budget, res.Skipped[len(res.Skipped)-1])
 	}
 	fmt.Fprintln(e.Stderr)
+	idle := bench.ReadIdlePolicy().Note()
+	if idle != "" {
+		fmt.Fprintln(e.Stderr, "bench redis: note: "+idle)
+	}
 	if *report != "" {
 		r := bench.Report{
 			Title:   "squeeze bench redis",
@@ -205,6 +209,9 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 			Redis:   res.Rows, Memory: res.Memory, Targets: bench.CheckTargets(res, codec.DefaultAlgorithm.String()),
 			Notes: []string{fmt.Sprintf("Values: %s. Repeats per cell: %d (median reported). Cells predicted above %v were skipped: %d.",
 				valueSource(*corpus), *repeat, *budget, len(res.Skipped))},
+		}
+		if idle != "" {
+			r.Notes = append(r.Notes, idle)
 		}
 		if *dict {
 			r.Notes = append(r.Notes, "Codecs ending in +dict compress with a zstd dictionary trained per size on other generated documents of that size (library path and memory only).")
