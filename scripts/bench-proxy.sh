@@ -43,7 +43,7 @@ start_proxy() { # port upstream-port extra-flags...
 # from the end of the line.
 rate() { local port=$1; shift; redis-benchmark -p "$port" --csv "$@" 2>/dev/null | awk -F',' 'END {gsub(/"/, "", $(NF-6)); print $(NF-6)}'; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a/b}'; }
 
 # compare NAME DIRECT_PORT PROXY_PORT ARGS... : median rates and their ratio.
 compare() {

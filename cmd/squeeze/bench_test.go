@@ -134,6 +134,20 @@ func TestBenchRedis_Quick(t *testing.T) {
 	if !strings.Contains(stderr, "report: "+dir+"/index.html") {
 		t.Errorf("stderr does not say where the report is: %s", stderr)
 	}
+	// The note on the machine's idle policy appears, on stderr and in the
+	// report, exactly when this machine halts idle CPUs without polling.
+	html, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	halts := bench.ReadIdlePolicy().HaltsWithoutPolling()
+	const marker = "halts idle CPUs without polling"
+	if got := strings.Contains(stderr, marker); got != halts {
+		t.Errorf("idle note on stderr: %v, want %v (machine halts without polling: %v)\n%s", got, halts, halts, stderr)
+	}
+	if got := strings.Contains(string(html), marker); got != halts {
+		t.Errorf("idle note in the report: %v, want %v", got, halts)
+	}
 }
 
 func TestBenchDocs_Loopback(t *testing.T) {
