@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,11 +113,15 @@ func TestDeploy_Systemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	keys := map[string]string{}
+	keys := map[string]string{} // the last line of each key
+	var reloads []string        // every ExecReload line, in order
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if k, v, ok := strings.Cut(sc.Text(), "="); ok && !strings.HasPrefix(k, "#") {
 			keys[k] = v
+			if k == "ExecReload" {
+				reloads = append(reloads, v)
+			}
 		}
 	}
 	start := strings.Fields(keys["ExecStart"])
@@ -126,18 +131,35 @@ func TestDeploy_Systemd(t *testing.T) {
 	if keys["ExecReload"] != "/bin/kill -HUP $MAINPID" || keys["KillSignal"] != "SIGTERM" {
 		t.Fatalf("ExecReload=%s KillSignal=%s: the proxy reloads on SIGHUP and drains on SIGTERM", keys["ExecReload"], keys["KillSignal"])
 	}
-	args := start[1:]
-	for i, a := range args {
-		if a == "/etc/squeeze/proxy.conf" {
-			args[i] = filepath.Join(deployDir, "proxy.conf") // what the unit's comment installs there
+	localArgs := func(cmd []string) []string {
+		args := append([]string(nil), cmd[1:]...)
+		for i, a := range args {
+			if a == "/etc/squeeze/proxy.conf" {
+				args[i] = filepath.Join(deployDir, "proxy.conf") // what the unit's comment installs there
+			}
 		}
+		return args
 	}
+	args := localArgs(start)
 	r := testutil.StartRedis(t)
 	listen := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
 	t.Setenv("SQUEEZE_UPSTREAM", r.URL()) // as from /etc/squeeze/proxy.env
 	args = append(args, "--listen", listen, "--metrics", "")
 	rdb := runDeployed(t, args, listen)
 	roundTrip(t, rdb, r, "systemd:doc", codec.IDS2)
+	// The reload's first step, squeeze proxy --check, passes on the
+	// installed config beside the running proxy.
+	if len(reloads) != 2 {
+		t.Fatalf("ExecReload lines %q: want the check, then the SIGHUP", reloads)
+	}
+	check := strings.Fields(reloads[0])
+	if filepath.Base(check[0]) != "squeeze" || !slices.Contains(check, "--check") {
+		t.Fatalf("ExecReload=%s: want squeeze proxy ... --check first", reloads[0])
+	}
+	out, stderr, code := runCLI(t, nil, localArgs(check)...)
+	if code != 0 || !strings.HasPrefix(out, "squeeze proxy --check: ok") {
+		t.Fatalf("%s: exit %d\n%s%s", reloads[0], code, out, stderr)
+	}
 
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {

@@ -110,6 +110,14 @@ shared pipelined connections: one upstream connection per client.
   squeeze proxy --listen 0.0.0.0:6380 --client-auth require \
       --upstream redis://:secret@10.0.0.5:6379
 
+Checking settings: --check reads the settings as a start would, loads the
+dictionaries they name, checks the certificates' dates, sends PING to the
+upstream over a connection made as the proxy makes them (TLS, AUTH,
+SELECT), prints the settings in force and exits (0: all is well, 1: the
+error). It listens on nothing, so it also checks an edited config file
+before the running proxy reloads it:
+  squeeze proxy --config /etc/squeeze/proxy.conf --check && systemctl reload squeeze-proxy
+
 Rules: --rule gives the keys that begin with a prefix their own codec and
 options; keys no rule matches use --codec, --min-size, --min-gain, --dict.
 The longest prefix wins; MSET values follow their own keys. Reads need no
@@ -133,7 +141,7 @@ type proxyFlags struct {
 	minSize, maxValue, clientBuffer                                                            units.SizeFlag
 	minGain                                                                                    float64
 	shared, procs, maxInFlight                                                                 int
-	pprof                                                                                      bool
+	pprof, check                                                                               bool
 
 	dict  string   // --dict: a published dictionary id, or "none"
 	rules ruleFlag // --rule, repeatable
@@ -170,6 +178,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.StringVar(&p.dict, "dict", "none", "compress new values with this published zstd dictionary `ID` (squeeze dict list), or none")
 	fs.StringVar(&p.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&p.logFormat, "log-format", "text", "text or json")
+	fs.BoolVar(&p.check, "check", false, "check the settings and the upstream (PING over a connection made as the proxy makes them), print the settings in force and exit: 0 if all is well, 1 if not")
 	config := fs.String("config", "", "read settings from this file (name = value lines)")
 	return fs, p, config
 }
@@ -203,7 +212,7 @@ func applySettings(fs *flag.FlagSet, args []string, getenv func(string) string) 
 			}
 			name, value, ok := strings.Cut(line, "=")
 			name, value = strings.TrimSpace(name), strings.Trim(strings.TrimSpace(value), `"`)
-			if !ok || fs.Lookup(name) == nil || name == "config" {
+			if !ok || fs.Lookup(name) == nil || name == "config" || name == "check" {
 				return usageError("%s:%d: want \"name = value\" with a flag name, got %q", path, n, line)
 			}
 			if err := fs.Set(name, value); err != nil {
@@ -217,7 +226,7 @@ func applySettings(fs *flag.FlagSet, args []string, getenv func(string) string) 
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		env := "SQUEEZE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(env); v != "" && err == nil && f.Name != "config" {
+		if v := getenv(env); v != "" && err == nil && f.Name != "config" && f.Name != "check" {
 			if o, ok := f.Value.(overrider); ok {
 				o.override() // the environment replaces the file's rules
 			}
@@ -454,6 +463,9 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer closeDicts()
+	if p.check {
+		return checkProxy(ctx, e.Stdout, p, srv, tlsConfig, certs, procs, time.Now())
+	}
 	// SIGHUP reloads the write policy from the config file.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -681,15 +693,24 @@ func (p *proxyFlags) setupDictionaries(ctx context.Context, srv *proxy.Server) (
 // warnLaterCodecs warns when the write policy uses a codec that squeeze
 // readers built before it cannot read (codec.ID.AddedLater).
 func warnLaterCodecs(logger *slog.Logger, enc *codec.Encoder, rules []proxy.Rule) {
+	if name := laterCodec(enc, rules); name != "" {
+		logger.Warn(laterCodecWarning, "codec", name)
+	}
+}
+
+const laterCodecWarning = "writing a codec that squeeze readers built before it cannot read: upgrade every reader first; squeeze compact --from moves keys back"
+
+// laterCodec names the first codec of the write policy that came later
+// than the first release's (codec.ID.AddedLater), or returns "".
+func laterCodec(enc *codec.Encoder, rules []proxy.Rule) string {
 	encs := []*codec.Encoder{enc}
 	for _, r := range rules {
 		encs = append(encs, r.Encoder)
 	}
 	for _, e := range encs {
 		if e != nil && e.Algorithm().ID.AddedLater() {
-			logger.Warn("writing a codec that squeeze readers built before it cannot read: upgrade every reader first; squeeze compact --from moves keys back",
-				"codec", e.Algorithm().String())
-			return
+			return e.Algorithm().String()
 		}
 	}
+	return ""
 }

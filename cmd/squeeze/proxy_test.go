@@ -190,19 +190,19 @@ func TestProxyCommand(t *testing.T) {
 	if !strings.Contains(stderr.String(), `"msg":"squeeze proxy stopped"`) {
 		t.Errorf("log lacks the stop message: %s", stderr.String())
 	}
-	if strings.Contains(stderr.String(), laterCodecWarning) {
+	if strings.Contains(stderr.String(), wantLaterCodecWarning) {
 		t.Errorf("warning about a later codec while writing s2: %s", stderr.String())
 	}
 }
 
-const laterCodecWarning = "writing a codec that squeeze readers built before it cannot read"
+const wantLaterCodecWarning = "writing a codec that squeeze readers built before it cannot read"
 
 // TestProxyCommand_LaterCodecWarning: a proxy told to write minlz (here in
 // a per-prefix rule) warns at start that older readers cannot read it.
 func TestProxyCommand_LaterCodecWarning(t *testing.T) {
 	r := testutil.StartRedis(t)
 	_, log := startProxyCommand(t, "--upstream", r.URL(), "--rule", "doc:=minlz")
-	if !strings.Contains(log.String(), laterCodecWarning) || !strings.Contains(log.String(), "minlz:fastest") {
+	if !strings.Contains(log.String(), wantLaterCodecWarning) || !strings.Contains(log.String(), "minlz:fastest") {
 		t.Fatalf("no warning about writing minlz: %s", log.String())
 	}
 }

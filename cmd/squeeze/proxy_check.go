@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/proxy"
+)
+
+// checkTimeout bounds the round trip to the upstream in --check.
+const checkTimeout = 5 * time.Second
+
+// certWarnBefore is how close to its expiry a certificate makes --check
+// warn.
+const certWarnBefore = 14 * 24 * time.Hour
+
+// checkProxy is "squeeze proxy --check": the settings, read as a proxy
+// would read them at start, are already parsed, and srv is built from them
+// (codec, rules, dictionaries loaded from the upstream). It checks what a
+// start would not until the first client: the listen and metrics
+// addresses parse, the certificates are in date, and the upstream answers
+// PING over a connection made as the proxy makes them (TLS, AUTH, SELECT).
+// It prints the settings in force and returns nil, or the first failure.
+// It listens on nothing, so it can check the config file of a proxy that
+// is running (before a SIGHUP) as well as one about to start.
+func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Server, listenCfg *tls.Config, certs *listenTLS, procs int, now time.Time) error {
+	defer srv.Close()
+	if err := checkAddr("--listen", p.listen); err != nil {
+		return err
+	}
+	if p.metrics != "" {
+		if err := checkAddr("--metrics", p.metrics); err != nil {
+			return err
+		}
+	}
+	var warnings []string
+	certLine := func(flag string, c *tls.Certificate) (string, error) {
+		leaf := c.Leaf
+		if leaf == nil && len(c.Certificate) > 0 {
+			var err error
+			if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+				return "", fmt.Errorf("%s: %w", flag, err)
+			}
+		}
+		if leaf == nil {
+			return "", fmt.Errorf("%s: no certificate", flag)
+		}
+		switch left := leaf.NotAfter.Sub(now); {
+		case left <= 0:
+			return "", fmt.Errorf("%s: the certificate (%s) expired on %s", flag, leaf.Subject, leaf.NotAfter.UTC().Format(time.DateOnly))
+		case now.Before(leaf.NotBefore):
+			return "", fmt.Errorf("%s: the certificate (%s) is not valid before %s", flag, leaf.Subject, leaf.NotBefore.UTC().Format(time.DateTime))
+		case left < certWarnBefore:
+			warnings = append(warnings, fmt.Sprintf("%s: the certificate (%s) expires in %d days", flag, leaf.Subject, int(left.Hours()/24)))
+		}
+		return fmt.Sprintf("%s, valid until %s", leaf.Subject, leaf.NotAfter.UTC().Format(time.DateOnly)), nil
+	}
+	listenTLSLine := "off"
+	if certs != nil {
+		line, err := certLine("--tls-cert", certs.cert.Load())
+		if err != nil {
+			return err
+		}
+		listenTLSLine = line
+		if listenCfg.ClientCAs != nil {
+			listenTLSLine += "; client certificates required (--tls-client-ca)"
+		}
+	}
+	upstreamCert := ""
+	if u, err := proxy.ParseUpstream(p.upstream); err == nil && u.TLS == nil && srv.TLSConfig != nil {
+		warnings = append(warnings, fmt.Sprintf("--upstream-ca, --upstream-cert and --upstream-key are for a rediss:// upstream; %s does not use them", redactURL(p.upstream)))
+	}
+	if srv.TLSConfig != nil && len(srv.TLSConfig.Certificates) > 0 {
+		line, err := certLine("--upstream-cert", &srv.TLSConfig.Certificates[0])
+		if err != nil {
+			return err
+		}
+		upstreamCert = line
+	}
+
+	if name := laterCodec(srv.Encoder, srv.Rules); name != "" {
+		warnings = append(warnings, name+": "+laterCodecWarning)
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := srv.Ready(cctx); err != nil {
+		return fmt.Errorf("upstream %s: %w", redactURL(p.upstream), err)
+	}
+	rtt := time.Since(start)
+
+	fmt.Fprintln(w, "squeeze proxy --check: ok")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(name, value string) { fmt.Fprintf(tw, "  %s\t%s\n", name, value) }
+	row("listen", p.listen)
+	row("client TLS", listenTLSLine)
+	row("client auth", p.clientAuth)
+	row("upstream", fmt.Sprintf("%s (answered PING in %s)", redactURL(p.upstream), rtt.Round(10*time.Microsecond)))
+	if upstreamCert != "" {
+		row("upstream cert", upstreamCert)
+	}
+	row("codec", fmt.Sprintf("%s, min-size %s, min-gain %g", codecLabel(srv.Encoder), p.minSize.String(), p.minGain))
+	row("dict", p.dict)
+	if rules := p.rules.String(); rules != "" {
+		row("rules", rules)
+	}
+	row("max-value", p.maxValue.String())
+	row("scripts", p.scripts)
+	row("list-search", p.listSearch)
+	row("procs", fmt.Sprint(procs))
+	if p.metrics != "" {
+		row("metrics", p.metrics)
+	}
+	tw.Flush()
+	for _, wn := range warnings {
+		fmt.Fprintln(w, "warning:", wn)
+	}
+	return nil
+}
+
+// checkAddr checks that addr is a host:port, or a unix socket path (one
+// with a /), as --listen and --metrics take them.
+func checkAddr(flag, addr string) error {
+	if strings.Contains(addr, "/") && flag == "--listen" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError("%s %q: %v", flag, addr, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return usageError("%s %q: bad port: %v", flag, addr, err)
+	}
+	if host != "" && net.ParseIP(host) == nil {
+		if _, err := net.LookupHost(host); err != nil {
+			return fmt.Errorf("%s %q: %w", flag, addr, err)
+		}
+	}
+	return nil
+}

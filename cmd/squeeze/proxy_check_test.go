@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+// TestProxyCheck_OK: --check against a Redis that wants a password prints
+// the settings in force, hides the password, and exits 0 without
+// listening.
+func TestProxyCheck_OK(t *testing.T) {
+	r := startRedisWithPassword(t, "s3cret")
+	upstream := "redis://:s3cret@" + r.Addr + "/2"
+	listen := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	out, stderr, code := runCLI(t, nil, "proxy", "--check", "--listen", listen, "--upstream", upstream,
+		"--codec", "zstd:3", "--min-size", "1KiB", "--rule", "session:=lz4", "--rule", "event:=minlz", "--metrics", "127.0.0.1:9121")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{
+		"squeeze proxy --check: ok",
+		"listen       " + listen,
+		"client TLS   off",
+		"upstream     redis://:***@" + r.Addr + "/2 (answered PING in ",
+		"codec        zstd:3, min-size 1KiB, min-gain 0.1",
+		"rules        session:=lz4:fast;event:=minlz:fastest",
+		"warning: minlz:fastest: writing a codec that squeeze readers built before it cannot read",
+		"max-value    512MiB",
+		"metrics      127.0.0.1:9121",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+stderr, "s3cret") {
+		t.Errorf("the password is printed:\n%s%s", out, stderr)
+	}
+	if n := strings.Count(out, "warning"); n != 1 {
+		t.Errorf("%d warnings, want the one on minlz:\n%s", n, out)
+	}
+	// Nothing listens: --check never opened the address.
+	if c, err := net.DialTimeout("tcp", listen, time.Second); err == nil {
+		c.Close()
+		t.Errorf("something listens on %s after --check", listen)
+	}
+}
+
+// TestProxyCheck_Failures: each broken setting or upstream fails --check
+// with an error that names it: exit 1, or 2 for a usage error.
+func TestProxyCheck_Failures(t *testing.T) {
+	r := startRedisWithPassword(t, "s3cret")
+	dead := "redis://127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "proxy.conf")
+	os.WriteFile(conf, []byte("check = true\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"nothing listens upstream", []string{"--upstream", dead}, 1, "squeeze: upstream " + dead + ": "},
+		{"wrong password", []string{"--upstream", "redis://:nope@" + r.Addr}, 1, "WRONGPASS"},
+		{"no password", []string{"--upstream", r.URL()}, 1, "NOAUTH"},
+		{"database out of range", []string{"--upstream", "redis://:s3cret@" + r.Addr + "/99"}, 1, "DB index is out of range"},
+		{"unpublished dictionary", []string{"--upstream", "redis://:s3cret@" + r.Addr, "--dict", "12345"}, 1, "--dict 12345"},
+		{"listen without a port", []string{"--upstream", "redis://:s3cret@" + r.Addr, "--listen", "127.0.0.1"}, 2, "--listen \"127.0.0.1\""},
+		{"metrics port out of range", []string{"--upstream", "redis://:s3cret@" + r.Addr, "--metrics", "127.0.0.1:70000"}, 2, "--metrics \"127.0.0.1:70000\": bad port"},
+		{"bad codec", []string{"--upstream", "redis://:s3cret@" + r.Addr, "--codec", "zstd:99"}, 2, "--codec"},
+		{"check in a config file", []string{"--config", conf}, 2, "check = true"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr, code := runCLI(t, nil, append([]string{"proxy", "--check"}, tt.args...)...)
+			if code != tt.code || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q: want exit %d and %q", code, stderr, tt.code, tt.want)
+			}
+			if strings.Contains(out, "ok") {
+				t.Errorf("a failed check printed ok:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestProxyCheck_Certificates: --check prints the client-facing and the
+// upstream certificates with their expiry, warns when one expires within
+// two weeks, and fails on one that has expired or is not yet valid.
+func TestProxyCheck_Certificates(t *testing.T) {
+	pki := testutil.NewPKI(t)
+	cert, key := pki.Server(t, "proxy")
+	clientCert, clientKey := pki.Client(t, "squeeze-proxy")
+	r := testutil.StartRedis(t)
+	args := []string{"proxy", "--check", "--upstream", r.URL(), "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", pki.CAFile}
+	out, stderr, code := runCLI(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{
+		"client TLS   CN=127.0.0.1, valid until ",
+		"; client certificates required (--tls-client-ca)",
+		"warning: --tls-cert: the certificate (CN=127.0.0.1) expires in 0 days",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// The dates, checked at other times with checkProxy itself.
+	e := env{Stdout: io.Discard, Stderr: io.Discard}
+	at := func(now time.Time, extra ...string) (string, error) {
+		fs, p, _ := newProxyFlags(e)
+		flags := append([]string{"--upstream", r.URL(), "--tls-cert", cert, "--tls-key", key,
+			"--upstream-cert", clientCert, "--upstream-key", clientKey}, extra...)
+		if err := parseFlags(fs, flags); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := p.buildServer(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, certs, err := newListenTLS(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		err = checkProxy(context.Background(), &buf, p, srv, cfg, certs, 1, now)
+		return buf.String(), err
+	}
+	if _, err := at(time.Now().Add(2 * time.Hour)); err == nil || !strings.Contains(err.Error(), "--tls-cert: the certificate (CN=127.0.0.1) expired on ") {
+		t.Errorf("two hours on: %v, want the expired --tls-cert named", err)
+	}
+	if _, err := at(time.Now().Add(-2 * time.Hour)); err == nil || !strings.Contains(err.Error(), "is not valid before") {
+		t.Errorf("two hours before: %v, want not valid yet", err)
+	}
+	// A plain-text upstream ignores the client certificate, but --check
+	// still reads its dates: it would be used with a rediss:// upstream.
+	got, err := at(time.Now().Add(-10 * time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"upstream cert  CN=squeeze-proxy, valid until ",
+		"warning: --upstream-ca, --upstream-cert and --upstream-key are for a rediss:// upstream; " + r.URL() + " does not use them"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// startRedisWithPassword starts a redis-server that wants this password.
+func startRedisWithPassword(t *testing.T, password string) *testutil.Redis {
+	t.Helper()
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	if err := rdb.ConfigSet(context.Background(), "requirepass", password).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
