@@ -28,6 +28,7 @@ import (
 	"github.com/squeeze-kv/squeeze/dictstore"
 	"github.com/squeeze-kv/squeeze/internal/units"
 	"github.com/squeeze-kv/squeeze/proxy"
+	"github.com/squeeze-kv/squeeze/resp"
 )
 
 func init() {
@@ -138,7 +139,7 @@ type proxyFlags struct {
 	tlsCert, tlsKey, tlsClientCA, upstreamCert, upstreamKey                                    string
 	clusterMap                                                                                 string
 	clusterPortOffset                                                                          int
-	minSize, maxValue, clientBuffer                                                            units.SizeFlag
+	minSize, maxValue, maxBulk, clientBuffer                                                   units.SizeFlag
 	minGain                                                                                    float64
 	shared, procs, maxInFlight                                                                 int
 	pprof, check                                                                               bool
@@ -149,7 +150,8 @@ type proxyFlags struct {
 
 func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs := newFlagSet(e, "proxy", proxyUsage)
-	p := &proxyFlags{minSize: units.SizeFlag(codec.DefaultMinSize), maxValue: units.SizeFlag(codec.DefaultMaxDecodedSize)}
+	p := &proxyFlags{minSize: units.SizeFlag(codec.DefaultMinSize), maxValue: units.SizeFlag(codec.DefaultMaxDecodedSize),
+		maxBulk: units.SizeFlag(resp.DefaultMaxBulk)}
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:6380", "address to accept clients on (host:port, or a unix socket path)")
 	fs.StringVar(&p.upstream, "upstream", "redis://127.0.0.1:6379", "the Redis server: redis://, rediss://, unix:// or sentinel:// URL")
 	fs.StringVar(&p.tlsCert, "tls-cert", "", "PEM `file` of the certificate clients see: accept clients over TLS (rediss://, redis-cli --tls); read again on SIGHUP")
@@ -162,6 +164,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.Var(&p.minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
 	fs.Float64Var(&p.minGain, "min-gain", codec.DefaultMinGain, "store raw when compression saves less than this fraction")
 	fs.Var(&p.maxValue, "max-value", "refuse to decode values larger than this (e.g. 512MiB)")
+	fs.Var(&p.maxBulk, "max-bulk", "the longest bulk string (value or argument) a client may send: set it to your Redis's proto-max-bulk-len (--check compares them)")
 	p.clientBuffer = 64 << 20
 	fs.Var(&p.clientBuffer, "client-buffer", "stop reading a client's commands while this much of its replies waits to be written (a slow reader)")
 	fs.IntVar(&p.maxInFlight, "max-in-flight", 256, "stop reading a client's commands while this many await their replies")
@@ -356,8 +359,11 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 	if p.maxInFlight < 1 || p.clientBuffer < 1 {
 		return nil, usageError("--max-in-flight and --client-buffer must be positive")
 	}
+	if p.maxBulk < 1<<20 {
+		return nil, usageError("--max-bulk %s is below 1MiB, the least proto-max-bulk-len Redis takes", p.maxBulk.String())
+	}
 	s := &proxy.Server{Upstream: p.upstream, Encoder: enc, Decoder: dec, SharedConns: p.shared, Logger: logger,
-		MaxInFlight: p.maxInFlight, MaxReplyBytes: int64(p.clientBuffer)}
+		MaxInFlight: p.maxInFlight, MaxReplyBytes: int64(p.clientBuffer), MaxBulk: int64(p.maxBulk)}
 	s.Rules = rules
 	s.TLSConfig, err = clientTLS(p.upstreamCA, p.upstreamCert, p.upstreamKey,
 		[3]string{"--upstream-ca", "--upstream-cert", "--upstream-key"})
@@ -643,12 +649,35 @@ func (p *proxyFlags) dictID() (uint32, error) {
 }
 
 // setupDictionaries gives srv a resolver that loads the dictionaries values
-// name from the upstream, over a go-redis client of its own (not the data
-// path's connections), and with --dict compresses new values with that
-// dictionary, which must be published. In front of a Redis Cluster node
-// (--cluster-map or --cluster-port-offset) the client is a cluster client:
-// a dictionary's key may live on any node. The returned func releases them.
+// name from the upstream, over a client of its own (upstreamClient), and
+// with --dict compresses new values with that dictionary, which must be
+// published. The returned func releases them.
 func (p *proxyFlags) setupDictionaries(ctx context.Context, srv *proxy.Server) (func(), error) {
+	rdb, err := p.upstreamClient(srv)
+	if err != nil {
+		return nil, err
+	}
+	res, err := dictstore.NewResolver(rdb, codec.WithMaxDecodedSize(int64(p.maxValue)))
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	srv.Encoder, srv.Rules, err = p.writePolicy(ctx, res.Dictionary)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	srv.Dictionaries = res
+	return func() { rdb.Close() }, nil
+}
+
+// upstreamClient is a go-redis client of the upstream, apart from the data
+// path's connections, for the proxy's own reads (dictionaries, --check):
+// a Sentinel failover client for sentinel://, a cluster client in front of
+// a Redis Cluster node (--cluster-map or --cluster-port-offset; a
+// dictionary's key may live on any node), else a plain one. srv gives the
+// upstream TLS settings (--upstream-ca ...).
+func (p *proxyFlags) upstreamClient(srv *proxy.Server) (redis.UniversalClient, error) {
 	u, err := proxy.ParseUpstream(p.upstream)
 	if err != nil {
 		return nil, usageError("--upstream: %v", err)
@@ -676,18 +705,7 @@ func (p *proxyFlags) setupDictionaries(ctx context.Context, srv *proxy.Server) (
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{u.Addr}, Username: u.Username, Password: u.Password,
 			TLSConfig: opt.TLSConfig, PoolSize: 2, DialTimeout: opt.DialTimeout})
 	}
-	res, err := dictstore.NewResolver(rdb, codec.WithMaxDecodedSize(int64(p.maxValue)))
-	if err != nil {
-		rdb.Close()
-		return nil, err
-	}
-	srv.Encoder, srv.Rules, err = p.writePolicy(ctx, res.Dictionary)
-	if err != nil {
-		rdb.Close()
-		return nil, err
-	}
-	srv.Dictionaries = res
-	return func() { rdb.Close() }, nil
+	return rdb, nil
 }
 
 // warnLaterCodecs warns when the write policy uses a codec that squeeze

@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/internal/units"
 	"github.com/squeeze-kv/squeeze/proxy"
 )
 
@@ -96,6 +99,21 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 		return fmt.Errorf("upstream %s: %w", redactURL(p.upstream), err)
 	}
 	rtt := time.Since(start)
+	bulkLine := p.maxBulk.String()
+	if redisBulk, err := upstreamMaxBulk(cctx, p, srv); err != nil {
+		bulkLine += fmt.Sprintf(" (Redis's proto-max-bulk-len unknown: %v)", err)
+	} else {
+		bulkLine += fmt.Sprintf(" (Redis's proto-max-bulk-len: %s)", redisBulk.String())
+		switch {
+		case int64(redisBulk) < int64(p.maxBulk):
+			warnings = append(warnings, fmt.Sprintf("--max-bulk %s is above Redis's proto-max-bulk-len %s: a value between the two that does not "+
+				"compress below it reaches Redis, which answers a protocol error and closes the connection, failing the commands "+
+				"of other clients on it; set --max-bulk %s", p.maxBulk.String(), redisBulk.String(), redisBulk.String()))
+		case int64(redisBulk) > int64(p.maxBulk):
+			warnings = append(warnings, fmt.Sprintf("--max-bulk %s is below Redis's proto-max-bulk-len %s: the proxy refuses values Redis "+
+				"would take; set --max-bulk %s", p.maxBulk.String(), redisBulk.String(), redisBulk.String()))
+		}
+	}
 
 	fmt.Fprintln(w, "squeeze proxy --check: ok")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -113,6 +131,7 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 		row("rules", rules)
 	}
 	row("max-value", p.maxValue.String())
+	row("max-bulk", bulkLine)
 	row("scripts", p.scripts)
 	row("list-search", p.listSearch)
 	row("procs", fmt.Sprint(procs))
@@ -145,4 +164,27 @@ func checkAddr(flag, addr string) error {
 		}
 	}
 	return nil
+}
+
+// upstreamMaxBulk asks the upstream for its proto-max-bulk-len. Managed
+// services often refuse CONFIG; the error says so.
+func upstreamMaxBulk(ctx context.Context, p *proxyFlags, srv *proxy.Server) (units.SizeFlag, error) {
+	rdb, err := p.upstreamClient(srv)
+	if err != nil {
+		return 0, err
+	}
+	defer rdb.Close()
+	m, err := rdb.ConfigGet(ctx, "proto-max-bulk-len").Result()
+	if err != nil {
+		return 0, fmt.Errorf("CONFIG GET: %w", err)
+	}
+	v, ok := m["proto-max-bulk-len"]
+	if !ok {
+		return 0, errors.New("CONFIG GET proto-max-bulk-len: no such setting")
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("CONFIG GET proto-max-bulk-len: %q: %w", v, err)
+	}
+	return units.SizeFlag(n), nil
 }

@@ -37,6 +37,7 @@ func TestProxyCheck_OK(t *testing.T) {
 		"rules        session:=lz4:fast;event:=minlz:fastest",
 		"warning: minlz:fastest: writing a codec that squeeze readers built before it cannot read",
 		"max-value    512MiB",
+		"max-bulk     512MiB (Redis's proto-max-bulk-len: 512MiB)",
 		"metrics      127.0.0.1:9121",
 	} {
 		if !strings.Contains(out, want) {
@@ -78,6 +79,7 @@ func TestProxyCheck_Failures(t *testing.T) {
 		{"listen without a port", []string{"--upstream", "redis://:s3cret@" + r.Addr, "--listen", "127.0.0.1"}, 2, "--listen \"127.0.0.1\""},
 		{"metrics port out of range", []string{"--upstream", "redis://:s3cret@" + r.Addr, "--metrics", "127.0.0.1:70000"}, 2, "--metrics \"127.0.0.1:70000\": bad port"},
 		{"bad codec", []string{"--upstream", "redis://:s3cret@" + r.Addr, "--codec", "zstd:99"}, 2, "--codec"},
+		{"max-bulk below Redis's least", []string{"--upstream", "redis://:s3cret@" + r.Addr, "--max-bulk", "64KiB"}, 2, "--max-bulk 64KiB is below 1MiB"},
 		{"check in a config file", []string{"--config", conf}, 2, "check = true"},
 	}
 	for _, tt := range tests {
@@ -167,4 +169,63 @@ func startRedisWithPassword(t *testing.T, password string) *testutil.Redis {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestProxyCheck_MaxBulk: --check compares --max-bulk with Redis's
+// proto-max-bulk-len and warns either way they differ, and says so when
+// Redis refuses CONFIG; the proxy applies --max-bulk to what clients send.
+func TestProxyCheck_MaxBulk(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	if err := rdb.ConfigSet(ctx, "proto-max-bulk-len", "2mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-config").Err(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"default, above Redis's", nil, []string{"max-bulk     512MiB (Redis's proto-max-bulk-len: 2MiB)",
+			"warning: --max-bulk 512MiB is above Redis's proto-max-bulk-len 2MiB: a value between the two", "set --max-bulk 2MiB"}},
+		{"below Redis's", []string{"--max-bulk", "1MiB"}, []string{"warning: --max-bulk 1MiB is below Redis's proto-max-bulk-len 2MiB: the proxy refuses values Redis would take"}},
+		{"equal", []string{"--max-bulk", "2MiB"}, []string{"max-bulk     2MiB (Redis's proto-max-bulk-len: 2MiB)"}},
+		{"CONFIG refused", []string{"--max-bulk", "2MiB", "--upstream", "redis://app:pw@" + r.Addr},
+			[]string{"max-bulk     2MiB (Redis's proto-max-bulk-len unknown: CONFIG GET: NOPERM"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr, code := runCLI(t, nil, append([]string{"proxy", "--check", "--upstream", r.URL()}, tt.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, stderr)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if wantWarn := strings.Contains(strings.Join(tt.want, ""), "warning"); strings.Contains(out, "warning") != wantWarn {
+				t.Errorf("warning printed: %v, want %v:\n%s", !wantWarn, wantWarn, out)
+			}
+		})
+	}
+
+	// The proxy holds clients to --max-bulk: a 1.5 MB argument is refused
+	// with Redis's error at 1MiB, and taken at 2MiB.
+	for _, limit := range []string{"1MiB", "2MiB"} {
+		addr, _ := startProxyCommand(t, "--upstream", r.URL(), "--max-bulk", limit, "--codec", "none")
+		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		err := c.Set(ctx, "big", strings.Repeat("x", 1500000), 0).Err()
+		c.Close()
+		if limit == "1MiB" && (err == nil || !strings.Contains(err.Error(), "invalid bulk length")) {
+			t.Errorf("--max-bulk 1MiB: SET of 1.5 MB: %v, want invalid bulk length", err)
+		}
+		if limit == "2MiB" && err != nil {
+			t.Errorf("--max-bulk 2MiB: SET of 1.5 MB: %v", err)
+		}
+	}
 }
