@@ -387,7 +387,7 @@ func readGrowth(n, need int) int {
 // command that may wait and sets handOff. It returns false when the
 // connection must end (QUIT, malformed input).
 func (c *client) process(inLoop bool) bool {
-	maxBulk := c.s.MaxBulk
+	maxBulk := c.s.maxBulk()
 	off := 0
 	if c.s.metrics != nil {
 		// One clock reading for the whole batch: the commands of one read

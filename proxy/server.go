@@ -71,7 +71,13 @@ type Server struct {
 	// commands until it catches up. Zero means 64 MiB.
 	MaxReplyBytes int64
 	// MaxBulk is the longest bulk string a client may send (Redis's
-	// proto-max-bulk-len). Zero means 512 MiB.
+	// proto-max-bulk-len). Zero means Redis's own: the proxy asks for it
+	// (CONFIG GET proto-max-bulk-len) on each new shared connection, and
+	// uses 512 MiB, Redis's default, until one answers or when CONFIG is
+	// refused. Then a client gets Redis's error for a value Redis would
+	// refuse, and a value Redis would refuse never reaches it (where Redis
+	// would answer it with a protocol error and close a shared connection,
+	// failing other clients' commands in flight on it).
 	MaxBulk int64
 	// RejectScripts makes EVAL, EVALSHA, FCALL and their _RO forms fail with
 	// an error, for teams that do not want scripts to see compressed bytes.
@@ -129,6 +135,28 @@ type Server struct {
 	watchOnce sync.Once // the Sentinel watcher
 	doneOnce  sync.Once // closes done
 	initErr   error
+
+	// upstreamBulk is Redis's proto-max-bulk-len as the newest shared
+	// connection read it, 0 before any did (see MaxBulk).
+	upstreamBulk atomic.Int64
+}
+
+// maxBulk is the bulk length limit in force for clients (see MaxBulk).
+func (s *Server) maxBulk() int64 {
+	if s.MaxBulk > 0 {
+		return s.MaxBulk
+	}
+	if n := s.upstreamBulk.Load(); n > 0 {
+		return n
+	}
+	return resp.DefaultMaxBulk
+}
+
+// MaxBulkInForce returns the bulk length limit clients are held to: MaxBulk,
+// or with MaxBulk zero Redis's proto-max-bulk-len once a shared connection
+// has read it, and whether it came from Redis.
+func (s *Server) MaxBulkInForce() (n int64, fromRedis bool) {
+	return s.maxBulk(), s.MaxBulk <= 0 && s.upstreamBulk.Load() > 0
 }
 
 func (s *Server) init() error {

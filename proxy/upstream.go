@@ -397,7 +397,13 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 	}
 	nc = newRawSock(nc)
 	authed := true
-	if setup := s.connSetup(withCreds, db); len(setup) > 0 {
+	setup := s.connSetup(withCreds, db)
+	askBulk := -1 // the index of CONFIG GET proto-max-bulk-len in setup
+	if s.MaxBulk <= 0 && withCreds && onPush == nil {
+		askBulk = len(setup)
+		setup = append(setup, resp.AppendCommand(nil, []byte("CONFIG"), []byte("GET"), []byte("proto-max-bulk-len")))
+	}
+	if len(setup) > 0 {
 		nc.SetDeadline(time.Now().Add(s.dialTimeout()))
 		if _, err := nc.Write(bytes.Join(setup, nil)); err != nil {
 			nc.Close()
@@ -422,7 +428,11 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 				nc.Close()
 				return nil, fmt.Errorf("upstream %s: %w", u.Addr, err)
 			}
-			if v.Type == resp.Error {
+			if got == askBulk {
+				// Not part of the connection's state: a refusal (NOPERM,
+				// CONFIG renamed away) leaves the limit as it was.
+				s.learnBulkLimit(v)
+			} else if v.Type == resp.Error {
 				if withCreds || !bytes.HasPrefix(v.Str, []byte("NOAUTH")) {
 					nc.Close()
 					return nil, fmt.Errorf("upstream %s refused AUTH/SELECT: %s", u.Addr, v.Str)
@@ -442,6 +452,21 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 	c.rw.s = s
 	go c.readLoop()
 	return c, nil
+}
+
+// learnBulkLimit takes Redis's proto-max-bulk-len from the reply to CONFIG
+// GET proto-max-bulk-len: a name and a value, as an array (RESP2) or a map
+// (RESP3). Anything else is ignored.
+func (s *Server) learnBulkLimit(v resp.Value) {
+	if (v.Type != resp.Array && v.Type != resp.Map) || v.N != 2 {
+		return
+	}
+	it := v.Elements()
+	it.Next()
+	val, _ := it.Next()
+	if n, ok := resp.ParseInt(val.Str); ok && n > 0 {
+		s.upstreamBulk.Store(n)
+	}
 }
 
 // connSetup returns the commands that put a new upstream connection in

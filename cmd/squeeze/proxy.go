@@ -28,7 +28,6 @@ import (
 	"github.com/squeeze-kv/squeeze/dictstore"
 	"github.com/squeeze-kv/squeeze/internal/units"
 	"github.com/squeeze-kv/squeeze/proxy"
-	"github.com/squeeze-kv/squeeze/resp"
 )
 
 func init() {
@@ -150,8 +149,7 @@ type proxyFlags struct {
 
 func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs := newFlagSet(e, "proxy", proxyUsage)
-	p := &proxyFlags{minSize: units.SizeFlag(codec.DefaultMinSize), maxValue: units.SizeFlag(codec.DefaultMaxDecodedSize),
-		maxBulk: units.SizeFlag(resp.DefaultMaxBulk)}
+	p := &proxyFlags{minSize: units.SizeFlag(codec.DefaultMinSize), maxValue: units.SizeFlag(codec.DefaultMaxDecodedSize)}
 	fs.StringVar(&p.listen, "listen", "127.0.0.1:6380", "address to accept clients on (host:port, or a unix socket path)")
 	fs.StringVar(&p.upstream, "upstream", "redis://127.0.0.1:6379", "the Redis server: redis://, rediss://, unix:// or sentinel:// URL")
 	fs.StringVar(&p.tlsCert, "tls-cert", "", "PEM `file` of the certificate clients see: accept clients over TLS (rediss://, redis-cli --tls); read again on SIGHUP")
@@ -164,7 +162,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.Var(&p.minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
 	fs.Float64Var(&p.minGain, "min-gain", codec.DefaultMinGain, "store raw when compression saves less than this fraction")
 	fs.Var(&p.maxValue, "max-value", "refuse to decode values larger than this (e.g. 512MiB)")
-	fs.Var(&p.maxBulk, "max-bulk", "the longest bulk string (value or argument) a client may send: set it to your Redis's proto-max-bulk-len (--check compares them)")
+	fs.Var(&p.maxBulk, "max-bulk", "the longest bulk string (value or argument) a client may send; 0: Redis's proto-max-bulk-len, asked on each new upstream connection (512MiB until Redis answers, or if it refuses CONFIG)")
 	p.clientBuffer = 64 << 20
 	fs.Var(&p.clientBuffer, "client-buffer", "stop reading a client's commands while this much of its replies waits to be written (a slow reader)")
 	fs.IntVar(&p.maxInFlight, "max-in-flight", 256, "stop reading a client's commands while this many await their replies")
@@ -359,8 +357,8 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 	if p.maxInFlight < 1 || p.clientBuffer < 1 {
 		return nil, usageError("--max-in-flight and --client-buffer must be positive")
 	}
-	if p.maxBulk < 1<<20 {
-		return nil, usageError("--max-bulk %s is below 1MiB, the least proto-max-bulk-len Redis takes", p.maxBulk.String())
+	if p.maxBulk != 0 && p.maxBulk < 1<<20 {
+		return nil, usageError("--max-bulk %s is below 1MiB, the least proto-max-bulk-len Redis takes (0: Redis's own)", p.maxBulk.String())
 	}
 	s := &proxy.Server{Upstream: p.upstream, Encoder: enc, Decoder: dec, SharedConns: p.shared, Logger: logger,
 		MaxInFlight: p.maxInFlight, MaxReplyBytes: int64(p.clientBuffer), MaxBulk: int64(p.maxBulk)}

@@ -99,20 +99,9 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 		return fmt.Errorf("upstream %s: %w", redactURL(p.upstream), err)
 	}
 	rtt := time.Since(start)
-	bulkLine := p.maxBulk.String()
-	if redisBulk, err := upstreamMaxBulk(cctx, p, srv); err != nil {
-		bulkLine += fmt.Sprintf(" (Redis's proto-max-bulk-len unknown: %v)", err)
-	} else {
-		bulkLine += fmt.Sprintf(" (Redis's proto-max-bulk-len: %s)", redisBulk.String())
-		switch {
-		case int64(redisBulk) < int64(p.maxBulk):
-			warnings = append(warnings, fmt.Sprintf("--max-bulk %s is above Redis's proto-max-bulk-len %s: a value between the two that does not "+
-				"compress below it reaches Redis, which answers a protocol error and closes the connection, failing the commands "+
-				"of other clients on it; set --max-bulk %s", p.maxBulk.String(), redisBulk.String(), redisBulk.String()))
-		case int64(redisBulk) > int64(p.maxBulk):
-			warnings = append(warnings, fmt.Sprintf("--max-bulk %s is below Redis's proto-max-bulk-len %s: the proxy refuses values Redis "+
-				"would take; set --max-bulk %s", p.maxBulk.String(), redisBulk.String(), redisBulk.String()))
-		}
+	bulkLine, bulkWarning := checkMaxBulk(cctx, p, srv)
+	if bulkWarning != "" {
+		warnings = append(warnings, bulkWarning)
 	}
 
 	fmt.Fprintln(w, "squeeze proxy --check: ok")
@@ -164,6 +153,37 @@ func checkAddr(flag, addr string) error {
 		}
 	}
 	return nil
+}
+
+// checkMaxBulk describes the bulk length limit in force for --check, with a
+// warning when --max-bulk differs from Redis's proto-max-bulk-len.
+func checkMaxBulk(ctx context.Context, p *proxyFlags, srv *proxy.Server) (line, warning string) {
+	redisBulk, err := upstreamMaxBulk(ctx, p, srv)
+	if p.maxBulk == 0 { // Redis's own, which Ready's connection has read
+		n, fromRedis := srv.MaxBulkInForce()
+		inForce := units.SizeFlag(n)
+		if fromRedis {
+			return fmt.Sprintf("%s, Redis's proto-max-bulk-len (--max-bulk 0)", inForce.String()), ""
+		}
+		if err == nil { // Redis answered this client, not the proxy's connection: an ACL difference
+			err = errors.New("the proxy's connection could not read it")
+		}
+		return fmt.Sprintf("%s, Redis's default (--max-bulk 0; Redis's proto-max-bulk-len unknown: %v)", inForce.String(), err), ""
+	}
+	if err != nil {
+		return fmt.Sprintf("%s (Redis's proto-max-bulk-len unknown: %v)", p.maxBulk.String(), err), ""
+	}
+	line = fmt.Sprintf("%s (Redis's proto-max-bulk-len: %s)", p.maxBulk.String(), redisBulk.String())
+	switch {
+	case int64(redisBulk) < int64(p.maxBulk):
+		warning = fmt.Sprintf("--max-bulk %s is above Redis's proto-max-bulk-len %s: a value between the two that does not "+
+			"compress below it reaches Redis, which answers a protocol error and closes the connection, failing the commands "+
+			"of other clients on it; set --max-bulk %s, or 0 to follow Redis", p.maxBulk.String(), redisBulk.String(), redisBulk.String())
+	case int64(redisBulk) > int64(p.maxBulk):
+		warning = fmt.Sprintf("--max-bulk %s is below Redis's proto-max-bulk-len %s: the proxy refuses values Redis "+
+			"would take; set --max-bulk %s, or 0 to follow Redis", p.maxBulk.String(), redisBulk.String(), redisBulk.String())
+	}
+	return line, warning
 }
 
 // upstreamMaxBulk asks the upstream for its proto-max-bulk-len. Managed

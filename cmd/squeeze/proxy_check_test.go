@@ -37,7 +37,7 @@ func TestProxyCheck_OK(t *testing.T) {
 		"rules        session:=lz4:fast;event:=minlz:fastest",
 		"warning: minlz:fastest: writing a codec that squeeze readers built before it cannot read",
 		"max-value    512MiB",
-		"max-bulk     512MiB (Redis's proto-max-bulk-len: 512MiB)",
+		"max-bulk     512MiB, Redis's proto-max-bulk-len (--max-bulk 0)",
 		"metrics      127.0.0.1:9121",
 	} {
 		if !strings.Contains(out, want) {
@@ -190,12 +190,15 @@ func TestProxyCheck_MaxBulk(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"default, above Redis's", nil, []string{"max-bulk     512MiB (Redis's proto-max-bulk-len: 2MiB)",
-			"warning: --max-bulk 512MiB is above Redis's proto-max-bulk-len 2MiB: a value between the two", "set --max-bulk 2MiB"}},
+		{"default: Redis's", nil, []string{"max-bulk     2MiB, Redis's proto-max-bulk-len (--max-bulk 0)"}},
+		{"above Redis's", []string{"--max-bulk", "512MiB"}, []string{"max-bulk     512MiB (Redis's proto-max-bulk-len: 2MiB)",
+			"warning: --max-bulk 512MiB is above Redis's proto-max-bulk-len 2MiB: a value between the two", "set --max-bulk 2MiB, or 0 to follow Redis"}},
 		{"below Redis's", []string{"--max-bulk", "1MiB"}, []string{"warning: --max-bulk 1MiB is below Redis's proto-max-bulk-len 2MiB: the proxy refuses values Redis would take"}},
 		{"equal", []string{"--max-bulk", "2MiB"}, []string{"max-bulk     2MiB (Redis's proto-max-bulk-len: 2MiB)"}},
 		{"CONFIG refused", []string{"--max-bulk", "2MiB", "--upstream", "redis://app:pw@" + r.Addr},
 			[]string{"max-bulk     2MiB (Redis's proto-max-bulk-len unknown: CONFIG GET: NOPERM"}},
+		{"CONFIG refused, default", []string{"--upstream", "redis://app:pw@" + r.Addr},
+			[]string{"max-bulk     512MiB, Redis's default (--max-bulk 0; Redis's proto-max-bulk-len unknown: CONFIG GET: NOPERM"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,17 +218,32 @@ func TestProxyCheck_MaxBulk(t *testing.T) {
 	}
 
 	// The proxy holds clients to --max-bulk: a 1.5 MB argument is refused
-	// with Redis's error at 1MiB, and taken at 2MiB.
+	// with Redis's error at 1MiB (from its length: the test sends only the
+	// start), and taken at 2MiB.
+	value := strings.Repeat("x", 1500000)
 	for _, limit := range []string{"1MiB", "2MiB"} {
 		addr, _ := startProxyCommand(t, "--upstream", r.URL(), "--max-bulk", limit, "--codec", "none")
-		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-		err := c.Set(ctx, "big", strings.Repeat("x", 1500000), 0).Err()
-		c.Close()
-		if limit == "1MiB" && (err == nil || !strings.Contains(err.Error(), "invalid bulk length")) {
-			t.Errorf("--max-bulk 1MiB: SET of 1.5 MB: %v, want invalid bulk length", err)
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if limit == "2MiB" && err != nil {
-			t.Errorf("--max-bulk 2MiB: SET of 1.5 MB: %v", err)
+		msg := "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$" + strconv.Itoa(len(value)) + "\r\n"
+		if limit == "2MiB" {
+			msg += value + "\r\n"
+		}
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := nc.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		reply := make([]byte, 100)
+		n, _ := nc.Read(reply)
+		nc.Close()
+		want := "+OK\r\n"
+		if limit == "1MiB" {
+			want = "-ERR Protocol error: invalid bulk length\r\n"
+		}
+		if got := string(reply[:n]); got != want {
+			t.Errorf("--max-bulk %s: SET of 1.5 MB: %q, want %q", limit, got, want)
 		}
 	}
 }

@@ -1,0 +1,86 @@
+package proxy
+
+import (
+	"strconv"
+	"testing"
+)
+
+// TestProxy_MaxBulkFromRedis: with MaxBulk zero the proxy holds clients to
+// Redis's own proto-max-bulk-len, read on its shared connections, so a
+// value Redis would refuse gets Redis's reply, byte for byte, and never
+// reaches Redis, where its protocol error would close a shared connection
+// under other clients. A Redis that refuses CONFIG leaves the default.
+func TestProxy_MaxBulkFromRedis(t *testing.T) {
+	e := startEnv(t) // MaxBulk 0
+	admin := dialRaw(t, e.redis.Addr)
+	if got := admin.do("CONFIG", "SET", "proto-max-bulk-len", "2mb"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	if n, fromRedis := e.srv.MaxBulkInForce(); n != 512<<20 || fromRedis {
+		t.Fatalf("before any connection: %d (from Redis: %v), want 512 MiB, the default", n, fromRedis)
+	}
+	other := dialRaw(t, e.addr)
+	if got := other.do("SET", "small", "v"); got != "+OK\r\n" { // dials a shared connection
+		t.Fatal(got)
+	}
+	if n, fromRedis := e.srv.MaxBulkInForce(); n != 2<<20 || !fromRedis {
+		t.Fatalf("after a connection: %d (from Redis: %v), want Redis's 2 MiB", n, fromRedis)
+	}
+
+	// 3 MB of JSON compresses far below 2 MB, but Redis refuses the
+	// argument as sent, from its length alone: so does the proxy, with the
+	// same error, and closes the connection as Redis does. (The test sends
+	// the start of the argument only: both close before the rest.)
+	big := compressible(3<<20, 1)
+	head := []byte("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$" + strconv.Itoa(len(big)) + "\r\n" + big[:1000])
+	direct := dialRaw(t, e.redis.Addr)
+	direct.write(head)
+	want := direct.read()
+	if want != "-ERR Protocol error: invalid bulk length\r\n" {
+		t.Fatalf("Redis answered %q", want)
+	}
+	via := dialRaw(t, e.addr)
+	via.write(head)
+	if got := via.read(); got != want {
+		t.Fatalf("through the proxy: %q, want Redis's %q", got, want)
+	}
+	if got := via.read(); got != "" {
+		t.Fatalf("the connection stays open: %q", got)
+	}
+	if got := other.do("GET", "small"); got != bulk("v") {
+		t.Fatalf("another client after the refused value: %q", got)
+	}
+	if got := admin.do("EXISTS", "big"); got != ":0\r\n" {
+		t.Fatalf("EXISTS big: %q", got)
+	}
+	// Within the limit, values pass.
+	if got := other.do("SET", "mid", compressible(1<<20, 2)); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+
+	// An explicit MaxBulk wins over Redis's.
+	fixed := startProxy(t, e.redis.URL(), e.redis, func(s *Server) { s.MaxBulk = 4 << 20 })
+	c := dialRaw(t, fixed.addr)
+	if got := c.do("PING"); got != "+PONG\r\n" {
+		t.Fatal(got)
+	}
+	if n, fromRedis := fixed.srv.MaxBulkInForce(); n != 4<<20 || fromRedis {
+		t.Fatalf("MaxBulk 4 MiB: %d in force (from Redis: %v)", n, fromRedis)
+	}
+	if got := c.do("SET", "big", big); got != "+OK\r\n" { // stored compressed, under Redis's limit
+		t.Fatalf("MaxBulk 4 MiB, 3 MB of JSON: %q", got)
+	}
+
+	// A user without CONFIG: the default stays.
+	if got := admin.do("ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-config"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	noConfig := startProxy(t, "redis://app:pw@"+e.redis.Addr, e.redis)
+	c = dialRaw(t, noConfig.addr)
+	if got := c.do("SET", "small", "v"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	if n, fromRedis := noConfig.srv.MaxBulkInForce(); n != 512<<20 || fromRedis {
+		t.Fatalf("CONFIG refused: %d (from Redis: %v), want the default", n, fromRedis)
+	}
+}
