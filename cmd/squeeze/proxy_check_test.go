@@ -171,9 +171,10 @@ func startRedisWithPassword(t *testing.T, password string) *testutil.Redis {
 	return r
 }
 
-// TestProxyCheck_MaxBulk: --check compares --max-bulk with Redis's
-// proto-max-bulk-len and warns either way they differ, and says so when
-// Redis refuses CONFIG; the proxy applies --max-bulk to what clients send.
+// TestProxyCheck_MaxBulk: --check shows the bulk length limit in force:
+// Redis's proto-max-bulk-len by default, or an explicit --max-bulk, with a
+// warning either way it differs from Redis's; it says so when Redis
+// refuses CONFIG. The proxy applies --max-bulk to what clients send.
 func TestProxyCheck_MaxBulk(t *testing.T) {
 	r := testutil.StartRedis(t)
 	ctx := context.Background()
