@@ -1,7 +1,11 @@
 package proxy
 
 import (
+	"bytes"
+	"log/slog"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -11,7 +15,8 @@ import (
 // reaches Redis, where its protocol error would close a shared connection
 // under other clients. A Redis that refuses CONFIG leaves the default.
 func TestProxy_MaxBulkFromRedis(t *testing.T) {
-	e := startEnv(t) // MaxBulk 0
+	var log lockedBuffer
+	e := startEnv(t, func(s *Server) { s.Logger = slog.New(slog.NewTextHandler(&log, nil)) }) // MaxBulk 0
 	admin := dialRaw(t, e.redis.Addr)
 	if got := admin.do("CONFIG", "SET", "proto-max-bulk-len", "2mb"); got != "+OK\r\n" {
 		t.Fatal(got)
@@ -25,6 +30,9 @@ func TestProxy_MaxBulkFromRedis(t *testing.T) {
 	}
 	if n, fromRedis := e.srv.MaxBulkInForce(); n != 2<<20 || !fromRedis {
 		t.Fatalf("after a connection: %d (from Redis: %v), want Redis's 2 MiB", n, fromRedis)
+	}
+	if want := `msg="clients held to Redis's proto-max-bulk-len" bytes=2097152 before=0`; !strings.Contains(log.String(), want) {
+		t.Errorf("log lacks %s:\n%s", want, log.String())
 	}
 
 	// 3 MB of JSON compresses far below 2 MB, but Redis refuses the
@@ -83,4 +91,22 @@ func TestProxy_MaxBulkFromRedis(t *testing.T) {
 	if n, fromRedis := noConfig.srv.MaxBulkInForce(); n != 512<<20 || fromRedis {
 		t.Fatalf("CONFIG refused: %d (from Redis: %v), want the default", n, fromRedis)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer that goroutines may share, for logs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -465,7 +465,10 @@ func (s *Server) learnBulkLimit(v resp.Value) {
 	it.Next()
 	val, _ := it.Next()
 	if n, ok := resp.ParseInt(val.Str); ok && n > 0 {
-		s.upstreamBulk.Store(n)
+		// Log a limit other than Redis's default, and any change.
+		if old := s.upstreamBulk.Swap(n); old != n && (old != 0 || n != resp.DefaultMaxBulk) {
+			s.logger().Info("clients held to Redis's proto-max-bulk-len", "bytes", n, "before", old)
+		}
 	}
 }
 
