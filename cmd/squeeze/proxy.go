@@ -113,9 +113,9 @@ shared pipelined connections: one upstream connection per client.
 Checking settings: --check reads the settings as a start would, loads the
 dictionaries they name, checks the certificates' dates, sends PING to the
 upstream over a connection made as the proxy makes them (TLS, AUTH,
-SELECT), prints the settings in force and exits (0: all is well, 1: the
-error). It listens on nothing, so it also checks an edited config file
-before the running proxy reloads it:
+SELECT), prints the settings in force (--json: as one object) and exits
+(0: all is well, 1: the error). It listens on nothing, so it also checks
+an edited config file before the running proxy reloads it:
   squeeze proxy --config /etc/squeeze/proxy.conf --check && systemctl reload squeeze-proxy
 
 Rules: --rule gives the keys that begin with a prefix their own codec and
@@ -141,7 +141,7 @@ type proxyFlags struct {
 	minSize, maxValue, maxBulk, clientBuffer                                                   units.SizeFlag
 	minGain                                                                                    float64
 	shared, procs, maxInFlight                                                                 int
-	pprof, check                                                                               bool
+	pprof, check, jsonOut                                                                      bool
 
 	dict  string   // --dict: a published dictionary id, or "none"
 	rules ruleFlag // --rule, repeatable
@@ -180,9 +180,14 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.StringVar(&p.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&p.logFormat, "log-format", "text", "text or json")
 	fs.BoolVar(&p.check, "check", false, "check the settings and the upstream (PING over a connection made as the proxy makes them), print the settings in force and exit: 0 if all is well, 1 if not")
+	fs.BoolVar(&p.jsonOut, "json", false, "with --check: print the settings in force and the warnings as one JSON object")
 	config := fs.String("config", "", "read settings from this file (name = value lines)")
 	return fs, p, config
 }
+
+// commandLineOnly are the flags that neither the config file nor the
+// environment may set: they say what to do with the settings.
+var commandLineOnly = map[string]bool{"config": true, "check": true, "json": true}
 
 // applySettings sets flags from the config file, then the environment; the
 // command line is parsed afterwards and wins.
@@ -213,7 +218,7 @@ func applySettings(fs *flag.FlagSet, args []string, getenv func(string) string) 
 			}
 			name, value, ok := strings.Cut(line, "=")
 			name, value = strings.TrimSpace(name), strings.Trim(strings.TrimSpace(value), `"`)
-			if !ok || fs.Lookup(name) == nil || name == "config" || name == "check" {
+			if !ok || fs.Lookup(name) == nil || commandLineOnly[name] {
 				return usageError("%s:%d: want \"name = value\" with a flag name, got %q", path, n, line)
 			}
 			if err := fs.Set(name, value); err != nil {
@@ -227,7 +232,7 @@ func applySettings(fs *flag.FlagSet, args []string, getenv func(string) string) 
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		env := "SQUEEZE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(env); v != "" && err == nil && f.Name != "config" && f.Name != "check" {
+		if v := getenv(env); v != "" && err == nil && !commandLineOnly[f.Name] {
 			if o, ok := f.Value.(overrider); ok {
 				o.override() // the environment replaces the file's rules
 			}
@@ -432,6 +437,9 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError("proxy takes no arguments, got %q", fs.Args())
+	}
+	if p.jsonOut && !p.check {
+		return usageError("--json goes with --check: the proxy itself logs with --log-format json")
 	}
 	if p.pprof && p.metrics == "" {
 		return usageError("--pprof needs --metrics: the profiler is served on the metrics address")

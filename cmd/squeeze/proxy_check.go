@@ -104,25 +104,42 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 		warnings = append(warnings, bulkWarning)
 	}
 
+	inForce, _ := srv.MaxBulkInForce()
+	res := checkResult{
+		OK: true, Listen: p.listen, ClientTLS: listenTLSLine, ClientAuth: p.clientAuth,
+		Upstream: redactURL(p.upstream), PingMicros: float64(rtt.Nanoseconds()) / 1e3, UpstreamCert: upstreamCert,
+		Codec: codecLabel(srv.Encoder), MinSizeBytes: int64(p.minSize), MinGain: p.minGain, Dict: p.dict,
+		MaxValueBytes: int64(p.maxValue), MaxBulkBytes: inForce, MaxBulk: bulkLine,
+		Scripts: p.scripts, ListSearch: p.listSearch, Procs: procs, Metrics: p.metrics, Warnings: warnings,
+	}
+	if rules := p.rules.String(); rules != "" {
+		res.Rules = strings.Split(rules, ";")
+	}
+	if res.Warnings == nil {
+		res.Warnings = []string{}
+	}
+	if p.jsonOut {
+		return writeJSON(w, res)
+	}
 	fmt.Fprintln(w, "squeeze proxy --check: ok")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(name, value string) { fmt.Fprintf(tw, "  %s\t%s\n", name, value) }
-	row("listen", p.listen)
-	row("client TLS", listenTLSLine)
-	row("client auth", p.clientAuth)
-	row("upstream", fmt.Sprintf("%s (answered PING in %s)", redactURL(p.upstream), rtt.Round(10*time.Microsecond)))
+	row("listen", res.Listen)
+	row("client TLS", res.ClientTLS)
+	row("client auth", res.ClientAuth)
+	row("upstream", fmt.Sprintf("%s (answered PING in %s)", res.Upstream, rtt.Round(10*time.Microsecond)))
 	if upstreamCert != "" {
 		row("upstream cert", upstreamCert)
 	}
-	row("codec", fmt.Sprintf("%s, min-size %s, min-gain %g", codecLabel(srv.Encoder), p.minSize.String(), p.minGain))
-	row("dict", p.dict)
-	if rules := p.rules.String(); rules != "" {
-		row("rules", rules)
+	row("codec", fmt.Sprintf("%s, min-size %s, min-gain %g", res.Codec, p.minSize.String(), p.minGain))
+	row("dict", res.Dict)
+	if len(res.Rules) > 0 {
+		row("rules", strings.Join(res.Rules, ";"))
 	}
 	row("max-value", p.maxValue.String())
 	row("max-bulk", bulkLine)
-	row("scripts", p.scripts)
-	row("list-search", p.listSearch)
+	row("scripts", res.Scripts)
+	row("list-search", res.ListSearch)
 	row("procs", fmt.Sprint(procs))
 	if p.metrics != "" {
 		row("metrics", p.metrics)
@@ -132,6 +149,31 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 		fmt.Fprintln(w, "warning:", wn)
 	}
 	return nil
+}
+
+// checkResult is what --check --json prints: the settings in force, as
+// the text output gives them, with sizes in bytes.
+type checkResult struct {
+	OK            bool     `json:"ok"`
+	Listen        string   `json:"listen"`
+	ClientTLS     string   `json:"client_tls"` // "off", or the certificate's subject and expiry
+	ClientAuth    string   `json:"client_auth"`
+	Upstream      string   `json:"upstream"` // the URL, password hidden
+	PingMicros    float64  `json:"ping_us"`
+	UpstreamCert  string   `json:"upstream_cert,omitempty"`
+	Codec         string   `json:"codec"`
+	MinSizeBytes  int64    `json:"min_size_bytes"`
+	MinGain       float64  `json:"min_gain"`
+	Dict          string   `json:"dict"`
+	Rules         []string `json:"rules,omitempty"`
+	MaxValueBytes int64    `json:"max_value_bytes"`
+	MaxBulkBytes  int64    `json:"max_bulk_bytes"` // the limit in force
+	MaxBulk       string   `json:"max_bulk"`       // where it comes from
+	Scripts       string   `json:"scripts"`
+	ListSearch    string   `json:"list_search"`
+	Procs         int      `json:"procs"`
+	Metrics       string   `json:"metrics,omitempty"`
+	Warnings      []string `json:"warnings"`
 }
 
 // checkAddr checks that addr is a host:port, or a unix socket path (one

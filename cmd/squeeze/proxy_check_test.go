@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,6 +56,41 @@ func TestProxyCheck_OK(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", listen, time.Second); err == nil {
 		c.Close()
 		t.Errorf("something listens on %s after --check", listen)
+	}
+}
+
+// TestProxyCheck_JSON: --check --json prints one object with the settings
+// in force, sizes in bytes, and the warnings; --json alone is a usage error.
+func TestProxyCheck_JSON(t *testing.T) {
+	r := testutil.StartRedis(t)
+	out, stderr, code := runCLI(t, nil, "proxy", "--check", "--json", "--upstream", r.URL(), "--min-size", "1KiB",
+		"--rule", "a:=zstd:1", "--rule", "b:=minlz")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	var got checkResult
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	if !got.OK || got.Upstream != r.URL() || got.Codec != "s2:default" || got.MinSizeBytes != 1024 ||
+		got.MaxBulkBytes != 512<<20 || got.MaxValueBytes != 512<<20 || got.PingMicros <= 0 || got.Procs < 1 {
+		t.Errorf("unexpected result: %+v", got)
+	}
+	if want := []string{"a:=zstd:1", "b:=minlz:fastest"}; !slices.Equal(got.Rules, want) {
+		t.Errorf("rules %q, want %q", got.Rules, want)
+	}
+	if len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "minlz:fastest") {
+		t.Errorf("warnings %q, want the one on minlz", got.Warnings)
+	}
+	var fields map[string]any
+	json.Unmarshal([]byte(out), &fields)
+	for _, f := range []string{"ok", "listen", "client_tls", "upstream", "ping_us", "codec", "min_size_bytes", "max_bulk_bytes", "max_bulk", "warnings"} {
+		if _, ok := fields[f]; !ok {
+			t.Errorf("no field %q in %s", f, out)
+		}
+	}
+	if _, stderr, code := runCLI(t, nil, "proxy", "--json"); code != 2 || !strings.Contains(stderr, "--json goes with --check") {
+		t.Errorf("--json alone: exit %d, %s", code, stderr)
 	}
 }
 
