@@ -162,7 +162,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.Var(&p.minSize, "min-size", "store values shorter than this raw (e.g. 64, 1KiB)")
 	fs.Float64Var(&p.minGain, "min-gain", codec.DefaultMinGain, "store raw when compression saves less than this fraction")
 	fs.Var(&p.maxValue, "max-value", "refuse to decode values larger than this (e.g. 512MiB)")
-	fs.Var(&p.maxBulk, "max-bulk", "the longest bulk string (value or argument) a client may send; 0: Redis's proto-max-bulk-len, asked on each new upstream connection (512MiB until Redis answers, or if it refuses CONFIG)")
+	fs.Var(&p.maxBulk, "max-bulk", "the longest bulk string (value or argument) a client may send, a `SIZE` such as 1GiB; 0, the default: Redis's proto-max-bulk-len, asked on each new upstream connection (512MiB until Redis answers, or if it refuses CONFIG)")
 	p.clientBuffer = 64 << 20
 	fs.Var(&p.clientBuffer, "client-buffer", "stop reading a client's commands while this much of its replies waits to be written (a slow reader)")
 	fs.IntVar(&p.maxInFlight, "max-in-flight", 256, "stop reading a client's commands while this many await their replies")
