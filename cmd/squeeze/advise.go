@@ -194,18 +194,41 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 	if !o.Advice.Compress && len(rep.ProxyRules) == 0 {
 		fmt.Fprintf(w, "  (values compress too little to be worth it: run squeeze without compressing, or not at all)\n")
 	}
+	// Keys without a prefix have no SCAN pattern of their own: '*' takes
+	// every key, those of the other prefixes too. Their command is printed
+	// only when they are all there is.
+	unprefixed := func(p advise.Prefix) bool { return p.Prefix == "" && len(rep.Prefixes) > 1 }
 	for _, p := range rep.Prefixes {
-		if p.Advice.AtRest != "" {
-			fmt.Fprintf(w, "  squeeze compact --redis %s --pattern %s --codec %s   # cold %s keys: %.1f%% saved\n",
-				url, shellQuote(p.Pattern()), p.Advice.AtRest, p.Prefix, p.Advice.AtRestSaved)
+		switch {
+		case p.Advice.AtRest == "":
+		case unprefixed(p):
+			fmt.Fprintf(w, "  # keys without a prefix: %s would save %.1f%% of them at rest, but no pattern selects them alone\n"+
+				"  # ('*' takes every key): give squeeze compact a --pattern that matches their names only\n",
+				p.Advice.AtRest, p.Advice.AtRestSaved)
+		default:
+			fmt.Fprintf(w, "  squeeze compact --redis %s --pattern %s --codec %s   # cold %s: %.1f%% saved\n",
+				url, shellQuote(p.Pattern()), p.Advice.AtRest, prefixKeys(p.Prefix), p.Advice.AtRestSaved)
 		}
 	}
 	for _, p := range rep.Prefixes {
-		if p.Advice.Dict {
+		switch {
+		case !p.Advice.Dict:
+		case p.Prefix == "":
+			// A rule cannot name the empty prefix either (advise.ProxyRules).
+			fmt.Fprintf(w, "  # keys without a prefix: a dictionary would help them, but neither a pattern nor a proxy rule selects them alone\n")
+		default:
 			fmt.Fprintf(w, "  squeeze dict train --redis %s --pattern %s --publish   # then on the proxy: --rule %s, in place of any rule for it above\n",
 				url, shellQuote(p.Pattern()), shellQuote(p.Prefix+"=zstd:1,dict=ID"))
 		}
 	}
+}
+
+// prefixKeys names the keys of a prefix in a comment.
+func prefixKeys(prefix string) string {
+	if prefix == "" {
+		return "keys"
+	}
+	return prefix + " keys"
 }
 
 // shellQuote quotes s for a POSIX shell.

@@ -187,3 +187,53 @@ func TestCluster_AdviseCompact(t *testing.T) {
 		t.Fatalf("no cluster there: exit %d, %q", code, errs)
 	}
 }
+
+// TestAdvise_CLI_UnprefixedKeys: keys without a prefix have no pattern of
+// their own, so beside other prefixes advise prints no command with
+// --pattern '*' (it would take every key), only a note; when they are all
+// there is, '*' is theirs.
+func TestAdvise_CLI_UnprefixedKeys(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	for i := range 30 {
+		rdb.Set(ctx, fmt.Sprintf("report%d", i), bench.JSONDocument(uint64(100+i), 1500), 0)
+	}
+	alone, errs, code := runCLI(t, nil, "advise", "--redis", r.URL())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if want := "squeeze compact --redis " + r.URL() + " --pattern '*' --codec "; !strings.Contains(alone, want) || !strings.Contains(alone, "# cold keys: ") {
+		t.Errorf("unprefixed keys alone: no compaction of '*':\n%s", alone)
+	}
+
+	for i := range 30 {
+		rdb.Set(ctx, fmt.Sprintf("page:%d", i), bench.JSONDocument(uint64(i), 8000), 0)
+	}
+	out, errs, code := runCLI(t, nil, "advise", "--redis", r.URL())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.Contains(out, "--pattern '*'") {
+		t.Errorf("a command takes every key for the unprefixed ones:\n%s", out)
+	}
+	for _, want := range []string{"--pattern 'page:*'", "# keys without a prefix: ", "no pattern selects them alone"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Small unprefixed values that a dictionary would help: no dict train
+	// over every key either.
+	for i := range 200 {
+		rdb.Set(ctx, fmt.Sprintf("event%d", i), fmt.Sprintf(`{"type":"click","user":%d,"page":"/products/%d","ts":%d,"agent":"Mozilla/5.0"}`, i, i%17, 1700000000+i), 0)
+	}
+	out, errs, code = runCLI(t, nil, "advise", "--redis", r.URL())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.Contains(out, "--pattern '*'") || !strings.Contains(out, "# keys without a prefix: a dictionary would help them") {
+		t.Errorf("dictionary advice for unprefixed keys:\n%s", out)
+	}
+}

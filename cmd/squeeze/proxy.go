@@ -72,7 +72,7 @@ Examples:
   SQUEEZE_UPSTREAM=redis://:secret@10.0.0.5/2 squeeze proxy --listen :6380
   squeeze proxy --upstream rediss://redis.internal:6380 --upstream-ca /etc/ssl/redis-ca.pem
   squeeze proxy --upstream redis://127.0.0.1:6379 --dict 1690163204   # see "squeeze dict"
-  redis-cli -p 6380 SET greeting "$(cat big.json)"    # stored compressed
+  redis-cli -p 6380 -x SET greeting < big.json    # stored compressed
 
 Redis Cluster: run one proxy beside each node, each with --upstream its
 own node, and tell every proxy where the others listen, so that cluster
