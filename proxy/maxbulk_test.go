@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
 // TestProxy_MaxBulkFromRedis: with MaxBulk zero the proxy holds clients to
@@ -15,21 +18,25 @@ import (
 // reaches Redis, where its protocol error would close a shared connection
 // under other clients. A Redis that refuses CONFIG leaves the default.
 func TestProxy_MaxBulkFromRedis(t *testing.T) {
-	var log lockedBuffer
-	e := startEnv(t, func(s *Server) { s.Logger = slog.New(slog.NewTextHandler(&log, nil)) }) // MaxBulk 0
-	admin := dialRaw(t, e.redis.Addr)
+	r := testutil.StartRedis(t)
+	admin := dialRaw(t, r.Addr)
 	if got := admin.do("CONFIG", "SET", "proto-max-bulk-len", "2mb"); got != "+OK\r\n" {
 		t.Fatal(got)
 	}
-	if n, fromRedis := e.srv.MaxBulkInForce(); n != 512<<20 || fromRedis {
-		t.Fatalf("before any connection: %d (from Redis: %v), want 512 MiB, the default", n, fromRedis)
+	var log lockedBuffer
+	e := startProxy(t, r.URL(), r, func(s *Server) { s.Logger = slog.New(slog.NewTextHandler(&log, nil)) }) // MaxBulk 0
+	// Serve connects at once, before any client: the limit is Redis's
+	// for the first command.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if n, fromRedis := e.srv.MaxBulkInForce(); n == 2<<20 && fromRedis {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no connection read Redis's limit: %d in force (from Redis: %v), want 2 MiB", n, fromRedis)
+		}
 	}
 	other := dialRaw(t, e.addr)
-	if got := other.do("SET", "small", "v"); got != "+OK\r\n" { // dials a shared connection
+	if got := other.do("SET", "small", "v"); got != "+OK\r\n" {
 		t.Fatal(got)
-	}
-	if n, fromRedis := e.srv.MaxBulkInForce(); n != 2<<20 || !fromRedis {
-		t.Fatalf("after a connection: %d (from Redis: %v), want Redis's 2 MiB", n, fromRedis)
 	}
 	if want := `msg="clients held to Redis's proto-max-bulk-len" bytes=2097152 before=0`; !strings.Contains(log.String(), want) {
 		t.Errorf("log lacks %s:\n%s", want, log.String())

@@ -72,9 +72,9 @@ type Server struct {
 	MaxReplyBytes int64
 	// MaxBulk is the longest bulk string a client may send (Redis's
 	// proto-max-bulk-len). Zero means Redis's own: the proxy asks for it
-	// (CONFIG GET proto-max-bulk-len) on each new shared connection, and
-	// uses 512 MiB, Redis's default, until one answers or when CONFIG is
-	// refused. Then a client gets Redis's error for a value Redis would
+	// (CONFIG GET proto-max-bulk-len) on each new shared connection, the
+	// first of which Serve dials at once, and uses 512 MiB, Redis's
+	// default, until one answers or when CONFIG is refused. Then a client gets Redis's error for a value Redis would
 	// refuse, and a value Redis would refuse never reaches it (where Redis
 	// would answer it with a protocol error and close a shared connection,
 	// failing other clients' commands in flight on it).
@@ -269,6 +269,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 	if len(s.up.Sentinels) > 0 {
 		s.watchOnce.Do(func() { go s.watchSentinels() })
+	}
+	if s.MaxBulk <= 0 {
+		// Connect at once, so that Redis's proto-max-bulk-len holds from
+		// the first client's first command (see MaxBulk). An upstream that
+		// is down is dialed again by the first command.
+		go func() {
+			dctx, cancel := context.WithTimeout(ctx, s.dialTimeout())
+			defer cancel()
+			s.pool.get(dctx, 0)
+		}()
 	}
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

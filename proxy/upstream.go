@@ -823,6 +823,8 @@ type pool struct {
 	// byDB are connections to other databases than the URL's, for the
 	// reads the proxy makes on behalf of clients that selected one.
 	byDB map[int]*upConn
+	// closed is set by closeAll: no connection is dialed after it.
+	closed bool
 }
 
 // getDB returns a live shared connection to database db.
@@ -832,6 +834,9 @@ func (p *pool) getDB(ctx context.Context, db, i int) (*upConn, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrServerClosed
+	}
 	if c := p.byDB[db]; c != nil && !c.isDead() {
 		return c, nil
 	}
@@ -850,6 +855,9 @@ func (p *pool) getDB(ctx context.Context, db, i int) (*upConn, error) {
 func (p *pool) get(ctx context.Context, i int) (*upConn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrServerClosed
+	}
 	i %= len(p.conns)
 	if c := p.conns[i]; c != nil && !c.isDead() {
 		return c, nil
@@ -936,6 +944,7 @@ func (p *pool) failAll(err error) {
 func (p *pool) closeAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closed = true
 	for i, c := range p.conns {
 		if c != nil {
 			c.close()
