@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/squeeze-kv/squeeze/internal/testutil"
+	"github.com/squeeze-kv/squeeze/resp"
 )
 
 // TestProxy_MaxBulkFromRedis: with MaxBulk zero the proxy holds clients to
@@ -116,4 +117,35 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestLearnBulkLimit: only a name and a positive number, as an array
+// (RESP2) or a map (RESP3), change the limit; anything else from Redis
+// (an error, an empty reply of a server without the setting, a value
+// that is not a number) leaves it as it was.
+func TestLearnBulkLimit(t *testing.T) {
+	tests := []struct {
+		reply string
+		want  int64
+	}{
+		{"*2\r\n$18\r\nproto-max-bulk-len\r\n$7\r\n2097152\r\n", 2097152},
+		{"%1\r\n$18\r\nproto-max-bulk-len\r\n$7\r\n4194304\r\n", 4194304},
+		{"*0\r\n", 0},
+		{"-NOPERM this user has no permissions to run the 'config|get' command\r\n", 0},
+		{"*2\r\n$18\r\nproto-max-bulk-len\r\n$3\r\nbig\r\n", 0},
+		{"*2\r\n$18\r\nproto-max-bulk-len\r\n$2\r\n-1\r\n", 0},
+		{"*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n", 0},
+		{"+OK\r\n", 0},
+	}
+	for _, tt := range tests {
+		v, _, err := resp.ReadValue([]byte(tt.reply))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.reply, err)
+		}
+		s := &Server{Logger: quietLogger()}
+		s.learnBulkLimit(v)
+		if got := s.upstreamBulk.Load(); got != tt.want {
+			t.Errorf("%q: learned %d, want %d", tt.reply, got, tt.want)
+		}
+	}
 }
