@@ -17,8 +17,8 @@
 //
 // The command families are those of the proxy: string values (SET, SETNX,
 // SETEX, PSETEX, GETSET, MSET, MSETNX and GET, GETDEL, GETEX, MGET...), hash
-// field values (HSET, HSETNX, HMSET and HGET, HMGET, HGETALL, HVALS,
-// HRANDFIELD WITHVALUES, HSCAN), list elements (LPUSH, RPUSH, LPUSHX, RPUSHX,
+// field values (HSET, HSETNX, HMSET, Redis 8's HSETEX and HGET, HMGET,
+// HGETALL, HVALS, HRANDFIELD WITHVALUES, HSCAN, HGETEX, HGETDEL), list elements (LPUSH, RPUSH, LPUSHX, RPUSHX,
 // LSET and LRANGE, LINDEX, LPOP, RPOP, BLPOP, BRPOP, LMOVE, LMPOP...) and
 // stream field values (XADD and XRANGE, XREVRANGE, XREAD, XREADGROUP, XCLAIM,
 // XAUTOCLAIM). Keys, hash field names, set and sorted-set members and stream
@@ -445,6 +445,16 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 				h.encodeArg(k, args, i, &p)
 			}
 		}
+	case "hsetex":
+		if h.isRaw(key) {
+			p.noDecode = true
+			return p, nil
+		}
+		if i := hsetexFields(args); i > 0 {
+			for i++; i < len(args); i += 2 { // values follow each field
+				h.encodeArg(key, args, i, &p)
+			}
+		}
 	case "xadd":
 		if h.isRaw(key) {
 			p.noDecode = true
@@ -672,6 +682,24 @@ func xaddFields(args []any) int {
 			}
 		default:
 			return i
+		}
+	}
+	return -1
+}
+
+// hsetexFields returns the index of the first field in HSETEX's args
+// (HSETEX key [FNX|FXX] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] FIELDS n f v ...),
+// or -1 when they are malformed (Redis answers those with its error).
+func hsetexFields(args []any) int {
+	for i := 2; i < len(args); i++ {
+		switch strings.ToUpper(argString(args[i])) {
+		case "FNX", "FXX", "KEEPTTL":
+		case "EX", "PX", "EXAT", "PXAT":
+			i++
+		case "FIELDS":
+			return i + 2
+		default:
+			return -1
 		}
 	}
 	return -1

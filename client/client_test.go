@@ -729,3 +729,52 @@ func TestHook_Rules(t *testing.T) {
 		}
 	}
 }
+
+// TestHook_HashFieldExpiry: Redis 8's HSETEX stores values compressed
+// through the hook, and HGETEX and HGETDEL return them decoded. Skipped on
+// servers without HSETEX; CI runs it in the Redis 8 pass
+// (scripts/test-redis8.sh).
+func TestHook_HashFieldExpiry(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	if !testutil.HasCommand(t, p.r.Addr, "HSETEX") {
+		t.Skipf("%s has no HSETEX (Redis 8 has): scripts/test-redis8.sh runs this test", testutil.ServerPath())
+	}
+	h, pl := p.hooked, p.plain
+	v1, v2 := big("one"), big("two")
+	if n, err := h.HSetEX(ctx, "h", "a", v1, "b", "tiny").Result(); err != nil || n != 1 {
+		t.Fatalf("HSETEX = %d, %v", n, err)
+	}
+	opts := &redis.HSetEXOptions{Condition: redis.HSetEXFXX, ExpirationType: redis.HSetEXExpirationEX, ExpirationVal: 100}
+	if n, err := h.HSetEXWithArgs(ctx, "h", opts, "a", v2).Result(); err != nil || n != 1 {
+		t.Fatalf("HSETEX FXX EX = %d, %v", n, err)
+	}
+	mustFramed(t, pl.HGet(ctx, "h", "a").Val(), "HSETEX")
+	if got := pl.HGet(ctx, "h", "b").Val(); got != "tiny" {
+		t.Fatalf("a short value is stored as %q", got)
+	}
+	if ttl := pl.HTTL(ctx, "h", "a").Val(); len(ttl) != 1 || ttl[0] < 90 || ttl[0] > 100 {
+		t.Fatalf("HTTL = %v, want about 100", ttl)
+	}
+	if got := h.HGet(ctx, "h", "a").Val(); got != v2 {
+		t.Fatalf("HGET = %.30q", got)
+	}
+	if got := h.HGetEX(ctx, "h", "a", "missing", "b").Val(); !slices.Equal(got, []string{v2, "", "tiny"}) {
+		t.Fatalf("HGETEX = %.40q", got)
+	}
+	if got := h.HStrLen(ctx, "h", "a").Val(); got != int64(len(v2)) {
+		t.Fatalf("HSTRLEN = %d, want %d", got, len(v2))
+	}
+	if got := h.HGetDel(ctx, "h", "a", "b").Val(); !slices.Equal(got, []string{v2, "tiny"}) {
+		t.Fatalf("HGETDEL = %.40q", got)
+	}
+	if n := pl.Exists(ctx, "h").Val(); n != 0 {
+		t.Fatalf("the hash is left after HGETDEL of every field: EXISTS = %d", n)
+	}
+	// Malformed: Redis's own error, nothing sent compressed.
+	bad := h.Do(ctx, "HSETEX", "h", "NX", "FIELDS", "1", "a", v1)
+	want := pl.Do(ctx, "HSETEX", "h", "NX", "FIELDS", "1", "a", v1)
+	if bad.Err() == nil || bad.Err().Error() != want.Err().Error() {
+		t.Fatalf("HSETEX NX: %v, want %v", bad.Err(), want.Err())
+	}
+}

@@ -734,8 +734,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			for i := 1; i+1 < len(args); i += 2 {
 				c.noteTxSet(args[i], args[i+1])
 			}
-		case argsEvery2At3: // HSET, HMSET: the hash's key, each field's value
-			for i := 3; i < len(args); i += 2 {
+		case argsEvery2At3, argsHsetex: // HSET, HMSET, HSETEX: the hash's key, each field's value
+			first, step := valueArgs(info.vals, args)
+			for i := first; step > 0 && i < len(args); i += step {
 				c.noteTxSet(args[1], args[i])
 			}
 		}

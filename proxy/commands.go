@@ -40,6 +40,7 @@ const (
 	argsLinsert           // LINSERT k BEFORE|AFTER pivot element: 3, 4
 	argsLpos              // LPOS k element ...: 2
 	argsXadd              // XADD k [options] id f v f v ...
+	argsHsetex            // HSETEX k [options] FIELDS n f v f v ...
 )
 
 type cmdFlag uint16
@@ -147,6 +148,11 @@ func init() {
 	def("HVALS", argsNone, shapeValues, 0)
 	def("HRANDFIELD", argsNone, shapeNone, 0) // shapePairs WITHVALUES, see replyShape
 	def("HSCAN", argsNone, shapeScanPairs, 0)
+	// Redis 8's hash commands with field expiry (Valkey 9 has HSETEX and
+	// HGETEX too).
+	def("HSETEX", argsHsetex, shapeNone, 0)
+	def("HGETEX", argsNone, shapeValues, 0)
+	def("HGETDEL", argsNone, shapeValues, 0)
 	// Lists.
 	def("LPUSH", argsFrom2, shapeNone, 0)
 	def("RPUSH", argsFrom2, shapeNone, 0)
@@ -384,6 +390,20 @@ func valueArgs(rule argRule, args [][]byte) (first, step int) {
 			default:
 				// args[i] is the id; fields start at i+1, values at i+2.
 				return i + 2, 2
+			}
+		}
+	case argsHsetex:
+		// HSETEX key [FNX|FXX] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] FIELDS n f v ...
+		for i := 2; i < len(args); i++ {
+			switch a := args[i]; {
+			case is(a, "FNX"), is(a, "FXX"), is(a, "KEEPTTL"):
+			case is(a, "EX"), is(a, "PX"), is(a, "EXAT"), is(a, "PXAT"):
+				i++ // the time, a number
+			case is(a, "FIELDS"):
+				// args[i+1] is the count; fields from i+2, values from i+3.
+				return i + 3, 2
+			default:
+				return 0, 0 // a syntax error: Redis answers it, nothing is compressed
 			}
 		}
 	}

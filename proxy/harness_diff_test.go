@@ -34,7 +34,9 @@ func TestHarnessDifferential(t *testing.T) {
 				}
 			}
 		})
-		res, err := difftest.Run(direct.Addr, e.addr, difftest.Config{Seed: harnessSeed(), Steps: harnessSteps(), RESP3: tc.resp3, MaxValue: 1 << 20})
+		cfg := difftest.Config{Seed: harnessSeed(), Steps: harnessSteps(), RESP3: tc.resp3, MaxValue: 1 << 20,
+			HashFieldExpiry: testutil.HasCommand(t, direct.Addr, "HSETEX")} // Redis 8
+		res, err := difftest.Run(direct.Addr, e.addr, cfg)
 		if err != nil {
 			t.Fatalf("resp3=%v goroutine reads=%v require auth=%v: %v", tc.resp3, tc.goroutines, tc.requireAuth, err)
 		}

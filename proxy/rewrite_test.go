@@ -48,6 +48,12 @@ func TestValueArgs(t *testing.T) {
 		{[]string{"XADD", "s", "*", "f", "v", "g", "w"}, []int{4, 6}},
 		{[]string{"XADD", "s", "NOMKSTREAM", "MAXLEN", "~", "10", "LIMIT", "5", "1-1", "f", "v"}, []int{10}},
 		{[]string{"XADD", "s", "MINID", "0", "*", "f", "v"}, []int{6}},
+		{[]string{"HSETEX", "h", "FIELDS", "2", "f", "v", "g", "w"}, []int{5, 7}},
+		{[]string{"HSETEX", "h", "FXX", "EX", "100", "FIELDS", "1", "f", "v"}, []int{8}},
+		{[]string{"hsetex", "h", "fnx", "keepttl", "fields", "1", "FIELDS", "v"}, []int{7}}, // a field named FIELDS
+		{[]string{"HSETEX", "h", "PXAT", "FIELDS", "FIELDS", "1", "f", "v"}, []int{7}},      // a bad time: Redis's error
+		{[]string{"HSETEX", "h", "NX", "FIELDS", "1", "f", "v"}, nil},                       // not an option: Redis's error
+		{[]string{"HSETEX", "h", "FIELDS"}, nil},
 		{[]string{"GET", "k"}, nil},
 	}
 	for _, tt := range tests {

@@ -28,7 +28,11 @@ type Config struct {
 	RESP3    bool            // send HELLO 3 first on both connections
 	MaxValue int             // largest generated value (default 1 MB)
 	Skip     map[string]bool // command names (upper case) not to generate
-	Timeout  time.Duration   // per step (default 10 s)
+	// HashFieldExpiry adds Redis 8's HSETEX, HGETEX, HGETDEL and HTTL to
+	// the sequence: set it when both servers have them. Without it the
+	// sequence of a seed is what it was before these commands existed.
+	HashFieldExpiry bool
+	Timeout         time.Duration // per step (default 10 s)
 }
 
 // Mismatch describes the first difference found.
@@ -203,6 +207,12 @@ func normalize(cmd []string, r *Reply) {
 		if n, err := strconv.Atoi(r.Str); err == nil && n > 0 {
 			r.Str = "positive"
 		}
+	case "HTTL", "HPTTL":
+		for _, e := range r.Elems {
+			if n, err := strconv.Atoi(e.Str); err == nil && n > 0 {
+				e.Str = "positive"
+			}
+		}
 	}
 }
 
@@ -342,7 +352,11 @@ func (g *gen) command() []string {
 
 func (g *gen) draw() []string {
 	s, h, l, x := g.key("s", 12), g.key("h", 6), g.key("l", 6), g.key("x", 3)
-	switch g.r.IntN(80) {
+	n := 80
+	if g.cfg.HashFieldExpiry {
+		n = 85
+	}
+	switch g.r.IntN(n) {
 	// strings
 	case 0, 1, 2:
 		c := []string{"SET", s, g.value()}
@@ -495,6 +509,22 @@ func (g *gen) draw() []string {
 		return []string{"SUBSTR", s, g.num(-20, 20), g.num(-20, 200)}
 	case 79:
 		return []string{"HINCRBYFLOAT", h, "f" + g.num(0, 8), "0.25"}
+	// hash fields with expiry (Redis 8), only with cfg.HashFieldExpiry
+	case 80, 81:
+		c := []string{"HSETEX", h}
+		c = append(c, [][]string{nil, {"FNX"}, {"FXX"}, {"EX", "1000"}, {"FXX", "PX", "900000"}, {"KEEPTTL"}}[g.r.IntN(6)]...)
+		if g.r.IntN(2) == 0 {
+			return append(c, "FIELDS", "1", "f"+g.num(0, 8), g.value())
+		}
+		return append(c, "FIELDS", "2", "f"+g.num(0, 8), g.value(), "f"+g.num(0, 8), g.value())
+	case 82:
+		c := []string{"HGETEX", h}
+		c = append(c, [][]string{nil, {"PERSIST"}, {"EX", "500"}}[g.r.IntN(3)]...)
+		return append(c, "FIELDS", "2", "f"+g.num(0, 8), "f"+g.num(0, 8))
+	case 83:
+		return []string{"HGETDEL", h, "FIELDS", "1", "f" + g.num(0, 8)}
+	case 84:
+		return []string{"HTTL", h, "FIELDS", "2", "f" + g.num(0, 8), "f" + g.num(0, 8)}
 	case 59:
 		return []string{"LLEN", l}
 	// streams (explicit ids, so both servers agree)

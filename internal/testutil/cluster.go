@@ -90,3 +90,15 @@ func Do(addr string, args ...string) (string, error) {
 	}
 	return string(body[:size]), nil
 }
+
+// HasCommand reports whether the server at addr knows the command name
+// (newer servers have commands older ones lack, such as Redis 8's HSETEX):
+// it sends the name alone and looks for "unknown command" in the reply.
+func HasCommand(t testing.TB, addr, name string) bool {
+	t.Helper()
+	reply, err := Do(addr, name)
+	if err != nil {
+		t.Fatalf("asking the server for %s: %v", name, err)
+	}
+	return !strings.Contains(reply, "unknown command")
+}

@@ -54,3 +54,13 @@ func TestStartRedis_ServerEnv(t *testing.T) {
 		t.Fatal("ServerPath fell back to redis-server although SQUEEZE_REDIS_SERVER names another binary")
 	}
 }
+
+func TestHasCommand(t *testing.T) {
+	r := StartRedis(t)
+	if !HasCommand(t, r.Addr, "GET") {
+		t.Fatal("GET is not known")
+	}
+	if HasCommand(t, r.Addr, "NOSUCHCOMMAND") {
+		t.Fatal("NOSUCHCOMMAND is known")
+	}
+}
