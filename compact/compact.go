@@ -48,7 +48,8 @@
 // String values, hash field values and list elements are compacted. A
 // hash is read with HSCAN and its fields are written back by
 // HashCASScript, which sets each field only if it still holds the bytes
-// read (HSET keeps the key's TTL), so a field written meanwhile keeps its
+// read (HSET keeps the key's TTL, and the script sets again the field's own
+// expiry, which HSET clears), so a field written meanwhile keeps its
 // newer value; a list is read with LRANGE, 512 elements at a time, and
 // written back by ListCASScript, which sets each element by index only if
 // that index still holds the bytes read. The key counts as rewritten when

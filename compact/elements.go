@@ -14,10 +14,17 @@ import (
 // HashCASScript is the compare-and-set that writes compacted hash field
 // values: ARGV holds triples of field, old value, new value, and each field
 // is set to its new value only if it still holds the old one. HSET keeps
-// the key's TTL. It returns, per triple, 1 if it set the field and 0 if
-// not; redis.pcall makes a key that became another type a mismatch, not a
+// the key's TTL, but clears the field's own (Redis 7.4's HEXPIRE, Redis 8's
+// HSETEX), so the script reads the field's expiry time first and sets it
+// again (on servers without field expiry the read fails and nothing more
+// is done). It returns, per triple, 1 if it set the field and 0 if not;
+// redis.pcall makes a key that became another type a mismatch, not a
 // script error.
-var HashCASScript = elementCAS("HGET", "HSET")
+var HashCASScript = elementCAS("HGET", `local t = redis.pcall('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, ARGV[i])
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
+    if type(t) == 'table' and type(t[1]) == 'number' and t[1] > 0 then
+      redis.call('HPEXPIREAT', KEYS[1], t[1], 'FIELDS', 1, ARGV[i])
+    end`)
 
 // ListCASScript is HashCASScript for lists: ARGV holds triples of index,
 // old element, new element, and each element is set (LSET, which keeps the
@@ -26,16 +33,17 @@ var HashCASScript = elementCAS("HGET", "HSET")
 // another index or not at all. If another element with exactly the old
 // bytes took its place, it holds the same value, which the new bytes hold
 // too.
-var ListCASScript = elementCAS("LINDEX", "LSET")
+var ListCASScript = elementCAS("LINDEX", `redis.call('LSET', KEYS[1], ARGV[i], ARGV[i + 2])`)
 
 // elementCAS returns the compare-and-set script over triples of name, old,
-// new that reads an element with get and writes it with set.
+// new that reads an element with get and writes it with the Lua statements
+// set (ARGV[i] names the element, ARGV[i + 2] is its new value).
 func elementCAS(get, set string) string {
 	return `local res = {}
 for i = 1, #ARGV, 3 do
   local v = redis.pcall('` + get + `', KEYS[1], ARGV[i])
   if v == ARGV[i + 1] then
-    redis.call('` + set + `', KEYS[1], ARGV[i], ARGV[i + 2])
+    ` + set + `
     res[#res + 1] = 1
   else
     res[#res + 1] = 0

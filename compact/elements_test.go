@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,37 @@ func TestRun_Hash(t *testing.T) {
 	st, err = Run(ctx, rdb, Options{Encoder: encoder(t, "zstd:9"), Pattern: "h"})
 	if err != nil || st.Rewritten != 0 || st.Skipped[SkipNoGain] != 1 {
 		t.Fatalf("second run: %+v, %v", st, err)
+	}
+}
+
+// TestRun_HashFieldExpiry: compaction keeps the expiry of the hash fields
+// that have one (HEXPIRE, Redis 7.4; HSETEX, Redis 8), which HSET alone
+// would clear, and gives none to the fields that have none. Skipped on
+// servers without field expiry; CI runs it in the Redis 8 pass.
+func TestRun_HashFieldExpiry(t *testing.T) {
+	rdb := newClient(t)
+	ctx := context.Background()
+	if err := rdb.Do(ctx, "HPEXPIRETIME", "h", "FIELDS", "1", "f").Err(); err != nil && strings.Contains(err.Error(), "unknown command") {
+		t.Skipf("this server has no hash field expiry (Redis 7.4 and 8 have): %v", err)
+	}
+	s2 := encoder(t, "s2")
+	for i := range 4 {
+		rdb.HSet(ctx, "h", "f"+strconv.Itoa(i), s2.AppendEncode(nil, doc(i)))
+	}
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	rdb.HPExpireAt(ctx, "h", at, "f0", "f2")
+	st, err := Run(ctx, rdb, Options{Encoder: encoder(t, "zstd:9"), Pattern: "h"})
+	if err != nil || st.Rewritten != 1 {
+		t.Fatalf("stats %+v, %v", st, err)
+	}
+	for i, want := range []int64{at.UnixMilli(), -1, at.UnixMilli(), -1} {
+		f := "f" + strconv.Itoa(i)
+		if h, err := codec.ParseHeader([]byte(rdb.HGet(ctx, "h", f).Val())); err != nil || h.ID != codec.IDZstd {
+			t.Fatalf("%s was not compacted: %+v, %v", f, h, err)
+		}
+		if got := rdb.HPExpireTime(ctx, "h", f).Val(); len(got) != 1 || got[0] != want {
+			t.Fatalf("%s: expiry time %v after compaction, want %d", f, got, want)
+		}
 	}
 }
 

@@ -27,7 +27,11 @@ import (
 // must not be wrapped). Write commands that succeed (APPEND, SETRANGE,
 // SETBIT, BITFIELD, BITOP, INCRBYFLOAT, HINCRBYFLOAT) leave the value
 // uncompressed, wrapped in a none frame only if it begins with the magic;
-// the next SET compresses it.
+// the next SET compresses it. Strings are put back with SET KEEPTTL; a hash
+// field with HSET, which would clear the field's own expiry (Redis 7.4's
+// HEXPIRE, Redis 8's HSETEX), so the script reads HPEXPIRETIME first and
+// sets it again (servers without field expiry refuse the read, and nothing
+// more is done).
 //
 // A none frame without checksum or dictionary id, the form wrap writes, the
 // script reads itself (plain): its bytes follow the header. So a command
@@ -47,7 +51,12 @@ import (
 // that one reply become an error.
 const inspectScript = `local restore, field, written, head, m = ARGV[1] == '1', ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5])
 local function get(k) if field ~= '' then return redis.pcall('HGET', k, field) end return redis.pcall('GET', k) end
-local function put(k, v) if field ~= '' then redis.call('HSET', k, field, v) else redis.call('SET', k, v, 'KEEPTTL') end end
+local function put(k, v)
+  if field == '' then redis.call('SET', k, v, 'KEEPTTL') return end
+  local t = redis.pcall('HPEXPIRETIME', k, 'FIELDS', 1, field)
+  redis.call('HSET', k, field, v)
+  if type(t) == 'table' and type(t[1]) == 'number' and t[1] > 0 then redis.call('HPEXPIREAT', k, t[1], 'FIELDS', 1, field) end
+end
 local function framed(k)
   if field == '' then
     if redis.pcall('GETRANGE', k, 0, 2) ~= '\193SQ' then return nil end

@@ -271,8 +271,8 @@ func TestProxy_SelectedDBInMulti(t *testing.T) {
 
 // TestProxy_HashFieldExpiry: Redis 8's HSETEX stores its values compressed,
 // and HGETEX and HGETDEL return them decoded; every reply, errors included,
-// equals a plain Redis's, in RESP2 and RESP3 and inside MULTI/EXEC.
-// Skipped on servers without HSETEX (Redis 7, Valkey 8.0); CI runs it in
+// equals a plain Redis's, in RESP2 and RESP3 and inside MULTI/EXEC, and
+// fields keep their expiry when the proxy looks inside them. Skipped on servers without HSETEX (Redis 7, Valkey 8.0); CI runs it in
 // the Redis 8 pass (scripts/test-redis8.sh).
 func TestProxy_HashFieldExpiry(t *testing.T) {
 	e := startEnv(t)
@@ -305,6 +305,14 @@ func TestProxy_HashFieldExpiry(t *testing.T) {
 		{"HSETEX", "s", "FIELDS", "1", "f", v1},
 		{"SET", "str", "v"},
 		{"HGETEX", "str", "FIELDS", "1", "f"},
+		// HINCRBYFLOAT on a compressed field runs on the decoded value and
+		// puts the frame back: the field keeps its expiry, as with Redis.
+		{"HSET", "t", "f", v1, "n", "1.5"},
+		{"HPEXPIREAT", "t", "4102444800000", "FIELDS", "2", "f", "n"},
+		{"HINCRBYFLOAT", "t", "f", "1"},
+		{"HINCRBYFLOAT", "t", "n", "1"},
+		{"HPEXPIRETIME", "t", "FIELDS", "2", "f", "n"},
+		{"HGET", "t", "f"},
 	}
 	for _, proto := range []string{"2", "3"} {
 		p, d := dialRaw(t, e.addr), dialRaw(t, plain.Addr)

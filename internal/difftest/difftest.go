@@ -28,9 +28,9 @@ type Config struct {
 	RESP3    bool            // send HELLO 3 first on both connections
 	MaxValue int             // largest generated value (default 1 MB)
 	Skip     map[string]bool // command names (upper case) not to generate
-	// HashFieldExpiry adds Redis 8's HSETEX, HGETEX, HGETDEL and HTTL to
-	// the sequence: set it when both servers have them. Without it the
-	// sequence of a seed is what it was before these commands existed.
+	// HashFieldExpiry adds Redis 8's HSETEX, HGETEX and HGETDEL, and
+	// HTTL and HPEXPIRE, to the sequence: set it when both servers have
+	// them. Without it a seed's sequence is what it was before them.
 	HashFieldExpiry bool
 	Timeout         time.Duration // per step (default 10 s)
 }
@@ -354,7 +354,7 @@ func (g *gen) draw() []string {
 	s, h, l, x := g.key("s", 12), g.key("h", 6), g.key("l", 6), g.key("x", 3)
 	n := 80
 	if g.cfg.HashFieldExpiry {
-		n = 85
+		n = 86
 	}
 	switch g.r.IntN(n) {
 	// strings
@@ -525,6 +525,8 @@ func (g *gen) draw() []string {
 		return []string{"HGETDEL", h, "FIELDS", "1", "f" + g.num(0, 8)}
 	case 84:
 		return []string{"HTTL", h, "FIELDS", "2", "f" + g.num(0, 8), "f" + g.num(0, 8)}
+	case 85:
+		return []string{"HPEXPIRE", h, "900000", "FIELDS", "1", "f" + g.num(0, 8)}
 	case 59:
 		return []string{"LLEN", l}
 	// streams (explicit ids, so both servers agree)
