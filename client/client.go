@@ -688,12 +688,13 @@ func xaddFields(args []any) int {
 }
 
 // hsetexFields returns the index of the first field in HSETEX's args
-// (HSETEX key [FNX|FXX] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] FIELDS n f v ...),
-// or -1 when they are malformed (Redis answers those with its error).
+// (HSETEX key [NX|XX] [FNX|FXX] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] FIELDS n
+// f v ..., NX and XX being Valkey 9's), or -1 when they are malformed
+// (Redis answers those with its error).
 func hsetexFields(args []any) int {
 	for i := 2; i < len(args); i++ {
 		switch strings.ToUpper(argString(args[i])) {
-		case "FNX", "FXX", "KEEPTTL":
+		case "NX", "XX", "FNX", "FXX", "KEEPTTL":
 		case "EX", "PX", "EXAT", "PXAT":
 			i++
 		case "FIELDS":

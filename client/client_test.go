@@ -772,9 +772,9 @@ func TestHook_HashFieldExpiry(t *testing.T) {
 		t.Fatalf("the hash is left after HGETDEL of every field: EXISTS = %d", n)
 	}
 	// Malformed: Redis's own error, nothing sent compressed.
-	bad := h.Do(ctx, "HSETEX", "h", "NX", "FIELDS", "1", "a", v1)
-	want := pl.Do(ctx, "HSETEX", "h", "NX", "FIELDS", "1", "a", v1)
+	bad := h.Do(ctx, "HSETEX", "h", "NOSUCH", "FIELDS", "1", "a", v1)
+	want := pl.Do(ctx, "HSETEX", "h", "NOSUCH", "FIELDS", "1", "a", v1)
 	if bad.Err() == nil || bad.Err().Error() != want.Err().Error() {
-		t.Fatalf("HSETEX NX: %v, want %v", bad.Err(), want.Err())
+		t.Fatalf("HSETEX NOSUCH: %v, want %v", bad.Err(), want.Err())
 	}
 }

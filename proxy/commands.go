@@ -148,8 +148,8 @@ func init() {
 	def("HVALS", argsNone, shapeValues, 0)
 	def("HRANDFIELD", argsNone, shapeNone, 0) // shapePairs WITHVALUES, see replyShape
 	def("HSCAN", argsNone, shapeScanPairs, 0)
-	// Redis 8's hash commands with field expiry (Valkey 9 has HSETEX and
-	// HGETEX too).
+	// Redis 8's hash commands with field expiry (Valkey 9 has them too,
+	// and HSETEX's NX and XX).
 	def("HSETEX", argsHsetex, shapeNone, 0)
 	def("HGETEX", argsNone, shapeValues, 0)
 	def("HGETDEL", argsNone, shapeValues, 0)
@@ -393,10 +393,11 @@ func valueArgs(rule argRule, args [][]byte) (first, step int) {
 			}
 		}
 	case argsHsetex:
-		// HSETEX key [FNX|FXX] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] FIELDS n f v ...
+		// HSETEX key [NX|XX] [FNX|FXX] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
+		// FIELDS n f v ... (NX and XX, on the key, are Valkey 9's.)
 		for i := 2; i < len(args); i++ {
 			switch a := args[i]; {
-			case is(a, "FNX"), is(a, "FXX"), is(a, "KEEPTTL"):
+			case is(a, "NX"), is(a, "XX"), is(a, "FNX"), is(a, "FXX"), is(a, "KEEPTTL"):
 			case is(a, "EX"), is(a, "PX"), is(a, "EXAT"), is(a, "PXAT"):
 				i++ // the time, a number
 			case is(a, "FIELDS"):

@@ -299,7 +299,8 @@ func TestProxy_HashFieldExpiry(t *testing.T) {
 		{"HGETEX", "hm", "FIELDS", "1", "f"},
 		{"EXEC"},
 		{"HSETEX", "h", "FIELDS", "2", "f", v1},
-		{"HSETEX", "h", "NX", "FIELDS", "1", "f", v1},
+		{"HSETEX", "h", "NX", "FIELDS", "1", "f", v1}, // Valkey 9's option; Redis 8's syntax error
+		{"HSETEX", "h", "NOSUCH", "FIELDS", "1", "f", v1},
 		{"HSETEX", "h", "EX", "0", "FIELDS", "1", "f", v1},
 		{"HGETDEL", "h", "FIELDS", "0"},
 		{"HSETEX", "s", "FIELDS", "1", "f", v1},

@@ -52,7 +52,8 @@ func TestValueArgs(t *testing.T) {
 		{[]string{"HSETEX", "h", "FXX", "EX", "100", "FIELDS", "1", "f", "v"}, []int{8}},
 		{[]string{"hsetex", "h", "fnx", "keepttl", "fields", "1", "FIELDS", "v"}, []int{7}}, // a field named FIELDS
 		{[]string{"HSETEX", "h", "PXAT", "FIELDS", "FIELDS", "1", "f", "v"}, []int{7}},      // a bad time: Redis's error
-		{[]string{"HSETEX", "h", "NX", "FIELDS", "1", "f", "v"}, nil},                       // not an option: Redis's error
+		{[]string{"HSETEX", "h", "NX", "FXX", "FIELDS", "1", "f", "v"}, []int{7}},           // Valkey 9's NX
+		{[]string{"HSETEX", "h", "NOSUCH", "FIELDS", "1", "f", "v"}, nil},                   // not an option: Redis's error
 		{[]string{"HSETEX", "h", "FIELDS"}, nil},
 		{[]string{"GET", "k"}, nil},
 	}
