@@ -179,7 +179,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.StringVar(&p.dict, "dict", "none", "compress new values with this published zstd dictionary `ID` (squeeze dict list), or none")
 	fs.StringVar(&p.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&p.logFormat, "log-format", "text", "text or json")
-	fs.BoolVar(&p.check, "check", false, "check the settings and the upstream (PING over a connection made as the proxy makes them), print the settings in force and exit: 0 if all is well, 1 if not")
+	fs.BoolVar(&p.check, "check", false, "check the settings and the upstream (PING over a connection made as the proxy makes them), name the server and its version, print the settings in force and exit: 0 if all is well, 1 if not")
 	fs.BoolVar(&p.jsonOut, "json", false, "with --check: print the settings in force and the warnings as one JSON object")
 	config := fs.String("config", "", "read settings from this file (name = value lines)")
 	return fs, p, config

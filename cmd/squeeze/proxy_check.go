@@ -99,6 +99,13 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 		return fmt.Errorf("upstream %s: %w", redactURL(p.upstream), err)
 	}
 	rtt := time.Since(start)
+	server, err := upstreamServer(cctx, p, srv)
+	serverLine := server.String()
+	if err != nil {
+		serverLine = "unknown (" + err.Error() + ")"
+	} else if w := server.untested(); w != "" {
+		warnings = append(warnings, w)
+	}
 	bulkLine, bulkWarning := checkMaxBulk(cctx, p, srv)
 	if bulkWarning != "" {
 		warnings = append(warnings, bulkWarning)
@@ -107,7 +114,7 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 	inForce, _ := srv.MaxBulkInForce()
 	res := checkResult{
 		OK: true, Listen: p.listen, ClientTLS: listenTLSLine, ClientAuth: p.clientAuth,
-		Upstream: redactURL(p.upstream), PingMicros: float64(rtt.Nanoseconds()) / 1e3, UpstreamCert: upstreamCert,
+		Upstream: redactURL(p.upstream), PingMicros: float64(rtt.Nanoseconds()) / 1e3, Server: serverLine, UpstreamCert: upstreamCert,
 		Codec: codecLabel(srv.Encoder), MinSizeBytes: int64(p.minSize), MinGain: p.minGain, Dict: p.dict,
 		MaxValueBytes: int64(p.maxValue), MaxBulkBytes: inForce, MaxBulk: bulkLine,
 		Scripts: p.scripts, ListSearch: p.listSearch, Procs: procs, Metrics: p.metrics, Warnings: warnings,
@@ -128,6 +135,7 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 	row("client TLS", res.ClientTLS)
 	row("client auth", res.ClientAuth)
 	row("upstream", fmt.Sprintf("%s (answered PING in %s)", res.Upstream, rtt.Round(10*time.Microsecond)))
+	row("server", serverLine)
 	if upstreamCert != "" {
 		row("upstream cert", upstreamCert)
 	}
@@ -160,6 +168,7 @@ type checkResult struct {
 	ClientAuth    string   `json:"client_auth"`
 	Upstream      string   `json:"upstream"` // the URL, password hidden
 	PingMicros    float64  `json:"ping_us"`
+	Server        string   `json:"server"` // "Redis 8.0.2", "Valkey 8.0.1", or "unknown (why)"
 	UpstreamCert  string   `json:"upstream_cert,omitempty"`
 	Codec         string   `json:"codec"`
 	MinSizeBytes  int64    `json:"min_size_bytes"`
@@ -249,4 +258,66 @@ func upstreamMaxBulk(ctx context.Context, p *proxyFlags, srv *proxy.Server) (uni
 		return 0, fmt.Errorf("CONFIG GET proto-max-bulk-len: %q: %w", v, err)
 	}
 	return units.SizeFlag(n), nil
+}
+
+// serverInfo names the server behind the upstream, from INFO server.
+type serverInfo struct {
+	Name         string // "Redis" or "Valkey"
+	Version      string // "8.0.2"
+	Major, Minor int
+}
+
+func (s serverInfo) String() string { return s.Name + " " + s.Version }
+
+// untested returns a warning when the server is older than those squeeze
+// is tested with (Redis 7.0 and 8.0, Valkey 8.0), or "".
+func (s serverInfo) untested() string {
+	if s.Name == "Redis" && s.Major < 7 {
+		return fmt.Sprintf("%s is older than the servers squeeze is tested with (Redis 7.0 and 8.0, Valkey 8.0): "+
+			"commands the proxy rewrites may be missing or behave otherwise there", s)
+	}
+	return ""
+}
+
+// parseServerInfo reads the server's name and version from the reply to
+// INFO server. Valkey reports redis_version 7.2.4 for compatibility and its
+// own version in valkey_version.
+func parseServerInfo(info string) (serverInfo, error) {
+	fields := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	s := serverInfo{Name: "Redis", Version: fields["redis_version"]}
+	if v, ok := fields["valkey_version"]; ok {
+		s = serverInfo{Name: "Valkey", Version: v}
+	}
+	if s.Version == "" {
+		return s, errors.New("INFO server gives no version")
+	}
+	major, rest, _ := strings.Cut(s.Version, ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	var err1, err2 error
+	s.Major, err1 = strconv.Atoi(major)
+	s.Minor, err2 = strconv.Atoi(minor)
+	if err1 != nil || err2 != nil {
+		return s, fmt.Errorf("INFO server: version %q is not major.minor", s.Version)
+	}
+	return s, nil
+}
+
+// upstreamServer asks the upstream which server it is (INFO server).
+// Managed services may refuse INFO; the error says so.
+func upstreamServer(ctx context.Context, p *proxyFlags, srv *proxy.Server) (serverInfo, error) {
+	rdb, err := p.upstreamClient(srv)
+	if err != nil {
+		return serverInfo{}, err
+	}
+	defer rdb.Close()
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return serverInfo{}, fmt.Errorf("INFO server: %w", err)
+	}
+	return parseServerInfo(info)
 }

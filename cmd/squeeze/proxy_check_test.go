@@ -36,6 +36,7 @@ func TestProxyCheck_OK(t *testing.T) {
 		"client TLS   off",
 		"upstream     redis://:***@" + r.Addr + "/2 (answered PING in ",
 		"codec        zstd:3, min-size 1KiB, min-gain 0.1",
+		"server       " + serverOf(t, r).String() + "\n",
 		"rules        session:=lz4:fast;event:=minlz:fastest",
 		"warning: minlz:fastest: writing a codec that squeeze readers built before it cannot read",
 		"max-value    512MiB",
@@ -76,6 +77,9 @@ func TestProxyCheck_JSON(t *testing.T) {
 		got.MaxBulkBytes != 512<<20 || got.MaxValueBytes != 512<<20 || got.PingMicros <= 0 || got.Procs < 1 {
 		t.Errorf("unexpected result: %+v", got)
 	}
+	if want := serverOf(t, r).String(); got.Server != want {
+		t.Errorf("server %q, want %q", got.Server, want)
+	}
 	if want := []string{"a:=zstd:1", "b:=minlz:fastest"}; !slices.Equal(got.Rules, want) {
 		t.Errorf("rules %q, want %q", got.Rules, want)
 	}
@@ -84,7 +88,7 @@ func TestProxyCheck_JSON(t *testing.T) {
 	}
 	var fields map[string]any
 	json.Unmarshal([]byte(out), &fields)
-	for _, f := range []string{"ok", "listen", "client_tls", "upstream", "ping_us", "codec", "min_size_bytes", "max_bulk_bytes", "max_bulk", "warnings"} {
+	for _, f := range []string{"ok", "listen", "client_tls", "upstream", "ping_us", "server", "codec", "min_size_bytes", "max_bulk_bytes", "max_bulk", "warnings"} {
 		if _, ok := fields[f]; !ok {
 			t.Errorf("no field %q in %s", f, out)
 		}
@@ -220,7 +224,7 @@ func TestProxyCheck_MaxBulk(t *testing.T) {
 	if err := rdb.ConfigSet(ctx, "proto-max-bulk-len", "2mb").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-config").Err(); err != nil {
+	if err := rdb.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-config", "-info").Err(); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -236,7 +240,8 @@ func TestProxyCheck_MaxBulk(t *testing.T) {
 		{"CONFIG refused", []string{"--max-bulk", "2MiB", "--upstream", "redis://app:pw@" + r.Addr},
 			[]string{"max-bulk     2MiB (Redis's proto-max-bulk-len unknown: CONFIG GET: NOPERM"}},
 		{"CONFIG refused, default", []string{"--upstream", "redis://app:pw@" + r.Addr},
-			[]string{"max-bulk     512MiB, Redis's default (--max-bulk 0; Redis's proto-max-bulk-len unknown: CONFIG GET: NOPERM"}},
+			[]string{"max-bulk     512MiB, Redis's default (--max-bulk 0; Redis's proto-max-bulk-len unknown: CONFIG GET: NOPERM",
+				"server       unknown (INFO server: NOPERM"}}, // INFO refused too: not a failure
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,6 +287,60 @@ func TestProxyCheck_MaxBulk(t *testing.T) {
 		}
 		if got := string(reply[:n]); got != want {
 			t.Errorf("--max-bulk %s: SET of 1.5 MB: %q, want %q", limit, got, want)
+		}
+	}
+}
+
+// serverOf reads the name and version of the server r, as --check prints
+// them, from its INFO (startRedisWithPassword's servers need the password).
+func serverOf(t *testing.T, r *testutil.Redis) serverInfo {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, Password: "s3cret"})
+	defer rdb.Close()
+	info, err := rdb.Info(context.Background(), "server").Result()
+	if err != nil && strings.Contains(err.Error(), "AUTH") { // no password set
+		info, err = testutil.Do(r.Addr, "INFO", "server")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := parseServerInfo(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestParseServerInfo reads the name and version of Redis and Valkey from
+// INFO server, and warns of servers older than those squeeze is tested
+// with.
+func TestParseServerInfo(t *testing.T) {
+	tests := []struct {
+		info, want, err string
+		untested        bool
+	}{
+		{"# Server\r\nredis_version:8.0.2\r\nredis_git_sha1:00000000\r\nredis_mode:standalone\r\n", "Redis 8.0.2", "", false},
+		{"# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n", "Valkey 8.0.1", "", false},
+		{"redis_version:7.0.15\n", "Redis 7.0.15", "", false},
+		{"redis_version:6.2.14\n", "Redis 6.2.14", "", true},
+		{"redis_version:255.255.255\n", "Redis 255.255.255", "", false}, // unstable builds
+		{"# Server\r\nos:Linux\r\n", "", "gives no version", false},
+		{"redis_version:eight\n", "", "is not major.minor", false},
+		{"", "", "gives no version", false},
+	}
+	for _, tt := range tests {
+		s, err := parseServerInfo(tt.info)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: error %v, want %q", tt.info, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || s.String() != tt.want {
+			t.Errorf("%q: %q, %v; want %q", tt.info, s, err, tt.want)
+		}
+		if got := s.untested() != ""; got != tt.untested {
+			t.Errorf("%q: untested warning %v, want %v", tt.info, got, tt.untested)
 		}
 	}
 }
