@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -189,6 +191,78 @@ func FuzzAppendReply(f *testing.F) {
 		out := r.appendReply(nil, c)
 		if _, rest, err := resp.ReadValue(out); err != nil || len(rest) != 0 {
 			t.Fatalf("shape %d: output is not one value: %v, %d bytes left: %q", c.kind, err, len(rest), out)
+		}
+	})
+}
+
+// FuzzAppendRequest rewrites arbitrary commands (the arguments are the
+// fuzz input split at zero bytes, the name one of the commands that carry
+// values, or any): the request must be one RESP command with as many
+// arguments, each either the client's own bytes or, at a position the
+// command's rule names as a value, a frame that decodes to them (and
+// never a value that begins with the magic left as it is).
+func FuzzAppendRequest(f *testing.F) {
+	s := newTestServer(f, func(s *Server) {
+		s.Rules = []Rule{{Prefix: "z", Encoder: mustEnc(f, "zstd:1", codec.WithMinSize(0))}}
+	})
+	dec, err := codec.NewDecoder()
+	if err != nil {
+		f.Fatal(err)
+	}
+	var names []string
+	for name, info := range commandTable {
+		if info.vals != argsNone {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	doc := compressible(300, 1)
+	for _, seed := range [][]string{
+		{"hsetex", "h", "FIELDS", "2", "f", doc, "g", doc},
+		{"hsetex", "h", "NX", "FXX", "PX", "100", "FIELDS", "1", "f", doc},
+		{"hsetex", "h", "EX", "FIELDS", "FIELDS", "1", "f", doc},
+		{"xadd", "s", "MAXLEN", "~", "10", "*", "f", doc},
+		{"mset", "a", doc, "z", doc, "b"},
+		{"linsert", "l", "BEFORE", doc, doc},
+		{"set", "k", codec.Magic + doc},
+	} {
+		sel := uint8(slices.Index(names, seed[0]))
+		f.Add(sel, []byte(strings.Join(seed[1:], "\x00")))
+	}
+	f.Fuzz(func(t *testing.T, sel uint8, b []byte) {
+		args := [][]byte{nil}
+		if len(b) > 0 {
+			args = append(args, bytes.Split(b, []byte{0})...)
+		}
+		if int(sel) < len(names) {
+			args[0] = []byte(names[sel])
+		} else if len(args) > 1 {
+			args = args[1:] // the name is the fuzzer's own
+		}
+		info := lookup(args[0])
+		first, step := valueArgs(info.vals, args)
+		r := &rewriter{s: s}
+		req := r.appendRequest(nil, info, args)
+		got, n, err := resp.ReadCommand(nil, req, 0)
+		if err != nil || n != len(req) || len(got) != len(args) {
+			t.Fatalf("%q: request is not one command of %d arguments: %v, %d of %d bytes, %d arguments", args, len(args), err, n, len(req), len(got))
+		}
+		for i, a := range got {
+			isValue := step != 0 && i >= first && (i-first)%step == 0
+			switch {
+			case !isValue && !bytes.Equal(a, args[i]):
+				t.Fatalf("%q: argument %d changed, but it is not a value: %q", args, i, a)
+			case !isValue:
+				continue
+			case bytes.Equal(a, args[i]) && bytes.HasPrefix(a, magic):
+				t.Fatalf("%q: value %d begins with the magic and is stored as it is, not wrapped", args, i)
+			case bytes.Equal(a, args[i]):
+				continue // stored raw
+			}
+			v, err := dec.AppendDecode(nil, a)
+			if err != nil || !bytes.Equal(v, args[i]) {
+				t.Fatalf("%q: value %d does not decode to the client's bytes: %v", args, i, err)
+			}
 		}
 	})
 }
