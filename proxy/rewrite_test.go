@@ -93,6 +93,7 @@ func TestRewrite_Allocs(t *testing.T) {
 	value := []byte(compressible(4096, 1))
 	in := resp.AppendCommand(nil, []byte("SET"), []byte("key"), value)
 	in = resp.AppendCommand(in, []byte("MSET"), []byte("doc:1"), value, []byte("other"), value)
+	in = resp.AppendCommand(in, []byte("HSETEX"), []byte("doc:2"), []byte("FXX"), []byte("EX"), []byte("60"), []byte("FIELDS"), []byte("1"), []byte("f"), value)
 	frame := s.Encoder.AppendEncode(nil, value)
 	replies := map[shape][]byte{
 		shapeValue:   resp.AppendBulk(nil, frame),
@@ -101,7 +102,7 @@ func TestRewrite_Allocs(t *testing.T) {
 		shapeEntries: resp.AppendBulk(resp.AppendBulkString(resp.AppendArray(resp.AppendBulkString(resp.AppendArray(resp.AppendArray(nil, 1), 2), "1-1"), 2), "f"), frame),
 	}
 	replies[shapeValues] = resp.AppendNullBulk(replies[shapeValues])
-	args := make([][]byte, 0, 8)
+	args := make([][]byte, 0, 10)
 	req := make([]byte, 0, 64<<10)
 	out := make([]byte, 0, 64<<10)
 	c := newCall()
