@@ -550,6 +550,10 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		// Not fatal: a sidecar may start before its Redis. Commands get a
 		// clear error until the upstream answers, and the proxy keeps trying.
 		logger.Warn("upstream not reachable yet; commands will fail until it is", "upstream", redactURL(p.upstream), "err", err)
+	} else {
+		logged := make(chan struct{})
+		go func() { defer close(logged); logUpstreamServer(ctx, logger, p, srv) }()
+		defer func() { <-logged }() // nothing logs after the proxy has stopped
 	}
 	go func() { // a second signal aborts the drain
 		<-ctx.Done()
@@ -626,6 +630,23 @@ func redactURL(s string) string {
 
 // probeUpstream dials the upstream once (TCP or unix socket only, no TLS or
 // AUTH), to warn at start-up when nothing listens there.
+// logUpstreamServer logs which server the upstream is (INFO server), with
+// a warning for one older than squeeze is tested with. A server that
+// refuses INFO is logged at debug level: it is not a fault.
+func logUpstreamServer(ctx context.Context, logger *slog.Logger, p *proxyFlags, srv *proxy.Server) {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	s, err := upstreamServer(ctx, p, srv)
+	if err != nil {
+		logger.Debug("upstream server unknown", "err", err)
+		return
+	}
+	logger.Info("upstream server", "server", s.String())
+	if w := s.untested(); w != "" {
+		logger.Warn(w)
+	}
+}
+
 func probeUpstream(rawURL string) error {
 	u, err := proxy.ParseUpstream(rawURL)
 	if err != nil {

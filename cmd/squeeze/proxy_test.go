@@ -190,6 +190,9 @@ func TestProxyCommand(t *testing.T) {
 	if !strings.Contains(stderr.String(), `"msg":"squeeze proxy stopped"`) {
 		t.Errorf("log lacks the stop message: %s", stderr.String())
 	}
+	if want := `"msg":"upstream server","server":"` + serverOf(t, r).String() + `"`; !strings.Contains(stderr.String(), want) {
+		t.Errorf("log lacks %s: %s", want, stderr.String())
+	}
 	if strings.Contains(stderr.String(), wantLaterCodecWarning) {
 		t.Errorf("warning about a later codec while writing s2: %s", stderr.String())
 	}
