@@ -13,12 +13,15 @@
 # Usage: bash scripts/bench-proxy.sh            (N=200000 ROUNDS=3)
 #        N=50000 ROUNDS=1 bash scripts/bench-proxy.sh   (quick look)
 #        DOC=path/to/doc.json bash scripts/bench-proxy.sh
+#        SQUEEZE_REDIS_SERVER=path/to/redis-server bash scripts/bench-proxy.sh
+#          (another server, e.g. Redis 8 from bash scripts/setup-redis8.sh)
 # Needs redis-server and redis-benchmark (bash scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-200000}
 ROUNDS=${ROUNDS:-3}
 DOCN=${DOCN:-20000}
+SERVER=${SQUEEZE_REDIS_SERVER:-redis-server}
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -29,7 +32,7 @@ go build -o "$work/squeeze" ./cmd/squeeze
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
 waitport() { for _ in $(seq 200); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "port $1 did not answer" >&2; exit 1; }
 start_redis() {
-  redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --loglevel warning --daemonize no >/dev/null 2>&1 &
+  "$SERVER" --port "$1" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --loglevel warning --daemonize no >/dev/null 2>&1 &
   pids+=($!); waitport "$1"
 }
 start_proxy() { # port upstream-port extra-flags...
@@ -68,7 +71,7 @@ PON=$(freeport); start_proxy "$PON" "$RP"
 
 idle=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown)
 [ "$idle" = haltpoll ] && idle="haltpoll, guest_halt_poll_ns=$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null || echo '?')"
-echo "squeeze proxy vs Redis, $(nproc) cores, $(redis-server --version | awk '{print $3}'), N=$N, median of $ROUNDS, cpuidle: $idle"
+echo "squeeze proxy vs Redis, $(nproc) cores, $("$SERVER" --version | awk '{sub(/^v=/, "", $3); print $1, $3}'), N=$N, median of $ROUNDS, cpuidle: $idle"
 printf '%-34s %12s %12s %9s\n' "benchmark" "direct rps" "proxy rps" "ratio"
 echo "--- compression off (--min-size 1GiB)"
 compare "SET -c 50"       "$RD" "$POFF" -t set -c 50 -n "$N"
