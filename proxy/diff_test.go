@@ -27,6 +27,9 @@ type gen struct {
 	xid    map[string]int // next stream id per key, so XADD is deterministic
 	groups map[string]bool
 	big    int // 1 MB values left in this run
+	// fieldTTL adds Redis 8's HSETEX, HGETEX and HGETDEL, and field
+	// expiry (HPEXPIREAT, HPEXPIRETIME), when the server has them.
+	fieldTTL bool
 }
 
 var words = []string{"squeeze", "redis", "value", "json", "proxy", "{\"a\":1}", "lorem", "ipsum"}
@@ -82,7 +85,11 @@ func (g *gen) command() (args []string, unordered bool) {
 	if g.r.IntN(30) == 0 { // cross-family access: WRONGTYPE both ways
 		s, h, l = h, l, s
 	}
-	switch g.r.IntN(73) {
+	n := 73
+	if g.fieldTTL {
+		n = 78
+	}
+	switch g.r.IntN(n) {
 	case 0:
 		return []string{"SET", s, g.value()}, false
 	case 1:
@@ -256,6 +263,26 @@ func (g *gen) command() (args []string, unordered bool) {
 		return []string{"COPY", s, g.key("s"), "REPLACE"}[:3+g.r.IntN(2)], false
 	case 71:
 		return []string{"RENAME", s, g.key("s")}, false
+	// Hash fields with expiry, only with fieldTTL. Times are absolute, so
+	// both servers give the same replies.
+	case 73, 74:
+		opts := [][]string{nil, {"FNX"}, {"FXX"}, {"PXAT", "4102444800000"}, {"FXX", "EXAT", "4102444800"}, {"KEEPTTL"}}
+		cmd := append([]string{"HSETEX", h}, opts[g.r.IntN(len(opts))]...)
+		if g.r.IntN(2) == 0 {
+			return append(cmd, "FIELDS", "1", "f"+g.num(0, 5), g.value()), false
+		}
+		return append(cmd, "FIELDS", "2", "f"+g.num(0, 5), g.value(), "f"+g.num(0, 5), g.value()), false
+	case 75:
+		opts := [][]string{nil, {"PERSIST"}, {"PXAT", "4102444800001"}}
+		cmd := append([]string{"HGETEX", h}, opts[g.r.IntN(len(opts))]...)
+		return append(cmd, "FIELDS", "2", "f"+g.num(0, 5), "f"+g.num(0, 5)), false
+	case 76:
+		return []string{"HGETDEL", h, "FIELDS", "1", "f" + g.num(0, 5)}, false
+	case 77:
+		if g.r.IntN(2) == 0 {
+			return []string{"HPEXPIREAT", h, "4102444800002", "FIELDS", "1", "f" + g.num(0, 5)}, false
+		}
+		return []string{"HPEXPIRETIME", h, "FIELDS", "2", "f" + g.num(0, 5), "f" + g.num(0, 5)}, false
 	default:
 		return []string{"EXISTS", s, h, l, x}, false
 	}
@@ -314,7 +341,8 @@ func canon(reply string, unordered bool, cmd string) string {
 // identical replies. Each new connection goes through one of five proxies
 // with other settings (s2, zstd:1, raw, per-prefix rules, RequireAuth) on
 // the same Redis, so values are also read and searched under settings other
-// than the ones that wrote them. Run it longer with -diff.n=100000.
+// than the ones that wrote them. On servers with Redis 8's HSETEX it sends
+// the hash field expiry commands too. Run it longer with -diff.n=100000.
 func TestDifferential(t *testing.T) {
 	seed := *diffSeed
 	if seed == 0 {
@@ -345,7 +373,8 @@ func TestDifferential(t *testing.T) {
 		// Every client on a private connection from its first command.
 		startProxy(t, e.redis.URL(), e.redis, func(s *Server) { s.RequireAuth = true }),
 	}
-	g := &gen{r: rand.New(rand.NewPCG(seed, 1)), xid: map[string]int{}, groups: map[string]bool{}, big: 4 + *diffN/2000}
+	g := &gen{r: rand.New(rand.NewPCG(seed, 1)), xid: map[string]int{}, groups: map[string]bool{}, big: 4 + *diffN/2000,
+		fieldTTL: testutil.HasCommand(t, direct.Addr, "HSETEX")} // Redis 8
 	n := *diffN
 	var a, b *rawConn
 	var hist []string
