@@ -30,8 +30,17 @@ if [ ${#need[@]} -gt 0 ]; then bash "$(dirname "$0")/apt-install.sh" "${need[@]}
 
 # The source lives in the Debian archive the machine already uses: take
 # its mirror from apt's own list of sources.
-mirror=$(apt-get indextargets --format '$(REPO_URI) $(CODENAME)' 2>/dev/null |
-  awk '$2 ~ /^(bookworm|trixie)(-updates|-backports)?$/ && $1 !~ /security/ {print $1; exit}')
+find_mirror() {
+  apt-get indextargets --format '$(REPO_URI) $(CODENAME)' 2>/dev/null |
+    awk '$2 ~ /^(bookworm|trixie)(-updates|-backports)?$/ && $1 !~ /security/ {print $1; exit}'
+}
+mirror=$(find_mirror)
+if [ -z "$mirror" ]; then # indextargets lists only the sources apt has read
+  sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq || true
+  mirror=$(find_mirror)
+fi
 if [ -z "$mirror" ]; then
   echo "setup-redis8: no Debian mirror among apt's sources to fetch the Redis $version source from" >&2
   exit 3
