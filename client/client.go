@@ -18,8 +18,9 @@
 // The command families are those of the proxy: string values (SET, SETNX,
 // SETEX, PSETEX, GETSET, MSET, MSETNX and GET, GETDEL, GETEX, MGET...), hash
 // field values (HSET, HSETNX, HMSET, Redis 8's HSETEX and HGET, HMGET,
-// HGETALL, HVALS, HRANDFIELD WITHVALUES, HSCAN, HGETEX, HGETDEL), list elements (LPUSH, RPUSH, LPUSHX, RPUSHX,
-// LSET and LRANGE, LINDEX, LPOP, RPOP, BLPOP, BRPOP, LMOVE, LMPOP...) and
+// HGETALL, HVALS, HRANDFIELD WITHVALUES, HSCAN, HGETEX, HGETDEL), list
+// elements (LPUSH, RPUSH, LPUSHX, RPUSHX, LSET and LRANGE, LINDEX, LPOP,
+// RPOP, BLPOP, BRPOP, LMOVE, LMPOP...) and
 // stream field values (XADD and XRANGE, XREVRANGE, XREAD, XREADGROUP, XCLAIM,
 // XAUTOCLAIM). Keys, hash field names, set and sorted-set members and stream
 // field names are never compressed.
