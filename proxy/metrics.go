@@ -23,6 +23,7 @@ type Metrics struct {
 	redirects    *prometheus.CounterVec
 	failovers    prometheus.Counter
 	reloads      *prometheus.CounterVec
+	upstreamInfo *prometheus.GaugeVec
 	latency      *prometheus.HistogramVec
 	// Pre-resolved children keep the hot path free of label lookups.
 	outcome  [3]prometheus.Counter
@@ -58,10 +59,11 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 		failovers:    prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_sentinel_failovers_total", Help: "Master switches announced by Redis Sentinel (sentinel:// upstreams); each closes the upstream connections."}),
 		reloads:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_config_reloads_total", Help: "Reloads of the write policy (SIGHUP), by outcome: ok, or failed (the policy in force is unchanged)."}, []string{"outcome"}),
 		redirects:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_cluster_redirects_total", Help: "Redis Cluster redirections and topology replies, by outcome: rewritten (to name the proxy in front of the node) or refused (no proxy address for the node)."}, []string{"outcome"}),
+		upstreamInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "squeeze_proxy_upstream_info", Help: "The server behind the upstream, as INFO server names it when the proxy starts: 1 for its name (Redis, Valkey) and version."}, []string{"server", "version"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "squeeze_proxy_command_seconds", Help: "Time from reading a command to having its reply ready, by command.",
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16)}, []string{"cmd"}),
 	}
-	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.upErrors, m.redirects, m.failovers, m.reloads, m.latency)
+	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.upErrors, m.redirects, m.failovers, m.reloads, m.upstreamInfo, m.latency)
 	m.outcome[codec.Compressed] = m.values.WithLabelValues("compressed")
 	m.outcome[codec.StoredRaw] = m.values.WithLabelValues("raw")
 	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
@@ -105,6 +107,17 @@ func (m *Metrics) clusterRedirect(rewritten bool) {
 	if m != nil {
 		m.redirects.WithLabelValues(map[bool]string{true: "rewritten", false: "refused"}[rewritten]).Inc()
 	}
+}
+
+// UpstreamServer records the server behind the upstream (name such as
+// Redis or Valkey, and version) in squeeze_proxy_upstream_info, replacing
+// what an earlier call recorded.
+func (m *Metrics) UpstreamServer(name, version string) {
+	if m == nil {
+		return
+	}
+	m.upstreamInfo.Reset()
+	m.upstreamInfo.WithLabelValues(name, version).Set(1)
 }
 
 // Reloaded counts a reload of the write policy (squeeze proxy on SIGHUP)

@@ -642,6 +642,7 @@ func logUpstreamServer(ctx context.Context, logger *slog.Logger, p *proxyFlags, 
 		return
 	}
 	logger.Info("upstream server", "server", s.String())
+	srv.Metrics.UpstreamServer(s.Name, s.Version)
 	if w := s.untested(); w != "" {
 		logger.Warn(w)
 	}

@@ -158,6 +158,21 @@ func TestProxyCommand(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	// The proxy reads the server's name and version once it listens.
+	server := serverOf(t, r)
+	wantInfo := `squeeze_proxy_upstream_info{server="` + server.Name + `",version="` + server.Version + `"} 1`
+	for i := 0; !strings.Contains(string(body), wantInfo); i++ {
+		if i == 100 {
+			t.Fatalf("/metrics lacks %s", wantInfo)
+		}
+		time.Sleep(50 * time.Millisecond)
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
 	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n"} {
 		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + path)
 		if err != nil {
@@ -190,7 +205,7 @@ func TestProxyCommand(t *testing.T) {
 	if !strings.Contains(stderr.String(), `"msg":"squeeze proxy stopped"`) {
 		t.Errorf("log lacks the stop message: %s", stderr.String())
 	}
-	if want := `"msg":"upstream server","server":"` + serverOf(t, r).String() + `"`; !strings.Contains(stderr.String(), want) {
+	if want := `"msg":"upstream server","server":"` + server.String() + `"`; !strings.Contains(stderr.String(), want) {
 		t.Errorf("log lacks %s: %s", want, stderr.String())
 	}
 	if strings.Contains(stderr.String(), wantLaterCodecWarning) {
