@@ -159,7 +159,7 @@ func TestProxyCommand(t *testing.T) {
 		}
 	}
 	// The proxy reads the server's name and version once it listens.
-	server := serverOf(t, r)
+	server := serverOf(t, r, "")
 	wantInfo := `squeeze_proxy_upstream_info{server="` + server.Name + `",version="` + server.Version + `"} 1`
 	for i := 0; !strings.Contains(string(body), wantInfo); i++ {
 		if i == 100 {
