@@ -43,8 +43,11 @@
 // (from the frame header, atomically, with a small script), and so are
 // GETRANGE and SUBSTR (from the decoded value); APPEND, SETRANGE, the bit
 // commands, LCS, LINSERT, LREM, LPOS, SORT, SET and DELEX with IFEQ, IFNE,
-// IFDEQ or IFDNE (Redis 8.4), and scripts (EVAL, FCALL...) are refused unless Config.Raw says every key they
-// touch is stored uncompressed (or, for scripts, Config.AllowScripts is set).
+// IFDEQ or IFDNE (Redis 8.4, Valkey 8.1), DIGEST (Redis 8.4), DELIFEQ
+// (Valkey 9), and scripts (EVAL, FCALL...) are refused unless Config.Raw says
+// every key they touch is stored uncompressed (or, for scripts,
+// Config.AllowScripts is set). squeeze proxy serves the comparisons and
+// DIGEST exactly, inside a script.
 package client
 
 import (
@@ -491,7 +494,8 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 		}
 		// Malformed: send as is, Redis answers with its own error.
 	case "append", "setrange", "setbit", "getbit", "bitcount", "bitpos",
-		"bitfield", "bitfield_ro", "linsert", "lrem", "lpos", "sort", "sort_ro":
+		"bitfield", "bitfield_ro", "linsert", "lrem", "lpos", "sort", "sort_ro",
+		"delifeq", "digest": // Valkey 9's compare-and-delete; Redis 8.4's hash of the stored bytes
 		if !h.isRaw(key) {
 			p.refused = true
 			return p, &Error{Command: p.name, Key: key, Err: ErrUnsupported}

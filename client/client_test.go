@@ -392,6 +392,8 @@ func TestHook_Unsupported(t *testing.T) {
 		h.Do(ctx, "SET", "s", "v", "IFEQ", v),
 		h.Do(ctx, "SET", "s", "v", "EX", 10, "ifdne", "0123456789abcdef"),
 		h.Do(ctx, "DELEX", "s", "IFNE", v),
+		h.Do(ctx, "DELIFEQ", "s", v),
+		h.Do(ctx, "DIGEST", "s"),
 	}
 	for _, c := range refused {
 		if !errors.Is(c.Err(), ErrUnsupported) {

@@ -437,7 +437,8 @@ func (c *client) process(inLoop bool) bool {
 			off += m
 			continue
 		}
-		info := lookup(args[0])
+		// SET and DELEX that compare the value run as inspect commands.
+		info := c.s.served(conditional(lookup(args[0]), args))
 		if inLoop && (!c.loopable() || m > maxLoopCommand || !c.loopSafe(info, args)) {
 			c.handOff = true
 			break
@@ -629,17 +630,6 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+" is disabled by --scripts=reject: scripts would see compressed values")))
 		return true
 	}
-	refused := compareRefusal(info, args)
-	if refused != "" {
-		if !c.inMulti {
-			c.enqueue(c.localCall(info.name, resp.AppendError(nil, refused)))
-			return true
-		}
-		// Redis must discard the transaction at EXEC, as for a command it
-		// refuses itself: send the command's name alone, an arity error
-		// at queue time, and show the client the reason instead.
-		info, args = unknownCmd, args[:1]
-	}
 	if c.pinned == nil && (needsPin(info, args) || c.s.RequireAuth) {
 		if err := c.pin(); err != nil {
 			c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: cannot open a private upstream connection for "+info.name+": "+err.Error())))
@@ -752,7 +742,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	if expect {
 		cl = newCall()
 		cl.notify, cl.owner = c.ready, c
-		cl.cmd, cl.cmdID, cl.kind, cl.start, cl.refused = info.name, info.id, kind, start, refused
+		cl.cmd, cl.cmdID, cl.kind, cl.start = info.name, info.id, kind, start
 		c.seq++
 		cl.seq = c.seq
 		if info.flags&flagMulti != 0 {

@@ -82,8 +82,11 @@ type cmdInfo struct {
 	flags cmdFlag
 	keys  inspectKeys
 	// headOnly: the inspect command needs only the frame header of a
-	// compressed value (STRLEN, HSTRLEN); readOnly: it does not write.
-	headOnly, readOnly bool
+	// compressed value (STRLEN, HSTRLEN); readOnly: it does not write;
+	// compare: it compares the value with an argument and then may replace
+	// or delete it (SET ... IFEQ, DELEX ... IFEQ, DELIFEQ): what it leaves
+	// stays, and a value it left alone gets its frame back.
+	headOnly, readOnly, compare bool
 	// arity as in COMMAND INFO: exact when positive, a minimum when
 	// negative. Inspect commands with a wrong count pass through, so the
 	// client gets Redis's own arity error.
@@ -103,10 +106,27 @@ func def(name string, vals argRule, reply shape, flags cmdFlag) *cmdInfo {
 	return c
 }
 
-func inspect(name string, arity int, keys inspectKeys, readOnly, headOnly bool) {
+func inspect(name string, arity int, keys inspectKeys, readOnly, headOnly bool) *cmdInfo {
 	c := def(name, argsNone, shapeNone, flagInspect)
 	c.keys, c.readOnly, c.headOnly, c.arity = keys, readOnly, headOnly, arity
+	return c
 }
+
+// compareForm returns base's inspect form for a command that compares a
+// stored string with an argument and then may write or delete it (see
+// cmdInfo.compare). It keeps base's name, id and value rule, so metrics
+// count it as base and its value is compressed.
+func compareForm(base *cmdInfo, arity int) *cmdInfo {
+	c := *base
+	c.flags |= flagInspect
+	c.keys, c.compare, c.arity = keysFirst, true, arity
+	return &c
+}
+
+// setIf and delexIf are SET and DELEX with a condition on the stored value
+// (see conditional); the others are the commands conditional and
+// Server.served look for.
+var setIf, delexIf, setCmd, delexCmd, digestCmd, delifeqCmd *cmdInfo
 
 // arityOK reports whether n arguments (command name included) fit arity.
 func arityOK(arity, n int) bool {
@@ -235,38 +255,45 @@ func init() {
 	inspect("INCRBYFLOAT", 3, keysFirst, false, false)
 	inspect("HSTRLEN", 3, keysHash, true, true)
 	inspect("HINCRBYFLOAT", 4, keysHash, false, false)
+	// Redis 8.4's DIGEST hashes the value (XXH3); the script gives it the
+	// decoded bytes. Conditions on the stored value: see conditional.
+	digestCmd = inspect("DIGEST", 2, keysFirst, true, false)
+	setCmd, delexCmd = commandTable["set"], def("DELEX", argsNone, shapeNone, 0)
+	setIf, delexIf = compareForm(setCmd, -3), compareForm(delexCmd, -2)
+	delifeqCmd = inspect("DELIFEQ", 3, keysFirst, false, false) // Valkey 9
+	delifeqCmd.compare = true
 	// INCR, DECR, INCRBY, DECRBY and HINCRBY pass through: a stored integer
 	// has at most 20 bytes and never compresses, so a compressed value is
 	// never an integer and Redis's "not an integer" error is the exact reply.
 }
 
-// compareRefusal returns the error for a command that would compare a
-// stored value's bytes with an argument, which a compressed value never
-// equals, or "": SET and DELEX with IFEQ, IFNE, IFDEQ or IFDNE (Redis 8.4,
-// Valkey 8.1; older servers refuse these options as syntax errors).
-// Exactness would need the proxy to decode inside the compare; until then
-// the proxy refuses rather than answer as if the values differed.
-func compareRefusal(info *cmdInfo, args [][]byte) string {
-	from := 3 // SET key value [options]
-	switch {
-	case info.name == "SET":
-	case info == unknownCmd && len(args) > 0 && is(args[0], "DELEX"):
-		from = 2 // DELEX key [IFEQ value ...]
+// conditional returns the inspect form of SET and DELEX when they carry a
+// condition that compares the stored value (IFEQ, IFNE, IFDEQ or IFDNE:
+// Redis 8.4; SET ... IFEQ: Valkey 8.1), else info. Redis would compare a
+// compressed value's frame, which never equals the argument, so the proxy
+// runs the command inside the inspect script on the decoded value, which
+// makes the comparison, and the digest, Redis's own. Older servers refuse
+// these options as syntax errors, and do so inside the script too.
+func conditional(info *cmdInfo, args [][]byte) *cmdInfo {
+	from, cond := 3, setIf // SET key value [options]
+	switch info {
+	case setCmd:
+	case delexCmd:
+		from, cond = 2, delexIf // DELEX key [IFEQ value ...]
 	default:
-		return ""
+		return info
 	}
 	for i := from; i < len(args); i++ {
-		for _, cond := range []string{"IFEQ", "IFNE", "IFDEQ", "IFDNE"} {
-			if is(args[i], cond) {
-				name := "SET"
-				if from == 2 {
-					name = "DELEX"
-				}
-				return "ERR squeeze: " + name + " " + cond + " would compare the stored, compressed bytes, not the value; compare in the client (WATCH, GET, then MULTI/EXEC)"
+		if len(args[i]) < 4 || len(args[i]) > 5 {
+			continue
+		}
+		for _, c := range [...]string{"IFEQ", "IFNE", "IFDEQ", "IFDNE"} {
+			if is(args[i], c) {
+				return cond
 			}
 		}
 	}
-	return ""
+	return info
 }
 
 // lookup finds a command by name without allocating.

@@ -30,6 +30,11 @@ type gen struct {
 	// fieldTTL adds Redis 8's HSETEX, HGETEX and HGETDEL, and field
 	// expiry (HPEXPIREAT, HPEXPIRETIME), when the server has them.
 	fieldTTL bool
+	// setIf adds SET ... IFEQ and IFNE (Valkey 8.1, Redis 8.4), delIfEq
+	// DELIFEQ (Valkey 9); half of their comparisons use the value last
+	// SET under the key (last).
+	setIf, delIfEq bool
+	last           map[string]string
 }
 
 var words = []string{"squeeze", "redis", "value", "json", "proxy", "{\"a\":1}", "lorem", "ipsum"}
@@ -89,12 +94,15 @@ func (g *gen) command() (args []string, unordered bool) {
 	if g.fieldTTL {
 		n = 78
 	}
+	if (g.setIf || g.delIfEq) && g.r.IntN(25) == 0 {
+		return g.compare(s), false
+	}
 	switch g.r.IntN(n) {
 	case 0:
-		return []string{"SET", s, g.value()}, false
+		return []string{"SET", s, g.remember(s, g.value())}, false
 	case 1:
 		opts := [][]string{{"EX", "100000"}, {"PX", "100000000"}, {"NX"}, {"XX"}, {"KEEPTTL"}, {"GET"}, {"XX", "GET"}, {"EXAT", "4102444800"}}
-		return append([]string{"SET", s, g.value()}, opts[g.r.IntN(len(opts))]...), false
+		return append([]string{"SET", s, g.remember(s, g.value())}, opts[g.r.IntN(len(opts))]...), false
 	case 2, 3:
 		return []string{"GET", s}, false
 	case 4:
@@ -288,6 +296,28 @@ func (g *gen) command() (args []string, unordered bool) {
 	}
 }
 
+// remember notes v as the value last SET under key s, for compare.
+func (g *gen) remember(s, v string) string {
+	if g.last != nil {
+		g.last[s] = v
+	}
+	return v
+}
+
+// compare returns SET ... IFEQ or IFNE (setIf), or DELIFEQ (delIfEq), with
+// the value last SET under s or another.
+func (g *gen) compare(s string) []string {
+	cmp, ok := g.last[s]
+	if !ok || g.r.IntN(2) == 0 {
+		cmp = g.value()
+	}
+	if g.delIfEq && (!g.setIf || g.r.IntN(4) == 0) {
+		return []string{"DELIFEQ", s, cmp}
+	}
+	cmd := []string{"SET", s, g.remember(s, g.value()), []string{"IFEQ", "IFNE"}[g.r.IntN(2)], cmp}
+	return append(cmd, [][]string{nil, {"GET"}, {"PXAT", "4102444800000"}, {"KEEPTTL", "GET"}}[g.r.IntN(4)]...)
+}
+
 // pick returns a short value that LINSERT, LPOS and LREM may find.
 func (g *gen) pick() string {
 	return []string{"1", "-3", "", "squeeze "}[g.r.IntN(4)]
@@ -374,7 +404,10 @@ func TestDifferential(t *testing.T) {
 		startProxy(t, e.redis.URL(), e.redis, func(s *Server) { s.RequireAuth = true }),
 	}
 	g := &gen{r: rand.New(rand.NewPCG(seed, 1)), xid: map[string]int{}, groups: map[string]bool{}, big: 4 + *diffN/2000,
-		fieldTTL: testutil.HasCommand(t, direct.Addr, "HSETEX")} // Redis 8
+		fieldTTL: testutil.HasCommand(t, direct.Addr, "HSETEX"),  // Redis 8
+		setIf:    testutil.HasSetIf(t, direct.Addr),              // Valkey 8.1, Redis 8.4
+		delIfEq:  testutil.HasCommand(t, direct.Addr, "DELIFEQ"), // Valkey 9
+		last:     map[string]string{}}
 	n := *diffN
 	var a, b *rawConn
 	var hist []string

@@ -35,7 +35,9 @@ func TestHarnessDifferential(t *testing.T) {
 			}
 		})
 		cfg := difftest.Config{Seed: harnessSeed(), Steps: harnessSteps(), RESP3: tc.resp3, MaxValue: 1 << 20,
-			HashFieldExpiry: testutil.HasCommand(t, direct.Addr, "HSETEX")} // Redis 8
+			HashFieldExpiry: testutil.HasCommand(t, direct.Addr, "HSETEX"),  // Redis 8
+			SetIf:           testutil.HasSetIf(t, direct.Addr),              // Valkey 8.1, Redis 8.4
+			DelIfEq:         testutil.HasCommand(t, direct.Addr, "DELIFEQ")} // Valkey 9
 		res, err := difftest.Run(direct.Addr, e.addr, cfg)
 		if err != nil {
 			t.Fatalf("resp3=%v goroutine reads=%v require auth=%v: %v", tc.resp3, tc.goroutines, tc.requireAuth, err)

@@ -24,7 +24,11 @@ import (
 // decoded bytes, runs the command, and then puts the frames back for
 // read-only commands and for a command that failed (an error reply: Redis
 // changed nothing, so its destination still holds its own bytes, which
-// must not be wrapped). Write commands that succeed (APPEND, SETRANGE,
+// must not be wrapped). A command that compares the value with an argument
+// and then may replace or delete it (SET ... IFEQ and its kin, DELEX with a
+// condition, DELIFEQ) leaves what it wrote, a frame the proxy compressed,
+// and the frame is put back where the key still holds the decoded bytes.
+// Other write commands that succeed (APPEND, SETRANGE,
 // SETBIT, BITFIELD, BITOP, INCRBYFLOAT, HINCRBYFLOAT) leave the value
 // uncompressed, wrapped in a none frame only if it begins with the magic;
 // the next SET compresses it. Strings are put back with SET KEEPTTL; a hash
@@ -49,7 +53,7 @@ import (
 // same transaction (SET, MSET, HSET ...), and those of the source of a COPY
 // or RENAME queued earlier. Only if yet another value appears by EXEC does
 // that one reply become an error.
-const inspectScript = `local restore, field, written, head, m = ARGV[1] == '1', ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5])
+const inspectScript = `local restore, compare, field, written, head, m = ARGV[1] == '1', ARGV[1] == '2', ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5])
 local function get(k) if field ~= '' then return redis.pcall('HGET', k, field) end return redis.pcall('GET', k) end
 local function put(k, v)
   if field == '' then redis.call('SET', k, v, 'KEEPTTL') return end
@@ -108,6 +112,8 @@ for k, v in pairs(dec) do put(k, v) end
 local r = redis.pcall(unpack(ARGV, 6 + 3*m))
 if restore or (type(r) == 'table' and r.err) then
   for k, v in pairs(orig) do put(k, v) end
+elseif compare then
+  for k, v in pairs(orig) do if get(k) == dec[k] then put(k, v) end end
 elseif field ~= '' then
   for k, v in pairs(orig) do
     local now = get(k)
@@ -145,7 +151,7 @@ func inspectKeyArgs(info *cmdInfo, args [][]byte) (first, end int) {
 
 // writtenKey returns the string key a write command stores into, or nil.
 func writtenKey(info *cmdInfo, args [][]byte) []byte {
-	if info.readOnly || info.keys == keysHash {
+	if info.readOnly || info.compare || info.keys == keysHash {
 		return nil
 	}
 	if info.keys == keysFrom3 {
@@ -199,7 +205,12 @@ func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, 
 	for _, k := range args[first:end] {
 		dst = resp.AppendBulk(dst, k)
 	}
-	dst = appendFlag(dst, info.readOnly)
+	switch { // the script's mode
+	case info.compare:
+		dst = resp.AppendBulkString(dst, "2")
+	default:
+		dst = appendFlag(dst, info.readOnly)
+	}
 	if info.keys == keysHash && len(args) > 2 {
 		dst = resp.AppendBulk(dst, args[2])
 	} else {
@@ -284,6 +295,7 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) *call {
 	}
 	var cands []candidate
 	byName := true
+	args = c.storedArgs(info, args)
 	for attempt := 0; attempt < maxInspectRetries; attempt++ {
 		r := c.roundtrip(appendInspect(nil, info, args, cands, true, info.headOnly, byName))
 		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
@@ -361,7 +373,28 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 		r.release()
 	}
 	// By its text: a NOSCRIPT error at EXEC could not be retried.
-	return appendInspect(dst, info, args, cands, true, false, false)
+	return appendInspect(dst, info, c.storedArgs(info, args), cands, true, false, false)
+}
+
+// storedArgs returns args with the values the command writes (SET ...
+// IFEQ's) replaced by what the write policy of the key stores, or args
+// itself when it writes none: the script runs the command as it gets it.
+func (c *client) storedArgs(info *cmdInfo, args [][]byte) [][]byte {
+	if info.vals == argsNone || len(args) < 2 {
+		return args
+	}
+	first, step := valueArgs(info.vals, args)
+	if step == 0 || first >= len(args) {
+		return args
+	}
+	out := slices.Clone(args)
+	pol := c.s.policyFor(args[1])
+	for i := first; i < len(out); i += step {
+		if enc, o := pol.encode(c.s.metrics, nil, args[i]); o != codec.StoredRaw {
+			out[i] = enc
+		}
+	}
+	return out
 }
 
 // txSources returns key and the keys whose values COPY or RENAME commands

@@ -2,7 +2,10 @@ package proxy
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -141,43 +144,182 @@ func TestProxy_UnknownCommandReplies(t *testing.T) {
 	}
 }
 
-// TestProxy_CompareRefused: SET and DELEX with IFEQ, IFNE, IFDEQ or IFDNE
-// (newer servers) would compare stored, compressed bytes: they get an
-// error that says why; inside MULTI the transaction is discarded at EXEC,
-// as for a command Redis refuses. A value that is the word IFEQ is fine.
-func TestProxy_CompareRefused(t *testing.T) {
+// TestProxy_Compare: SET with IFEQ or IFNE (Valkey 8.1, Redis 8.4), DELEX
+// with a condition and DIGEST (Redis 8.4), and DELIFEQ (Valkey 9) compare
+// or hash the value, not its frame: every reply equals the server's own on
+// the same values, in RESP2, RESP3 and MULTI, errors included. A value the
+// condition left alone keeps its frame and its expiry; a value written
+// replaces it, compressed. On servers without these commands both sides
+// give the same errors.
+func TestProxy_Compare(t *testing.T) {
 	e := startEnv(t)
-	c := dialRaw(t, e.addr)
-	for _, cmd := range [][]string{
-		{"SET", "k", "v", "IFEQ", "x"},
-		{"set", "k", "v", "ex", "10", "ifne", "x"},
-		{"SET", "k", "v", "IFDEQ", "0123456789abcdef"},
-		{"DELEX", "k", "IFDNE", "0123456789abcdef"},
-	} {
-		got := c.do(cmd...)
-		cond := strings.ToUpper(cmd[len(cmd)-2])
-		if want := "-ERR squeeze: " + strings.ToUpper(cmd[0]) + " " + cond + " would compare the stored, compressed bytes"; !strings.HasPrefix(got, want) {
-			t.Fatalf("%q: %q, want %q...", cmd, got, want)
+	plain := testutil.StartRedis(t)
+	setIf := strings.HasPrefix(dialRaw(t, plain.Addr).do("SET", "probe", "v", "IFEQ", "v"), "$-1") // no key: not set
+	delIf := testutil.HasCommand(t, plain.Addr, "DELIFEQ")
+	digest := testutil.HasCommand(t, plain.Addr, "DIGEST")
+	t.Logf("%s: SET IFEQ %v, DELIFEQ %v, DIGEST %v", testutil.ServerPath(), setIf, delIf, digest)
+	v1, v2, v3 := compressible(5000, 1), compressible(6000, 2), compressible(7000, 3)
+	script := [][]string{
+		{"SET", "k", v1},
+		{"EXPIREAT", "k", "4102444800"},
+		{"SET", "k", v2, "IFEQ", v2}, // differs: not set, k keeps its frame and expiry
+		{"EXPIRETIME", "k"},
+		{"SET", "k", v2, "IFEQ", v1, "KEEPTTL"},
+		{"GET", "k"},
+		{"EXPIRETIME", "k"},
+		{"SET", "k", v3, "IFEQ", v1, "GET"}, // not set: the old value
+		{"SET", "k", v3, "IFNE", v1, "GET"}, // set: the old value
+		{"GET", "k"},
+		{"SET", "k", "small", "IFNE", v3},
+		{"SET", "k", v1, "ifeq", v3, "EX", "100"},
+		{"SET", "k", v1, "IFEQ", "small", "PXAT", "4102444800000"},
+		{"GET", "k"},
+		{"PEXPIRETIME", "k"},
+		{"SET", "none", v1, "IFEQ", v1},
+		{"EXISTS", "none"},
+		{"SET", "none", v1, "IFNE", v1},
+		{"GET", "none"},
+		{"HSET", "h", "f", v1},
+		{"SET", "h", v1, "IFEQ", v1},
+		{"SET", "k", v2, "IFEQ"},
+		{"SET", "k", v2, "IFEQ", v1, "NX"},
+		{"SET", "k", v2, "IFEQ", v1, "IFNE", v1},
+		{"SET", "k", "IFEQ"}, // the value is the word
+		{"SET", "k", v1},
+		{"DELIFEQ", "k", v2},
+		{"EXISTS", "k"},
+		{"DELIFEQ", "k", v1},
+		{"EXISTS", "k"},
+		{"DELIFEQ", "h", v1},
+		{"SET", "k", v1},
+		{"DELEX", "k", "IFNE", v1},
+		{"DELEX", "k", "IFEQ", v2},
+		{"DIGEST", "k"},
+		{"DELEX", "k", "IFEQ", v1},
+		{"DELEX", "k"},
+		{"SET", "k", v1},
+		{"MULTI"},
+		{"SET", "k", v2, "IFEQ", v1},
+		{"GET", "k"},
+		{"SET", "k", v3, "IFEQ", v1},
+		{"DELIFEQ", "k", v3},
+		{"SET", "m", v3},
+		{"SET", "m", v1, "IFNE", v1, "GET"},
+		{"EXEC"},
+		{"GET", "m"},
+	}
+	// Without HELLO on the proxy's shared connections, with HELLO on a
+	// private one.
+	for _, proto := range []string{"", "2", "3"} {
+		p, d := dialRaw(t, e.addr), dialRaw(t, plain.Addr)
+		for _, c := range []*rawConn{p, d} {
+			c.do("FLUSHALL")
+			if proto == "" {
+				continue
+			}
+			if got := c.do("HELLO", proto); strings.HasPrefix(got, "-") {
+				t.Fatalf("HELLO %s: %q", proto, got)
+			}
+		}
+		for _, cmd := range script {
+			got, want := p.do(cmd...), d.do(cmd...)
+			if got != want {
+				t.Fatalf("RESP%s %.60q: proxy %.80q, server %.80q", proto, cmd, got, want)
+			}
+		}
+		if digest { // the digest the server gives for the value, taken from it
+			for _, c := range []*rawConn{p, d} {
+				c.do("SET", "k", v1)
+			}
+			dig := d.do("DIGEST", "k")
+			_, hex, _ := strings.Cut(strings.TrimSpace(dig), "\r\n")
+			for _, cmd := range [][]string{
+				{"DIGEST", "k"},
+				{"SET", "k", v2, "IFDNE", hex},
+				{"SET", "k", v2, "IFDEQ", hex},
+				{"GET", "k"},
+				{"SET", "k", v1},
+				{"DELEX", "k", "IFDNE", hex},
+				{"DELEX", "k", "IFDEQ", hex},
+				{"EXISTS", "k"},
+			} {
+				if got, want := p.do(cmd...), d.do(cmd...); got != want {
+					t.Fatalf("RESP%s %.60q: proxy %.80q, server %.80q", proto, cmd, got, want)
+				}
+			}
 		}
 	}
-	if got := c.do("SET", "k", "IFEQ"); got != "+OK\r\n" {
-		t.Fatalf("SET k IFEQ (the value): %q", got)
+	if !setIf {
+		return
 	}
-	if got := c.do("DELEX", "k"); !strings.Contains(got, "unknown command") {
-		t.Fatalf("DELEX without a condition goes to Redis: %q", got)
-	}
-	c.send([]string{"MULTI"}, []string{"SET", "a", "1"}, []string{"SET", "k", "v", "IFEQ", "IFEQ"}, []string{"EXEC"})
-	for i, want := range []string{"+OK", "+QUEUED", "-ERR squeeze: SET IFEQ", "-EXECABORT"} {
-		if got := c.read(); !strings.HasPrefix(got, want) {
-			t.Fatalf("transaction reply %d: %q, want %q...", i, got, want)
+	// What Redis holds: frames, where the values would compress.
+	c, r := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	c.do("SET", "k", v1)
+	before := r.do("GET", "k")
+	for _, cmd := range [][]string{{"SET", "k", v2, "IFEQ", v2}, {"SET", "k", v2, "IFNE", v1}, {"DELIFEQ", "k", v2}} {
+		c.do(cmd...)
+		if got := r.do("GET", "k"); got != before {
+			t.Fatalf("after %.40q (a condition not met) Redis holds %.60q, not the frame it held", cmd, got)
 		}
 	}
-	if got := c.do("GET", "a"); got != "$-1\r\n" {
-		t.Fatalf("the discarded transaction ran: GET a = %q", got)
+	c.do("SET", "k", v2, "IFEQ", v1)
+	stored := r.do("GET", "k")
+	if _, v, _ := strings.Cut(strings.TrimSuffix(stored, "\r\n"), "\r\n"); !codec.IsFramed([]byte(v)) || stored == before {
+		t.Fatalf("SET IFEQ stored %.60q, not a new frame", stored)
 	}
-	if got := c.do("GET", "k"); got != bulk("IFEQ") {
-		t.Fatalf("GET k = %q", got)
+}
+
+// TestProxy_CompareConcurrent: SET ... IFEQ through the proxy is a
+// compare-and-set, as on the server: clients that each read a compressed
+// counter document and write it back incremented, only if it is unchanged,
+// lose no increment and count none twice.
+func TestProxy_CompareConcurrent(t *testing.T) {
+	e := startEnv(t)
+	if got := dialRaw(t, e.redis.Addr).do("SET", "probe", "v", "IFEQ", "v"); !strings.HasPrefix(got, "$-1") {
+		t.Skipf("%s has no SET ... IFEQ (Valkey 8.1 and Redis 8.4 have): scripts/test-valkey9.sh runs this test", testutil.ServerPath())
 	}
+	doc := func(n int) string { return fmt.Sprintf("%d|%s", n, compressible(4000, 7)) }
+	dialRaw(t, e.addr).do("SET", "ctr", doc(0))
+	const clients, tries = 4, 60
+	won := make([]int, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		c := dialRaw(t, e.addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range tries {
+				got := c.do("GET", "ctr")
+				_, v, _ := strings.Cut(strings.TrimSuffix(got, "\r\n"), "\r\n")
+				num, _, _ := strings.Cut(v, "|")
+				n, err := strconv.Atoi(num)
+				if err != nil {
+					t.Errorf("GET ctr: %.60q", got)
+					return
+				}
+				switch r := c.do("SET", "ctr", doc(n+1), "IFEQ", v); r {
+				case "+OK\r\n":
+					won[i]++
+				case "$-1\r\n":
+				default:
+					t.Errorf("SET IFEQ: %q", r)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, n := range won {
+		total += n
+	}
+	if got, want := dialRaw(t, e.addr).do("GET", "ctr"), bulk(doc(total)); got != want {
+		t.Fatalf("after %d successful compare-and-sets the counter reads %.20q, want %.20q", total, got, want)
+	}
+	if total == 0 {
+		t.Fatal("no compare-and-set succeeded")
+	}
+	t.Logf("%d of %d compare-and-sets succeeded (%v)", total, clients*tries, won)
 }
 
 // TestProxy_SlowlogWithFrames: SLOWLOG GET, which the proxy does not know,

@@ -80,9 +80,6 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // decoded where c's shape says they are. On a decode failure it appends an
 // error naming the key instead.
 func (r *rewriter) appendReply(dst []byte, c *call) []byte {
-	if c.refused != "" {
-		return resp.AppendError(dst, c.refused)
-	}
 	if len(c.reply) > 0 && c.reply[0] == '-' {
 		if out, ok := r.s.redirect(dst, c.reply); ok { // Redis Cluster
 			return out

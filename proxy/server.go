@@ -139,6 +139,10 @@ type Server struct {
 	// upstreamBulk is Redis's proto-max-bulk-len as the newest shared
 	// connection read it, 0 before any did (see MaxBulk).
 	upstreamBulk atomic.Int64
+	// lacks: the commands the upstream server lacks of those the proxy
+	// runs inside its inspect script (lacks* bits), as the newest shared
+	// connection learned them (learnCaps); 0 before any did.
+	lacks atomic.Uint32
 }
 
 // maxBulk is the bulk length limit in force for clients (see MaxBulk).

@@ -240,12 +240,9 @@ type call struct {
 	cmd   string  // command name for metrics and errors (static string)
 	cmdID int32   // the command's cmdInfo.id when known, for metrics; else 0
 	local bool    // reply prepared by the proxy; nothing was sent
-	// refused, when set, is the error the client gets instead of Redis's
-	// reply (a refused command inside MULTI, see compareRefusal).
-	refused string
-	close   bool // close the client after writing this reply
-	start   time.Time
-	seq     uint64 // order among the client's calls with replies
+	close bool    // close the client after writing this reply
+	start time.Time
+	seq   uint64 // order among the client's calls with replies
 	// notify is the client writer's wake-up channel for queued calls (nil
 	// for round trips, which use done); ready is set when the call is
 	// complete.
@@ -279,7 +276,7 @@ func (c *call) release() {
 	}
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.cmdID, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", 0, false, false, 0, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify, c.owner, c.refused = nil, nil, ""
+	c.notify, c.owner = nil, nil
 	c.ready.Store(false)
 	callPool.Put(c)
 }
@@ -403,6 +400,12 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 		askBulk = len(setup)
 		setup = append(setup, resp.AppendCommand(nil, []byte("CONFIG"), []byte("GET"), []byte("proto-max-bulk-len")))
 	}
+	askCaps := -1 // the index of COMMAND INFO, then COMMAND DOCS SET (see learnCaps)
+	if withCreds && onPush == nil {
+		askCaps = len(setup)
+		setup = append(setup, capsInfo, capsDocs)
+	}
+	var info resp.Value
 	if len(setup) > 0 {
 		nc.SetDeadline(time.Now().Add(s.dialTimeout()))
 		if _, err := nc.Write(bytes.Join(setup, nil)); err != nil {
@@ -428,11 +431,16 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 				nc.Close()
 				return nil, fmt.Errorf("upstream %s: %w", u.Addr, err)
 			}
-			if got == askBulk {
+			switch {
+			case got == askBulk:
 				// Not part of the connection's state: a refusal (NOPERM,
 				// CONFIG renamed away) leaves the limit as it was.
 				s.learnBulkLimit(v)
-			} else if v.Type == resp.Error {
+			case got == askCaps:
+				info, _, _ = resp.ReadValue(bytes.Clone(v.Raw)) // buf is reused
+			case got == askCaps+1 && askCaps >= 0:
+				s.learnCaps(info, v)
+			case v.Type == resp.Error:
 				if withCreds || !bytes.HasPrefix(v.Str, []byte("NOAUTH")) {
 					nc.Close()
 					return nil, fmt.Errorf("upstream %s refused AUTH/SELECT: %s", u.Addr, v.Str)
@@ -452,6 +460,63 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 	c.rw.s = s
 	go c.readLoop()
 	return c, nil
+}
+
+// Commands a newer server may have, asked on each new shared connection:
+// the inspect script runs them on decoded values (see conditional), but
+// where the server lacks one the proxy passes the command as it is, so that
+// the client gets the server's own error, at queue time inside MULTI too.
+var (
+	capsInfo = resp.AppendCommand(nil, []byte("COMMAND"), []byte("INFO"), []byte("DELEX"), []byte("DIGEST"), []byte("DELIFEQ"))
+	capsDocs = resp.AppendCommand(nil, []byte("COMMAND"), []byte("DOCS"), []byte("SET"))
+)
+
+// What the upstream server lacks (Server.lacks).
+const (
+	lacksSetIf   uint32 = 1 << iota // SET ... IFEQ (Valkey 8.1, Redis 8.4)
+	lacksDelex                      // DELEX (Redis 8.4)
+	lacksDigest                     // DIGEST (Redis 8.4)
+	lacksDelifeq                    // DELIFEQ (Valkey 9)
+)
+
+// learnCaps takes what the server lacks from the replies to capsInfo (nil
+// for an unknown command) and capsDocs (SET's arguments, which name IFEQ
+// where SET has it). A refusal (ACL, a renamed COMMAND) or a reply of
+// another form changes nothing: the commands are then taken as known.
+func (s *Server) learnCaps(info, docs resp.Value) {
+	if info.Type != resp.Array || info.N != 3 || docs.Type == resp.Error || docs.IsNull() || (docs.Type != resp.Array && docs.Type != resp.Map) {
+		return
+	}
+	var lacks uint32
+	it := info.Elements()
+	for _, bit := range [...]uint32{lacksDelex, lacksDigest, lacksDelifeq} {
+		if e, _ := it.Next(); e.IsNull() {
+			lacks |= bit
+		}
+	}
+	if !bytes.Contains(docs.Raw, []byte("IFEQ")) {
+		lacks |= lacksSetIf
+	}
+	s.lacks.Store(lacks)
+}
+
+// served returns the form of info the proxy runs on this server: a
+// command's inspect form, or where the server lacks the command (or SET
+// its IFEQ) the command to pass as it is.
+func (s *Server) served(info *cmdInfo) *cmdInfo {
+	lacks := s.lacks.Load()
+	switch {
+	case lacks == 0:
+		return info
+	case info == setIf && lacks&lacksSetIf != 0:
+		return setCmd
+	case info == delexIf && lacks&lacksDelex != 0:
+		return delexCmd
+	case info == digestCmd && lacks&lacksDigest != 0,
+		info == delifeqCmd && lacks&lacksDelifeq != 0:
+		return unknownCmd
+	}
+	return info
 }
 
 // learnBulkLimit takes Redis's proto-max-bulk-len from the reply to CONFIG

@@ -14,7 +14,7 @@
 #        N=50000 ROUNDS=1 bash scripts/bench-proxy.sh   (quick look)
 #        DOC=path/to/doc.json bash scripts/bench-proxy.sh
 #        SQUEEZE_REDIS_SERVER=path/to/redis-server bash scripts/bench-proxy.sh
-#          (another server, e.g. Redis 8 from bash scripts/setup-redis8.sh)
+#          (another server, e.g. Redis 8 from bash scripts/build-server.sh redis8)
 # Needs redis-server and redis-benchmark (bash scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -32,7 +32,13 @@ type Config struct {
 	// HTTL and HPEXPIRE, to the sequence: set it when both servers have
 	// them. Without it a seed's sequence is what it was before them.
 	HashFieldExpiry bool
-	Timeout         time.Duration // per step (default 10 s)
+	// SetIf adds SET with IFEQ and IFNE (Valkey 8.1, Redis 8.4), and
+	// DelIfEq Valkey 9's DELIFEQ: set them when both servers have them.
+	// Half of the comparisons use the value last SET under the key, so
+	// that both outcomes occur. Without them a seed's sequence is what it
+	// was before them.
+	SetIf, DelIfEq bool
+	Timeout        time.Duration // per step (default 10 s)
 }
 
 // Mismatch describes the first difference found.
@@ -234,10 +240,11 @@ type gen struct {
 	r        *rand.Rand
 	streamID map[string]int
 	recent   []string // values sent earlier, for LREM, LPOS and LINSERT pivots
+	last     map[string]string // the value last SET under a string key (SetIf)
 }
 
 func newGen(cfg Config) *gen {
-	return &gen{cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), streamID: map[string]int{}}
+	return &gen{cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), streamID: map[string]int{}, last: map[string]string{}}
 }
 
 func (g *gen) step() [][]string {
@@ -356,10 +363,16 @@ func (g *gen) draw() []string {
 	if g.cfg.HashFieldExpiry {
 		n = 86
 	}
+	if (g.cfg.SetIf || g.cfg.DelIfEq) && g.r.IntN(20) == 0 {
+		return g.compare(s)
+	}
 	switch g.r.IntN(n) {
 	// strings
 	case 0, 1, 2:
 		c := []string{"SET", s, g.value()}
+		if g.cfg.SetIf || g.cfg.DelIfEq {
+			g.last[s] = c[2]
+		}
 		switch g.r.IntN(8) {
 		case 0:
 			c = append(c, "EX", "1000")
@@ -542,6 +555,22 @@ func (g *gen) draw() []string {
 	default:
 		return []string{"XLEN", x}
 	}
+}
+
+// compare returns a command that compares the value of string key s with
+// an argument: SET ... IFEQ or IFNE (cfg.SetIf), DELIFEQ (cfg.DelIfEq).
+func (g *gen) compare(s string) []string {
+	cmp, ok := g.last[s]
+	if !ok || g.r.IntN(2) == 0 {
+		cmp = g.value()
+	}
+	if g.cfg.DelIfEq && (!g.cfg.SetIf || g.r.IntN(4) == 0) {
+		return []string{"DELIFEQ", s, cmp}
+	}
+	v := g.value()
+	g.last[s] = v
+	c := []string{"SET", s, v, []string{"IFEQ", "IFNE"}[g.r.IntN(2)], cmp}
+	return append(c, [][]string{nil, {"GET"}, {"EX", "1000"}, {"KEEPTTL", "GET"}}[g.r.IntN(4)]...)
 }
 
 // Generator produces the command sequence Run sends, for harnesses that

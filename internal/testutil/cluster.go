@@ -102,3 +102,15 @@ func HasCommand(t testing.TB, addr, name string) bool {
 	}
 	return !strings.Contains(reply, "unknown command")
 }
+
+// HasSetIf reports whether the server at addr takes SET's IFEQ condition
+// (Valkey 8.1, Redis 8.4): a SET ... IFEQ of a key that does not exist
+// sets nothing where it does, and is a syntax error where it does not.
+func HasSetIf(t testing.TB, addr string) bool {
+	t.Helper()
+	reply, err := Do(addr, "SET", "squeeze:probe:no-such-key", "v", "IFEQ", "v")
+	if err != nil {
+		t.Fatalf("asking the server for SET ... IFEQ: %v", err)
+	}
+	return !strings.HasPrefix(reply, "-")
+}

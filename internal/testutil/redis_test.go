@@ -63,4 +63,17 @@ func TestHasCommand(t *testing.T) {
 	if HasCommand(t, r.Addr, "NOSUCHCOMMAND") {
 		t.Fatal("NOSUCHCOMMAND is known")
 	}
+	// SET ... IFEQ is what the server's own SET says of it.
+	reply, err := Do(r.Addr, "SET", "k", "v", "IFEQ", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := HasSetIf(t, r.Addr), !strings.HasPrefix(reply, "-"); got != want {
+		t.Fatalf("HasSetIf = %v, but SET k v IFEQ v replied %q", got, reply)
+	}
+	if HasSetIf(t, r.Addr) {
+		if n, _ := Do(r.Addr, "EXISTS", "squeeze:probe:no-such-key"); n != ":0" {
+			t.Fatalf("the probe created its key: EXISTS = %q", n)
+		}
+	}
 }
