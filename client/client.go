@@ -16,11 +16,11 @@
 //	rdb.Get(ctx, "doc").Val()       // bigJSON again
 //
 // The command families are those of the proxy: string values (SET, SETNX,
-// SETEX, PSETEX, GETSET, MSET, MSETNX and GET, GETDEL, GETEX, MGET...), hash
-// field values (HSET, HSETNX, HMSET, Redis 8's HSETEX and HGET, HMGET,
-// HGETALL, HVALS, HRANDFIELD WITHVALUES, HSCAN, HGETEX, HGETDEL), list
-// elements (LPUSH, RPUSH, LPUSHX, RPUSHX, LSET and LRANGE, LINDEX, LPOP,
-// RPOP, BLPOP, BRPOP, LMOVE, LMPOP...) and
+// SETEX, PSETEX, GETSET, MSET, MSETNX, MSETEX and GET, GETDEL, GETEX,
+// MGET...), hash field values (HSET, HSETNX, HMSET, Redis 8's HSETEX and
+// HGET, HMGET, HGETALL, HVALS, HRANDFIELD WITHVALUES, HSCAN, HGETEX,
+// HGETDEL), list elements (LPUSH, RPUSH, LPUSHX, RPUSHX, LSET and LRANGE,
+// LINDEX, LPOP, RPOP, BLPOP, BRPOP, LMOVE, LMPOP...) and
 // stream field values (XADD and XRANGE, XREVRANGE, XREAD, XREADGROUP, XCLAIM,
 // XAUTOCLAIM). Keys, hash field names, set and sorted-set members and stream
 // field names are never compressed.
@@ -443,8 +443,16 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 		for i := 3; i < len(args); i += 2 {
 			h.encodeArg(key, args, i, &p)
 		}
-	case "mset", "msetnx":
-		for i := 2; i < len(args); i += 2 {
+	case "mset", "msetnx", "msetex":
+		first, end := 2, len(args)
+		if p.name == "msetex" { // MSETEX numkeys key value ... [options] (Redis 8.4)
+			n, err := strconv.Atoi(argString(args[1]))
+			if err != nil || n <= 0 || n > (len(args)-2)/2 {
+				return p, nil // malformed: Redis answers with its own error
+			}
+			first, end = 3, 2+2*n
+		}
+		for i := first; i < end; i += 2 {
 			if k := argString(args[i-1]); !h.isRaw(k) {
 				h.encodeArg(k, args, i, &p)
 			}

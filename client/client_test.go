@@ -780,3 +780,40 @@ func TestHook_HashFieldExpiry(t *testing.T) {
 		t.Fatalf("HSETEX NOSUCH: %v, want %v", bad.Err(), want.Err())
 	}
 }
+
+// TestHook_Msetex: MSETEX (Redis 8.4, Valkey 9.1) stores the values of its
+// pairs compressed through the hook, never its options; a malformed one
+// gets the server's own error. Skipped on servers without MSETEX; CI runs
+// it in the Valkey 9 pass (scripts/test-valkey9.sh).
+func TestHook_Msetex(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	if !testutil.HasCommand(t, p.r.Addr, "MSETEX") {
+		t.Skipf("%s has no MSETEX (Redis 8.4 and Valkey 9.1 have): scripts/test-valkey9.sh runs this test", testutil.ServerPath())
+	}
+	h, pl := p.hooked, p.plain
+	v1, v2 := big("one"), big("two")
+	if err := h.Do(ctx, "MSETEX", 3, "a", v1, "b", v2, "c", "tiny", "EX", 100).Err(); err != nil {
+		t.Fatalf("MSETEX: %v", err)
+	}
+	mustFramed(t, pl.Get(ctx, "a").Val(), "MSETEX")
+	mustFramed(t, pl.Get(ctx, "b").Val(), "MSETEX")
+	if got := pl.Get(ctx, "c").Val(); got != "tiny" {
+		t.Fatalf("a short value is stored as %q", got)
+	}
+	if ttl := pl.TTL(ctx, "b").Val(); ttl < 90*time.Second || ttl > 100*time.Second {
+		t.Fatalf("TTL = %v, want about 100 s", ttl)
+	}
+	if got := h.MGet(ctx, "a", "b", "c").Val(); !slices.Equal(got, []any{v1, v2, "tiny"}) {
+		t.Fatalf("MGET = %.40q", got)
+	}
+	for _, args := range [][]any{{"MSETEX", 2, "a", v1}, {"MSETEX", "x", "a", v1}, {"MSETEX", 1, "a", v1, "EX"}} {
+		got, want := h.Do(ctx, args...), pl.Do(ctx, args...)
+		if got.Err() == nil || want.Err() == nil || got.Err().Error() != want.Err().Error() {
+			t.Fatalf("%.30q: %v, want %v", args, got.Err(), want.Err())
+		}
+	}
+	if got := h.Get(ctx, "a").Val(); got != v1 {
+		t.Fatalf("a malformed MSETEX changed a: %.30q", got)
+	}
+}

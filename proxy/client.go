@@ -715,18 +715,18 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		switch info.vals {
 		case argsAt2, argsAt3:
 			if info.name == "SET" || info.name == "GETSET" || info.name == "SETNX" || info.name == "SETEX" || info.name == "PSETEX" || info.name == "HSETNX" {
-				first, _ := valueArgs(info.vals, args)
-				if first > 0 {
+				if first, _, _ := valueArgs(info.vals, args); first > 0 {
 					c.noteTxSet(args[1], args[first])
 				}
 			}
-		case argsEvery2:
-			for i := 1; i+1 < len(args); i += 2 {
-				c.noteTxSet(args[i], args[i+1])
+		case argsEvery2, argsMsetex: // MSET, MSETNX, MSETEX: each key's value
+			first, step, end := valueArgs(info.vals, args)
+			for i := first; step > 0 && i < end; i += step {
+				c.noteTxSet(args[i-1], args[i])
 			}
 		case argsEvery2At3, argsHsetex: // HSET, HMSET, HSETEX: the hash's key, each field's value
-			first, step := valueArgs(info.vals, args)
-			for i := first; step > 0 && i < len(args); i += step {
+			first, step, end := valueArgs(info.vals, args)
+			for i := first; step > 0 && i < end; i += step {
 				c.noteTxSet(args[1], args[i])
 			}
 		}

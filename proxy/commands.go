@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"strings"
+
+	"github.com/squeeze-kv/squeeze/resp"
 )
 
 // shape says where values sit in a command's reply, so the proxy decodes
@@ -41,6 +43,7 @@ const (
 	argsLpos              // LPOS k element ...: 2
 	argsXadd              // XADD k [options] id f v f v ...
 	argsHsetex            // HSETEX k [options] FIELDS n f v f v ...
+	argsMsetex            // MSETEX n k v k v ... [options]: values up to the options
 )
 
 type cmdFlag uint16
@@ -154,6 +157,7 @@ func init() {
 	def("PSETEX", argsAt3, shapeNone, 0)
 	def("MSET", argsEvery2, shapeNone, 0)
 	def("MSETNX", argsEvery2, shapeNone, 0)
+	def("MSETEX", argsMsetex, shapeNone, 0) // Redis 8.4, Valkey 9.1
 	def("GET", argsNone, shapeValue, 0)
 	def("GETEX", argsNone, shapeValue, 0)
 	def("GETDEL", argsNone, shapeValue, 0)
@@ -375,29 +379,29 @@ func needsPin(info *cmdInfo, args [][]byte) bool {
 	return false
 }
 
-// isValueArg reports, for a rule, whether argument i is a value to compress.
-// xaddStart is the index of the first field of XADD.
-func valueArgs(rule argRule, args [][]byte) (first, step int) {
+// valueArgs returns where a command's values to compress sit among args:
+// every step-th argument from first, before end (step 0: none).
+func valueArgs(rule argRule, args [][]byte) (first, step, end int) {
 	switch rule {
 	case argsAt2:
 		if len(args) > 2 {
-			return 2, len(args) // only index 2
+			return 2, len(args), len(args) // only index 2
 		}
 	case argsAt3:
 		if len(args) > 3 {
-			return 3, len(args)
+			return 3, len(args), len(args)
 		}
 	case argsEvery2:
-		return 2, 2
+		return 2, 2, len(args)
 	case argsEvery2At3:
-		return 3, 2
+		return 3, 2, len(args)
 	case argsFrom2:
-		return 2, 1
+		return 2, 1, len(args)
 	case argsLinsert:
-		return 3, 1 // pivot and element
+		return 3, 1, len(args) // pivot and element
 	case argsLpos:
 		if len(args) > 2 {
-			return 2, len(args)
+			return 2, len(args), len(args)
 		}
 	case argsXadd:
 		i := 2
@@ -416,7 +420,7 @@ func valueArgs(rule argRule, args [][]byte) (first, step int) {
 				i += 2
 			default:
 				// args[i] is the id; fields start at i+1, values at i+2.
-				return i + 2, 2
+				return i + 2, 2, len(args)
 			}
 		}
 	case argsHsetex:
@@ -429,11 +433,20 @@ func valueArgs(rule argRule, args [][]byte) (first, step int) {
 				i++ // the time, a number
 			case is(a, "FIELDS"):
 				// args[i+1] is the count; fields from i+2, values from i+3.
-				return i + 3, 2
+				return i + 3, 2, len(args)
 			default:
-				return 0, 0 // a syntax error: Redis answers it, nothing is compressed
+				return 0, 0, 0 // a syntax error: Redis answers it, nothing is compressed
+			}
+		}
+	case argsMsetex:
+		// MSETEX numkeys key value ... [NX|XX] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
+		// (Redis 8.4, Valkey 9.1): the values of the numkeys pairs. A count
+		// that does not fit is Redis's error to give; nothing is compressed.
+		if len(args) > 1 {
+			if n, ok := resp.ParseInt(args[1]); ok && n > 0 && n <= int64(len(args)-2)/2 {
+				return 3, 2, 2 + 2*int(n)
 			}
 		}
 	}
-	return 0, 0
+	return 0, 0, 0
 }

@@ -35,6 +35,7 @@ type gen struct {
 	// SET under the key (last).
 	setIf, delIfEq bool
 	last           map[string]string
+	msetex         bool // MSETEX (Valkey 9.1, Redis 8.4)
 }
 
 var words = []string{"squeeze", "redis", "value", "json", "proxy", "{\"a\":1}", "lorem", "ipsum"}
@@ -96,6 +97,10 @@ func (g *gen) command() (args []string, unordered bool) {
 	}
 	if (g.setIf || g.delIfEq) && g.r.IntN(25) == 0 {
 		return g.compare(s), false
+	}
+	if g.msetex && g.r.IntN(40) == 0 {
+		cmd := []string{"MSETEX", "2", s, g.remember(s, g.value()), g.key("s"), g.value()}
+		return append(cmd, [][]string{nil, {"NX"}, {"XX", "PXAT", "4102444800000"}, {"KEEPTTL"}}[g.r.IntN(4)]...), false
 	}
 	switch g.r.IntN(n) {
 	case 0:
@@ -407,7 +412,8 @@ func TestDifferential(t *testing.T) {
 		fieldTTL: testutil.HasCommand(t, direct.Addr, "HSETEX"),  // Redis 8
 		setIf:    testutil.HasSetIf(t, direct.Addr),              // Valkey 8.1, Redis 8.4
 		delIfEq:  testutil.HasCommand(t, direct.Addr, "DELIFEQ"), // Valkey 9
-		last:     map[string]string{}}
+		last:     map[string]string{},
+		msetex:   testutil.HasCommand(t, direct.Addr, "MSETEX")} // Valkey 9.1, Redis 8.4
 	n := *diffN
 	var a, b *rawConn
 	var hist []string

@@ -383,13 +383,13 @@ func (c *client) storedArgs(info *cmdInfo, args [][]byte) [][]byte {
 	if info.vals == argsNone || len(args) < 2 {
 		return args
 	}
-	first, step := valueArgs(info.vals, args)
-	if step == 0 || first >= len(args) {
+	first, step, end := valueArgs(info.vals, args)
+	if step == 0 || first >= end {
 		return args
 	}
 	out := slices.Clone(args)
 	pol := c.s.policyFor(args[1])
-	for i := first; i < len(out); i += step {
+	for i := first; i < end; i += step {
 		if enc, o := pol.encode(c.s.metrics, nil, args[i]); o != codec.StoredRaw {
 			out[i] = enc
 		}

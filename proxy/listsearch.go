@@ -227,8 +227,8 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 	ai := listSearchArg(info, args)
 	raw := args[ai]
 	pol := c.s.policyFor(args[1])
-	first, step := valueArgs(info.vals, args)
-	encoded := func(i int) bool { return step != 0 && i >= first && (i-first)%step == 0 }
+	first, step, end := valueArgs(info.vals, args)
+	encoded := func(i int) bool { return step != 0 && i >= first && i < end && (i-first)%step == 0 }
 	dir, need, maxlen := searchScope(info, args)
 	if need < 0 { // overflowed (LREM of -2^63, LPOS RANK + COUNT): all
 		need = 0

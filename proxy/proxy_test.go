@@ -269,6 +269,55 @@ func TestProxy_Compare(t *testing.T) {
 	}
 }
 
+// TestProxy_Msetex: MSETEX (Redis 8.4, Valkey 9.1) stores the values of its
+// pairs compressed, each under its key's rule, and never its options; every
+// reply equals the server's, errors included, and a command that looks
+// inside a value queued after it in MULTI sees through it.
+func TestProxy_Msetex(t *testing.T) {
+	e := startEnv(t)
+	if !testutil.HasCommand(t, e.redis.Addr, "MSETEX") {
+		t.Skipf("%s has no MSETEX (Redis 8.4 and Valkey 9.1 have): scripts/test-valkey9.sh runs this test", testutil.ServerPath())
+	}
+	plain := testutil.StartRedis(t)
+	v1, v2 := compressible(5000, 1), compressible(6000, 2)
+	script := [][]string{
+		{"MSETEX", "2", "a", v1, "b", v2},
+		{"MGET", "a", "b"},
+		{"MSETEX", "1", "a", v2, "XX", "PXAT", "4102444800000"},
+		{"GET", "a"},
+		{"PEXPIRETIME", "a"},
+		{"MSETEX", "2", "a", v1, "c", v1, "NX"},
+		{"EXISTS", "c"},
+		{"MSETEX", "1", "c", "small", "EX", "1000"},
+		{"GET", "c"},
+		{"MSETEX", "2", "a", v1, "KEEPTTL"},
+		{"MSETEX", "0", "a", v1},
+		{"MSETEX", "x", "a", v1},
+		{"MSETEX", "1", "a", v1, "EX"},
+		{"MULTI"},
+		{"MSETEX", "1", "m", v2, "EX", "1000"},
+		{"STRLEN", "m"},
+		{"GETRANGE", "m", "0", "20"},
+		{"EXEC"},
+	}
+	p, d := dialRaw(t, e.addr), dialRaw(t, plain.Addr)
+	for _, cmd := range script {
+		if got, want := p.do(cmd...), d.do(cmd...); got != want {
+			t.Fatalf("%.60q: proxy %.80q, server %.80q", cmd, got, want)
+		}
+	}
+	r := dialRaw(t, e.redis.Addr)
+	for _, key := range []string{"a", "b", "m"} {
+		stored := r.do("GET", key)
+		if _, v, _ := strings.Cut(strings.TrimSuffix(stored, "\r\n"), "\r\n"); !codec.IsFramed([]byte(v)) {
+			t.Fatalf("MSETEX stored %.40q in %s, not a frame", stored, key)
+		}
+	}
+	if got := r.do("GET", "c"); got != bulk("small") {
+		t.Fatalf("GET c on Redis: %q", got)
+	}
+}
+
 // TestProxy_CompareConcurrent: SET ... IFEQ through the proxy is a
 // compare-and-set, as on the server: clients that each read a compressed
 // counter document and write it back incremented, only if it is unchanged,

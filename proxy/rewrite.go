@@ -20,18 +20,18 @@ type rewriter struct {
 // the values that rule designates compressed by the write policy of their
 // key (a Rule's, or the Server's Encoder).
 func (r *rewriter) appendRequest(dst []byte, info *cmdInfo, args [][]byte) []byte {
-	first, step := 0, 0
+	first, step, end := 0, 0, 0
 	var ps *policies
 	var pol *policy
 	if info.vals != argsNone && len(args) > 1 {
-		first, step = valueArgs(info.vals, args)
+		first, step, end = valueArgs(info.vals, args)
 		ps = r.s.writePolicy() // one policy for the whole command
 		pol = ps.lookup(args[1])
 	}
-	perKey := ps != nil && info.vals == argsEvery2 && len(ps.rules) > 0 // MSET k1 v1 k2 v2
+	perKey := ps != nil && (info.vals == argsEvery2 || info.vals == argsMsetex) && len(ps.rules) > 0 // MSET k1 v1 k2 v2
 	dst = resp.AppendArray(dst, len(args))
 	for i, a := range args {
-		if step == 0 || i < first || (i-first)%step != 0 {
+		if step == 0 || i < first || i >= end || (i-first)%step != 0 {
 			dst = resp.AppendBulk(dst, a)
 			continue
 		}

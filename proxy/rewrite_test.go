@@ -57,15 +57,21 @@ func TestValueArgs(t *testing.T) {
 		{[]string{"HSETEX", "h", "NX", "FXX", "FIELDS", "1", "f", "v"}, []int{7}},           // Valkey 9's NX
 		{[]string{"HSETEX", "h", "NOSUCH", "FIELDS", "1", "f", "v"}, nil},                   // not an option: Redis's error
 		{[]string{"HSETEX", "h", "FIELDS"}, nil},
+		{[]string{"MSETEX", "2", "a", "v", "b", "w"}, []int{3, 5}},
+		{[]string{"MSETEX", "1", "a", "v", "XX", "EX", "100"}, []int{3}}, // not the options
+		{[]string{"MSETEX", "2", "a", "v", "KEEPTTL"}, nil},              // too few pairs: Redis's error
+		{[]string{"MSETEX", "0", "a", "v"}, nil},
+		{[]string{"MSETEX", "x", "a", "v"}, nil},
+		{[]string{"MSETEX"}, nil},
 		{[]string{"GET", "k"}, nil},
 	}
 	for _, tt := range tests {
 		info := lookup([]byte(tt.args[0]))
 		args := argv(tt.args...)
-		first, step := valueArgs(info.vals, args)
+		first, step, end := valueArgs(info.vals, args)
 		var got []int
 		for i := range args {
-			if step != 0 && i >= first && (i-first)%step == 0 {
+			if step != 0 && i >= first && i < end && (i-first)%step == 0 {
 				got = append(got, i)
 			}
 		}
@@ -94,6 +100,7 @@ func TestRewrite_Allocs(t *testing.T) {
 	in := resp.AppendCommand(nil, []byte("SET"), []byte("key"), value)
 	in = resp.AppendCommand(in, []byte("MSET"), []byte("doc:1"), value, []byte("other"), value)
 	in = resp.AppendCommand(in, []byte("HSETEX"), []byte("doc:2"), []byte("FXX"), []byte("EX"), []byte("60"), []byte("FIELDS"), []byte("1"), []byte("f"), value)
+	in = resp.AppendCommand(in, []byte("MSETEX"), []byte("2"), []byte("doc:3"), value, []byte("k"), value, []byte("PX"), []byte("1000"))
 	frame := s.Encoder.AppendEncode(nil, value)
 	replies := map[shape][]byte{
 		shapeValue:   resp.AppendBulk(nil, frame),
@@ -241,7 +248,7 @@ func FuzzAppendRequest(f *testing.F) {
 			args = args[1:] // the name is the fuzzer's own
 		}
 		info := lookup(args[0])
-		first, step := valueArgs(info.vals, args)
+		first, step, end := valueArgs(info.vals, args)
 		r := &rewriter{s: s}
 		req := r.appendRequest(nil, info, args)
 		got, n, err := resp.ReadCommand(nil, req, 0)
@@ -249,7 +256,7 @@ func FuzzAppendRequest(f *testing.F) {
 			t.Fatalf("%q: request is not one command of %d arguments: %v, %d of %d bytes, %d arguments", args, len(args), err, n, len(req), len(got))
 		}
 		for i, a := range got {
-			isValue := step != 0 && i >= first && (i-first)%step == 0
+			isValue := step != 0 && i >= first && i < end && (i-first)%step == 0
 			switch {
 			case !isValue && !bytes.Equal(a, args[i]):
 				t.Fatalf("%q: argument %d changed, but it is not a value: %q", args, i, a)

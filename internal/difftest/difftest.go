@@ -38,7 +38,9 @@ type Config struct {
 	// that both outcomes occur. Without them a seed's sequence is what it
 	// was before them.
 	SetIf, DelIfEq bool
-	Timeout        time.Duration // per step (default 10 s)
+	// Msetex adds MSETEX (Redis 8.4, Valkey 9.1), likewise.
+	Msetex  bool
+	Timeout time.Duration // per step (default 10 s)
 }
 
 // Mismatch describes the first difference found.
@@ -239,7 +241,7 @@ type gen struct {
 	cfg      Config
 	r        *rand.Rand
 	streamID map[string]int
-	recent   []string // values sent earlier, for LREM, LPOS and LINSERT pivots
+	recent   []string          // values sent earlier, for LREM, LPOS and LINSERT pivots
 	last     map[string]string // the value last SET under a string key (SetIf)
 }
 
@@ -365,6 +367,10 @@ func (g *gen) draw() []string {
 	}
 	if (g.cfg.SetIf || g.cfg.DelIfEq) && g.r.IntN(20) == 0 {
 		return g.compare(s)
+	}
+	if g.cfg.Msetex && g.r.IntN(40) == 0 {
+		c := []string{"MSETEX", "2", s, g.value(), g.key("s", 12), g.value()}
+		return append(c, [][]string{nil, {"NX"}, {"XX", "EX", "1000"}, {"KEEPTTL"}, {"PX", "900000"}}[g.r.IntN(5)]...)
 	}
 	switch g.r.IntN(n) {
 	// strings
