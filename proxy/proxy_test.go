@@ -209,9 +209,14 @@ func TestProxy_Compare(t *testing.T) {
 		{"GET", "m"},
 	}
 	// Without HELLO on the proxy's shared connections, with HELLO on a
-	// private one.
-	for _, proto := range []string{"", "2", "3"} {
+	// private one; and through a proxy where every client has its own
+	// (RequireAuth; this Redis has no password).
+	auth := startProxy(t, e.redis.URL(), e.redis, func(s *Server) { s.RequireAuth = true })
+	for _, proto := range []string{"", "2", "3", "auth"} {
 		p, d := dialRaw(t, e.addr), dialRaw(t, plain.Addr)
+		if proto == "auth" {
+			p, proto = dialRaw(t, auth.addr), ""
+		}
 		for _, c := range []*rawConn{p, d} {
 			c.do("FLUSHALL")
 			if proto == "" {

@@ -274,16 +274,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if len(s.up.Sentinels) > 0 {
 		s.watchOnce.Do(func() { go s.watchSentinels() })
 	}
-	if s.MaxBulk <= 0 {
-		// Connect at once, so that Redis's proto-max-bulk-len holds from
-		// the first client's first command (see MaxBulk). An upstream that
-		// is down is dialed again by the first command.
-		go func() {
-			dctx, cancel := context.WithTimeout(ctx, s.dialTimeout())
-			defer cancel()
-			s.pool.get(dctx, 0)
-		}()
-	}
+	// Connect at once, so that Redis's proto-max-bulk-len (see
+	// MaxBulk), and which newer commands it has (learnCaps), hold
+	// from the first client's first command. An upstream that is down
+	// is dialed again by the first command.
+	go func() {
+		dctx, cancel := context.WithTimeout(ctx, s.dialTimeout())
+		defer cancel()
+		s.pool.get(dctx, 0)
+	}()
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -17,7 +17,19 @@
 # when the source cannot be fetched (no mirror reachable, or the archive has
 # moved on from that version); any other failure exits 1.
 set -euo pipefail
+# What the build needs; "build-server.sh deps" installs only this.
+need=()
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v flock >/dev/null 2>&1 || need+=(util-linux)
+dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
+if [ ${#need[@]} -gt 0 ]; then bash "$(dirname "$0")/apt-install.sh" "${need[@]}"; fi
 case "${1:-}" in
+deps)
+  exit 0
+  ;;
 redis8)
   name=redis version=8.0.2 pool=pool/main/r/redis
   sha256=caf3c0069f06fc84c5153bd2a348b204c578de80490c73857bee01d9b5d7401f
@@ -27,7 +39,7 @@ valkey9)
   sha256=8e8557da7426a51b4e0fb514a65ef6241dc7c85cb408243af389070abf379cec
   ;;
 *)
-  echo "usage: build-server.sh redis8|valkey9" >&2
+  echo "usage: build-server.sh redis8|valkey9|deps" >&2
   exit 1
   ;;
 esac
@@ -39,14 +51,15 @@ if [ -x "$server" ]; then
   echo "$server"
   exit 0
 fi
-need=()
-command -v make >/dev/null 2>&1 || need+=(make)
-command -v gcc >/dev/null 2>&1 || need+=(gcc)
-command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
-command -v curl >/dev/null 2>&1 || need+=(curl)
-dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
-if [ ${#need[@]} -gt 0 ]; then bash "$(dirname "$0")/apt-install.sh" "${need[@]}"; fi
-
+# One build at a time per server: a second run (.ci/run starts the builds
+# early, in the background) waits for the first, then finds its result.
+mkdir -p "$cache"
+exec 9>"$cache/.$name-$version.lock"
+flock 9
+if [ -x "$server" ]; then
+  echo "$server"
+  exit 0
+fi
 # The source lives in the Debian archive the machine already uses: take
 # its mirror from apt's own list of sources.
 find_mirror() {
