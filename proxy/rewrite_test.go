@@ -231,6 +231,8 @@ func FuzzAppendRequest(f *testing.F) {
 		{"hsetex", "h", "EX", "FIELDS", "FIELDS", "1", "f", doc},
 		{"xadd", "s", "MAXLEN", "~", "10", "*", "f", doc},
 		{"mset", "a", doc, "z", doc, "b"},
+		{"msetex", "2", "a", doc, "z", doc, "EX", "10"},
+		{"msetex", "3", "a", doc, "KEEPTTL"},
 		{"linsert", "l", "BEFORE", doc, doc},
 		{"set", "k", codec.Magic + doc},
 	} {
