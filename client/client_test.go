@@ -807,6 +807,21 @@ func TestHook_Msetex(t *testing.T) {
 	if got := h.MGet(ctx, "a", "b", "c").Val(); !slices.Equal(got, []any{v1, v2, "tiny"}) {
 		t.Fatalf("MGET = %.40q", got)
 	}
+	// go-redis's own method, a map of values and options.
+	args := redis.MSetEXArgs{Condition: redis.XX, Expiration: &redis.ExpirationOption{Mode: redis.PX, Value: 50000}}
+	if n, err := h.MSetEX(ctx, args, map[string]any{"a": v2, "b": v1}).Result(); err != nil || n != 1 {
+		t.Fatalf("MSetEX = %d, %v", n, err)
+	}
+	mustFramed(t, pl.Get(ctx, "a").Val(), "MSetEX")
+	if got := h.MGet(ctx, "a", "b").Val(); !slices.Equal(got, []any{v2, v1}) {
+		t.Fatalf("MGET after MSetEX = %.40q", got)
+	}
+	if ttl := pl.PTTL(ctx, "a").Val(); ttl <= 0 || ttl > 50*time.Second {
+		t.Fatalf("PTTL = %v, want up to 50 s", ttl)
+	}
+	if err := h.Set(ctx, "a", v1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]any{{"MSETEX", 2, "a", v1}, {"MSETEX", "x", "a", v1}, {"MSETEX", 1, "a", v1, "EX"}} {
 		got, want := h.Do(ctx, args...), pl.Do(ctx, args...)
 		if got.Err() == nil || want.Err() == nil || got.Err().Error() != want.Err().Error() {
