@@ -42,12 +42,14 @@
 // ErrUnsupported, never answered wrong: STRLEN and HSTRLEN are served exactly
 // (from the frame header, atomically, with a small script), and so are
 // GETRANGE and SUBSTR (from the decoded value); APPEND, SETRANGE, the bit
-// commands, LCS, LINSERT, LREM, LPOS, SORT, SET and DELEX with IFEQ, IFNE,
-// IFDEQ or IFDNE (Redis 8.4, Valkey 8.1), DIGEST (Redis 8.4), DELIFEQ
-// (Valkey 9), and scripts (EVAL, FCALL...) are refused unless Config.Raw says
-// every key they touch is stored uncompressed (or, for scripts,
-// Config.AllowScripts is set). squeeze proxy serves the comparisons and
-// DIGEST exactly, inside a script.
+// commands, LCS, LINSERT, LREM, LPOS, SORT and scripts (EVAL, FCALL...) are
+// refused unless Config.Raw says every key they touch is stored uncompressed
+// (or, for scripts, Config.AllowScripts is set). SET and DELEX with IFEQ,
+// IFNE, IFDEQ or IFDNE (Redis 8.4, Valkey 8.1), DIGEST (Redis 8.4) and
+// DELIFEQ (Valkey 9) run atomically inside a small script where the key's
+// stored bytes are its value (a lock token, anything the write policy
+// stored raw), and fail with ErrUnsupported, changing nothing, where the key
+// holds a compressed value; squeeze proxy serves those exactly.
 package client
 
 import (
@@ -335,8 +337,9 @@ type prepared struct {
 	first    savedArg   // the first arg replaced by a frame (most commands have one)
 	more     []savedArg // the others
 	nsaved   int
-	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN, GETRANGE, SUBSTR)
+	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN, GETRANGE, SUBSTR, guarded ones)
 	refused  bool
+	guarded  bool // runs inside guardScript: it compares or hashes the stored value
 	noDecode bool // the command's key is raw
 	rawIdx   []bool
 }
@@ -411,10 +414,10 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 	}
 	key := argString(args[1])
 	if (p.name == "set" || p.name == "delex") && comparesStored(args) && !h.isRaw(key) {
-		// Redis 8.4's conditions compare the stored bytes (or their
-		// digest) with an argument; a compressed value never equals it.
-		p.refused = true
-		return p, &Error{Command: p.name, Key: key, Err: fmt.Errorf("%w (IFEQ, IFNE, IFDEQ and IFDNE compare stored bytes)", ErrUnsupported)}
+		// The conditions compare the stored bytes (or their digest) with
+		// an argument: run the command where they are the value (see
+		// guardScript). SET's value is compressed first, below.
+		p.guarded = true
 	}
 	switch p.name {
 	case "set", "setnx", "getset", "lpush", "rpush", "lpushx", "rpushx":
@@ -501,9 +504,14 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 			return p, nil
 		}
 		// Malformed: send as is, Redis answers with its own error.
+	case "delifeq", "digest": // Valkey 9's compare-and-delete; Redis 8.4's hash of the value
+		if h.isRaw(key) {
+			p.noDecode = true
+			return p, nil
+		}
+		p.guarded = true
 	case "append", "setrange", "setbit", "getbit", "bitcount", "bitpos",
-		"bitfield", "bitfield_ro", "linsert", "lrem", "lpos", "sort", "sort_ro",
-		"delifeq", "digest": // Valkey 9's compare-and-delete; Redis 8.4's hash of the stored bytes
+		"bitfield", "bitfield_ro", "linsert", "lrem", "lpos", "sort", "sort_ro":
 		if !h.isRaw(key) {
 			p.refused = true
 			return p, &Error{Command: p.name, Key: key, Err: ErrUnsupported}
@@ -554,7 +562,59 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 			p.rawIdx[i-1] = h.isRaw(argString(args[i]))
 		}
 	}
+	if p.guarded {
+		// args holds SET's value compressed by now.
+		p.sub = redis.NewCmd(ctx, append([]any{"eval", guardScript, 1, args[1]}, args...)...)
+	}
 	return p, nil
+}
+
+// guardScript runs a command that compares a string's stored bytes with an
+// argument, or hashes them (SET and DELEX with IFEQ, IFNE, IFDEQ or IFDNE,
+// DELIFEQ, DIGEST), where those bytes are the value: atomically, unless the
+// key holds a frame, whose bytes are not the value. Then it returns the
+// marker {magic} and changes nothing. (squeeze proxy serves those exactly,
+// on the decoded value.) Anything but a string key: the command's own
+// reply, such as WRONGTYPE.
+const guardScript = `
+if redis.pcall('GETRANGE', KEYS[1], 0, 2) == '\193SQ' then return {'\193SQ'} end
+return redis.pcall(unpack(ARGV))
+`
+
+// finishGuarded sets the reply of a command run by guardScript, in the
+// type go-redis gave the command.
+func (h *Hook) finishGuarded(cmd redis.Cmder, sub *redis.Cmd) {
+	if err := sub.Err(); err != nil {
+		cmd.SetErr(err) // redis.Nil for a condition not met, as without the hook
+		return
+	}
+	v := sub.Val()
+	if a, ok := v.([]any); ok && len(a) == 1 && a[0] == codec.Magic {
+		cmd.SetErr(&Error{Command: strings.ToLower(cmd.Name()), Key: argString(cmd.Args()[1]),
+			Err: fmt.Errorf("%w (the key holds a compressed value: IFEQ, IFNE, IFDEQ, IFDNE, DELIFEQ and DIGEST would compare or hash its frame; squeeze proxy serves them exactly)", ErrUnsupported)})
+		return
+	}
+	str, _ := v.(string)
+	switch c := cmd.(type) {
+	case *redis.StatusCmd:
+		c.SetVal(str)
+	case *redis.StringCmd:
+		c.SetVal(str)
+	case *redis.IntCmd:
+		n, _ := v.(int64)
+		c.SetVal(n)
+	case *redis.DigestCmd:
+		n, err := strconv.ParseUint(str, 16, 64)
+		if err != nil {
+			c.SetErr(err)
+			return
+		}
+		c.SetVal(n)
+	case *redis.Cmd:
+		c.SetVal(v)
+	default:
+		cmd.SetErr(fmt.Errorf("squeeze: %s: a reply for %T is not supported", cmd.Name(), cmd))
+	}
 }
 
 // isRaw reports whether key's values are stored as they are: Config.Raw's
@@ -640,7 +700,9 @@ func (h *Hook) finish(cmd redis.Cmder, p prepared) {
 	h.undo(cmd, p)
 	args := cmd.Args()
 	if p.sub != nil {
-		if p.name == "getrange" || p.name == "substr" {
+		if p.guarded {
+			h.finishGuarded(cmd, p.sub)
+		} else if p.name == "getrange" || p.name == "substr" {
 			h.finishRange(cmd, p.sub)
 		} else {
 			h.finishLength(cmd, p.sub)

@@ -832,3 +832,88 @@ func TestHook_Msetex(t *testing.T) {
 		t.Fatalf("a malformed MSETEX changed a: %.30q", got)
 	}
 }
+
+// TestHook_Compare: SET with IFEQ or IFNE, DELEX with a condition, DIGEST and
+// DELIFEQ run atomically where the key's stored bytes are its value (a raw
+// value: a lock token, anything below the minimum size), with the replies
+// go-redis gives without the hook; on a compressed value they fail with
+// ErrUnsupported and change nothing. The comparisons run on servers that
+// have them (Valkey 8.1 and 9, Redis 8.4): scripts/test-valkey9.sh.
+func TestHook_Compare(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	h, pl := p.hooked, p.plain
+	doc := big("doc")
+	if err := h.Set(ctx, "doc", doc, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustFramed(t, pl.Get(ctx, "doc").Val(), "SET")
+	stored := pl.Get(ctx, "doc").Val()
+	for _, c := range []redis.Cmder{
+		h.SetIFEQ(ctx, "doc", "x", doc, 0),
+		h.SetIFNEGet(ctx, "doc", "x", "y", 0),
+		h.Do(ctx, "DELIFEQ", "doc", doc),
+		h.Do(ctx, "DIGEST", "doc"),
+		h.Do(ctx, "DELEX", "doc", "IFEQ", doc),
+	} {
+		if !errors.Is(c.Err(), ErrUnsupported) || !strings.Contains(c.Err().Error(), "doc") {
+			t.Errorf("%.30q on a compressed value: %v, want ErrUnsupported naming the key", c.Args(), c.Err())
+		}
+	}
+	if pl.Get(ctx, "doc").Val() != stored {
+		t.Fatal("a refused comparison changed the compressed value")
+	}
+	if !testutil.HasSetIf(t, p.r.Addr) {
+		t.Skipf("%s has no SET ... IFEQ (Valkey 8.1 and Redis 8.4 have): scripts/test-valkey9.sh runs the rest", testutil.ServerPath())
+	}
+	// Raw values: the same replies as go-redis without the hook, each run
+	// from the same start (both clients share the server).
+	reset := func() {
+		pl.Set(ctx, "lock", "token-1", 0)
+		pl.Del(ctx, "missing")
+	}
+	type result struct {
+		val string
+		err error
+	}
+	run := func(c *redis.Client) []result {
+		var out []result
+		add := func(cmd redis.Cmder) {
+			out = append(out, result{fmt.Sprint(cmd.(interface{ Val() string }).Val()), cmd.Err()})
+		}
+		add(c.SetIFEQ(ctx, "lock", "token-2", "token-1", time.Minute))
+		add(c.SetIFEQ(ctx, "lock", "token-3", "token-1", 0))
+		add(c.SetIFEQGet(ctx, "lock", "token-3", "token-2", 0))
+		add(c.Get(ctx, "lock"))
+		add(c.SetIFEQ(ctx, "missing", "v", "v", 0))
+		add(c.SetIFEQ(ctx, "h", "v", "v", 0))
+		pipe := c.TxPipeline()
+		a := pipe.SetIFEQ(ctx, "lock", "token-4", "token-3", 0)
+		b := pipe.SetIFEQ(ctx, "lock", "token-5", "token-3", 0)
+		pipe.Exec(ctx)
+		add(a)
+		add(b)
+		add(c.Get(ctx, "lock"))
+		return out
+	}
+	pl.HSet(ctx, "h", "f", "v")
+	reset()
+	got := run(h)
+	reset()
+	want := run(pl)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("through the hook %v,\nwithout it %v", got, want)
+	}
+	t.Logf("replies: %v", got)
+	if testutil.HasCommand(t, p.r.Addr, "DELIFEQ") {
+		for _, args := range [][]any{{"DELIFEQ", "lock", "nope"}, {"DELIFEQ", "lock", "token-1"}, {"DELIFEQ", "h", "v"}} {
+			reset()
+			g := h.Do(ctx, args...)
+			reset()
+			w := pl.Do(ctx, args...)
+			if fmt.Sprint(g.Val(), g.Err()) != fmt.Sprint(w.Val(), w.Err()) {
+				t.Fatalf("%q: through the hook %v %v, without it %v %v", args, g.Val(), g.Err(), w.Val(), w.Err())
+			}
+		}
+	}
+}
