@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs the proxy's and the Go library's tests against Valkey 9 as well,
-# built by scripts/build-server.sh: the first server here with the
-# compare-and-set commands (SET ... IFEQ, DELIFEQ), so that the tests of
-# those (TestProxy_Compare, TestProxy_CompareConcurrent, the differential
-# tests' compare commands) run instead of skipping. When no Debian mirror
+# Runs the whole test suite against Valkey 9 as well, built by
+# scripts/build-server.sh: the first server here with the compare-and-set
+# commands (SET ... IFEQ, DELIFEQ) and MSETEX, so that the tests of those
+# (TestProxy_Compare, TestProxy_CompareConcurrent, TestProxy_Msetex,
+# TestHook_Compare, TestHook_Msetex, the differential tests' compare
+# commands) run instead of skipping. When no Debian mirror
 # serves the source, it says so and skips the pass; a failed build or test
 # fails.
 set -euo pipefail
@@ -16,4 +17,4 @@ if [ "$rc" = 3 ]; then
 elif [ "$rc" != 0 ]; then
   exit "$rc"
 fi
-SQUEEZE_REDIS_SERVER=$server go test -count=1 -timeout 20m ./proxy/... ./client/...
+SQUEEZE_REDIS_SERVER=$server go test -count=1 -timeout 20m ./...
