@@ -46,10 +46,11 @@
 // refused unless Config.Raw says every key they touch is stored uncompressed
 // (or, for scripts, Config.AllowScripts is set). SET and DELEX with IFEQ,
 // IFNE, IFDEQ or IFDNE (Redis 8.4, Valkey 8.1), DIGEST (Redis 8.4) and
-// DELIFEQ (Valkey 9) run atomically inside a small script where the key's
-// stored bytes are its value (a lock token, anything the write policy
-// stored raw), and fail with ErrUnsupported, changing nothing, where the key
-// holds a compressed value; squeeze proxy serves those exactly.
+// DELIFEQ (Valkey 9) are served exactly and atomically, inside a small
+// script that runs them on the value: as it is where it is stored raw, on
+// the decoded bytes where it is compressed (a second round trip, which the
+// hook makes for a command sent alone; in a pipeline or transaction such a
+// command fails with ErrUnsupported and changes nothing).
 package client
 
 import (
@@ -252,6 +253,17 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if err != nil {
 			cmd.SetErr(err)
 			return err
+		}
+		if p.guarded {
+			sub, err := h.runGuarded(ctx, next, cmd, p.sub)
+			if err != nil {
+				h.undo(cmd, p)
+				cmd.SetErr(err)
+				return err
+			}
+			p.sub = sub
+			h.finish(cmd, p)
+			return cmd.Err()
 		}
 		send := cmd
 		if p.sub != nil {
@@ -564,22 +576,96 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 	}
 	if p.guarded {
 		// args holds SET's value compressed by now.
-		p.sub = redis.NewCmd(ctx, append([]any{"eval", guardScript, 1, args[1]}, args...)...)
+		p.sub = guardCmd(ctx, "", "", args)
 	}
 	return p, nil
 }
 
 // guardScript runs a command that compares a string's stored bytes with an
 // argument, or hashes them (SET and DELEX with IFEQ, IFNE, IFDEQ or IFDNE,
-// DELIFEQ, DIGEST), where those bytes are the value: atomically, unless the
-// key holds a frame, whose bytes are not the value. Then it returns the
-// marker {magic} and changes nothing. (squeeze proxy serves those exactly,
-// on the decoded value.) Anything but a string key: the command's own
-// reply, such as WRONGTYPE.
+// DELIFEQ, DIGEST), atomically, on the value:
+//
+//   - where the key holds no frame, its bytes are the value: it runs the
+//     command as it is (on any other type, the command's own WRONGTYPE);
+//   - where it holds the frame ARGV[1], it stores the decoded bytes ARGV[2],
+//     runs the command, and puts the frame back where the command left the
+//     decoded bytes (a condition not met, an error), expiry kept;
+//   - where it holds another frame (the first round, or another client's
+//     write in between), it changes nothing and returns the marker
+//     {magic, frame}: the hook decodes the frame and tries again.
 const guardScript = `
-if redis.pcall('GETRANGE', KEYS[1], 0, 2) == '\193SQ' then return {'\193SQ'} end
-return redis.pcall(unpack(ARGV))
+if redis.pcall('GETRANGE', KEYS[1], 0, 2) ~= '\193SQ' then return redis.pcall(unpack(ARGV, 3)) end
+local cur = redis.call('GET', KEYS[1])
+if cur ~= ARGV[1] then return {'\193SQ', cur} end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+local r = redis.pcall(unpack(ARGV, 3))
+if redis.pcall('GET', KEYS[1]) == ARGV[2] then redis.call('SET', KEYS[1], cur, 'KEEPTTL') end
+return r
 `
+
+// guardCmd returns the EVAL of guardScript for the command args, with the
+// frame the key is believed to hold and its decoded bytes ("" for none).
+func guardCmd(ctx context.Context, frame, dec string, args []any) *redis.Cmd {
+	a := make([]any, 0, 6+len(args))
+	a = append(a, "eval", guardScript, 1, args[1], frame, dec)
+	return redis.NewCmd(ctx, append(a, args...)...)
+}
+
+// guardMarker returns the frame in guardScript's marker, if sub's reply is
+// one.
+func guardMarker(sub *redis.Cmd) (string, bool) {
+	if sub.Err() != nil {
+		return "", false
+	}
+	a, ok := sub.Val().([]any)
+	if !ok || len(a) != 2 || a[0] != codec.Magic {
+		return "", false
+	}
+	f, ok := a[1].(string)
+	return f, ok
+}
+
+// unknownInScript reports whether a script's error says the server does not
+// know the command it called (Redis: "Unknown Redis command called from
+// script"; Valkey: "Unknown command called from script").
+func unknownInScript(msg string) bool {
+	return strings.Contains(msg, "Unknown Redis command called from script") || strings.Contains(msg, "Unknown command called from script")
+}
+
+// maxGuardRetries bounds the rounds of guardScript when other clients keep
+// rewriting the key in between.
+const maxGuardRetries = 16
+
+// runGuarded sends a guarded command alone, decoding the frame the key
+// holds and trying again as long as guardScript says it changed. It
+// returns the last sub to finish from, or an error for the command.
+func (h *Hook) runGuarded(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder, sub *redis.Cmd) (*redis.Cmd, error) {
+	for range maxGuardRetries {
+		if err := next(ctx, sub); err != nil && sub.Err() == nil {
+			sub.SetErr(err)
+		}
+		if err := sub.Err(); err != nil && unknownInScript(err.Error()) {
+			// A server without the command (DELIFEQ before Valkey 9,
+			// DELEX and DIGEST before Redis 8.4): send it as it is, so
+			// that the error is the server's own.
+			direct := redis.NewCmd(ctx, cmd.Args()...)
+			if err := next(ctx, direct); err != nil && direct.Err() == nil {
+				direct.SetErr(err)
+			}
+			return direct, nil
+		}
+		frame, ok := guardMarker(sub)
+		if !ok {
+			return sub, nil
+		}
+		dec, err := h.decodeString(frame)
+		if err != nil {
+			return nil, &Error{Command: strings.ToLower(cmd.Name()), Key: argString(cmd.Args()[1]), Err: err}
+		}
+		sub = guardCmd(ctx, frame, dec, cmd.Args())
+	}
+	return nil, &Error{Command: strings.ToLower(cmd.Name()), Key: argString(cmd.Args()[1]), Err: errors.New("the key kept changing under concurrent writes; try again")}
+}
 
 // finishGuarded sets the reply of a command run by guardScript, in the
 // type go-redis gave the command.
@@ -588,12 +674,12 @@ func (h *Hook) finishGuarded(cmd redis.Cmder, sub *redis.Cmd) {
 		cmd.SetErr(err) // redis.Nil for a condition not met, as without the hook
 		return
 	}
-	v := sub.Val()
-	if a, ok := v.([]any); ok && len(a) == 1 && a[0] == codec.Magic {
+	if _, ok := guardMarker(sub); ok { // in a pipeline or transaction: no second round
 		cmd.SetErr(&Error{Command: strings.ToLower(cmd.Name()), Key: argString(cmd.Args()[1]),
-			Err: fmt.Errorf("%w (the key holds a compressed value: IFEQ, IFNE, IFDEQ, IFDNE, DELIFEQ and DIGEST would compare or hash its frame; squeeze proxy serves them exactly)", ErrUnsupported)})
+			Err: fmt.Errorf("%w (in a pipeline or transaction, on a compressed value: IFEQ, IFNE, IFDEQ, IFDNE, DELIFEQ and DIGEST must decode it first; send the command alone)", ErrUnsupported)})
 		return
 	}
+	v := sub.Val()
 	str, _ := v.(string)
 	switch c := cmd.(type) {
 	case *redis.StatusCmd:

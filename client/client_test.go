@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -389,11 +391,6 @@ func TestHook_Unsupported(t *testing.T) {
 		h.Do(ctx, "BITOP", "AND", "raw:d", "raw:s", "s"),
 		h.Do(ctx, "EVAL", "return redis.call('GET', KEYS[1])", 1, "s"),
 		h.Do(ctx, "EVAL", "return 1", 0),
-		h.Do(ctx, "SET", "s", "v", "IFEQ", v),
-		h.Do(ctx, "SET", "s", "v", "EX", 10, "ifdne", "0123456789abcdef"),
-		h.Do(ctx, "DELEX", "s", "IFNE", v),
-		h.Do(ctx, "DELIFEQ", "s", v),
-		h.Do(ctx, "DIGEST", "s"),
 	}
 	for _, c := range refused {
 		if !errors.Is(c.Err(), ErrUnsupported) {
@@ -834,86 +831,195 @@ func TestHook_Msetex(t *testing.T) {
 }
 
 // TestHook_Compare: SET with IFEQ or IFNE, DELEX with a condition, DIGEST and
-// DELIFEQ run atomically where the key's stored bytes are its value (a raw
-// value: a lock token, anything below the minimum size), with the replies
-// go-redis gives without the hook; on a compressed value they fail with
-// ErrUnsupported and change nothing. The comparisons run on servers that
-// have them (Valkey 8.1 and 9, Redis 8.4): scripts/test-valkey9.sh.
+// DELIFEQ compare (or hash) the value, compressed or not, atomically: every
+// reply through the hook equals plain go-redis's on a second server that
+// holds the same values raw, alone and in a transaction on raw values. In a
+// pipeline or transaction a compressed value cannot be decoded first: the
+// command fails with ErrUnsupported and changes nothing. The comparisons
+// run on servers that have them (Valkey 8.1 and 9, Redis 8.4):
+// scripts/test-valkey9.sh.
 func TestHook_Compare(t *testing.T) {
 	ctx := context.Background()
 	p := newPair(t, Config{})
 	h, pl := p.hooked, p.plain
-	doc := big("doc")
+	doc, doc2, doc3 := big("doc"), big("doc2"), big("doc3")
 	if err := h.Set(ctx, "doc", doc, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	mustFramed(t, pl.Get(ctx, "doc").Val(), "SET")
 	stored := pl.Get(ctx, "doc").Val()
-	for _, c := range []redis.Cmder{
-		h.SetIFEQ(ctx, "doc", "x", doc, 0),
-		h.SetIFNEGet(ctx, "doc", "x", "y", 0),
-		h.Do(ctx, "DELIFEQ", "doc", doc),
-		h.Do(ctx, "DIGEST", "doc"),
-		h.Do(ctx, "DELEX", "doc", "IFEQ", doc),
-	} {
+	pipe := h.Pipeline()
+	cmds := []redis.Cmder{
+		pipe.SetIFEQ(ctx, "doc", "x", doc, 0),
+		pipe.Do(ctx, "DELIFEQ", "doc", doc),
+		pipe.Do(ctx, "DIGEST", "doc"),
+		pipe.Do(ctx, "DELEX", "doc", "IFEQ", doc),
+	}
+	pipe.Exec(ctx)
+	for _, c := range cmds {
 		if !errors.Is(c.Err(), ErrUnsupported) || !strings.Contains(c.Err().Error(), "doc") {
-			t.Errorf("%.30q on a compressed value: %v, want ErrUnsupported naming the key", c.Args(), c.Err())
+			t.Errorf("%.30q in a pipeline, on a compressed value: %v, want ErrUnsupported naming the key", c.Args(), c.Err())
 		}
 	}
 	if pl.Get(ctx, "doc").Val() != stored {
 		t.Fatal("a refused comparison changed the compressed value")
 	}
+	// A server without a command gives its own error through the hook.
+	for _, args := range [][]any{{"DELIFEQ", "doc", doc}, {"DIGEST", "doc"}, {"DELEX", "doc", "IFEQ", doc}} {
+		if testutil.HasCommand(t, p.r.Addr, args[0].(string)) {
+			continue
+		}
+		got, want := h.Do(ctx, args...).Err(), pl.Do(ctx, args...).Err()
+		if got == nil || want == nil || got.Error() != want.Error() {
+			t.Errorf("%s on a server without it: %v, want %v", args[0], got, want)
+		}
+	}
 	if !testutil.HasSetIf(t, p.r.Addr) {
 		t.Skipf("%s has no SET ... IFEQ (Valkey 8.1 and Redis 8.4 have): scripts/test-valkey9.sh runs the rest", testutil.ServerPath())
 	}
-	// Raw values: the same replies as go-redis without the hook, each run
-	// from the same start (both clients share the server).
-	reset := func() {
-		pl.Set(ctx, "lock", "token-1", 0)
-		pl.Del(ctx, "missing")
-	}
+	ref := redis.NewClient(&redis.Options{Addr: testutil.StartRedis(t).Addr})
+	t.Cleanup(func() { ref.Close() })
 	type result struct {
 		val string
 		err error
 	}
 	run := func(c *redis.Client) []result {
+		c.FlushAll(ctx)
 		var out []result
 		add := func(cmd redis.Cmder) {
-			out = append(out, result{fmt.Sprint(cmd.(interface{ Val() string }).Val()), cmd.Err()})
+			v := ""
+			switch x := cmd.(type) {
+			case *redis.StatusCmd:
+				v = x.Val()
+			case *redis.StringCmd:
+				v = x.Val()
+			case *redis.IntCmd:
+				v = fmt.Sprint(x.Val())
+			case *redis.Cmd:
+				v = fmt.Sprint(x.Val())
+			case *redis.DigestCmd:
+				v = fmt.Sprint(x.Val())
+			case *redis.DurationCmd:
+				v = x.Val().String()
+			}
+			out = append(out, result{v, cmd.Err()})
 		}
+		// A compressed document (raw on the reference server).
+		c.Set(ctx, "doc", doc, 0)
+		c.ExpireAt(ctx, "doc", time.Unix(4102444800, 0))
+		add(c.SetIFEQ(ctx, "doc", doc2, doc3, redis.KeepTTL)) // not met: frame and expiry stay
+		add(c.ExpireTime(ctx, "doc"))
+		add(c.SetIFEQ(ctx, "doc", doc2, doc, redis.KeepTTL))
+		add(c.Get(ctx, "doc"))
+		add(c.ExpireTime(ctx, "doc"))
+		add(c.SetIFEQGet(ctx, "doc", doc3, doc2, time.Hour))
+		add(c.SetIFEQGet(ctx, "doc", doc, doc2, 0))
+		add(c.Get(ctx, "doc"))
+		add(c.SetIFEQ(ctx, "doc", "short", doc3, 0))
+		add(c.Get(ctx, "doc"))
+		// A raw lock token.
+		c.Set(ctx, "lock", "token-1", 0)
 		add(c.SetIFEQ(ctx, "lock", "token-2", "token-1", time.Minute))
 		add(c.SetIFEQ(ctx, "lock", "token-3", "token-1", 0))
 		add(c.SetIFEQGet(ctx, "lock", "token-3", "token-2", 0))
-		add(c.Get(ctx, "lock"))
 		add(c.SetIFEQ(ctx, "missing", "v", "v", 0))
+		c.HSet(ctx, "h", "f", "v")
 		add(c.SetIFEQ(ctx, "h", "v", "v", 0))
-		pipe := c.TxPipeline()
-		a := pipe.SetIFEQ(ctx, "lock", "token-4", "token-3", 0)
-		b := pipe.SetIFEQ(ctx, "lock", "token-5", "token-3", 0)
-		pipe.Exec(ctx)
+		tx := c.TxPipeline()
+		a := tx.SetIFEQ(ctx, "lock", "token-4", "token-3", 0)
+		b := tx.SetIFEQ(ctx, "lock", "token-5", "token-3", 0)
+		tx.Exec(ctx)
 		add(a)
 		add(b)
 		add(c.Get(ctx, "lock"))
+		if testutil.HasCommand(t, p.r.Addr, "DELIFEQ") { // Valkey 9
+			c.Set(ctx, "doc", doc, 0)
+			add(c.Do(ctx, "DELIFEQ", "doc", doc2))
+			add(c.Do(ctx, "DELIFEQ", "doc", doc))
+			add(c.Do(ctx, "DELIFEQ", "lock", "token-4"))
+			add(c.Do(ctx, "DELIFEQ", "h", "v"))
+			add(c.Exists(ctx, "doc", "lock"))
+		}
+		if testutil.HasCommand(t, p.r.Addr, "DIGEST") { // Redis 8.4
+			c.Set(ctx, "doc", doc, 0)
+			add(c.Digest(ctx, "doc"))
+			add(c.DelExArgs(ctx, "doc", redis.DelExArgs{Mode: "IFNE", MatchValue: doc}))
+			add(c.DelExArgs(ctx, "doc", redis.DelExArgs{Mode: "IFEQ", MatchValue: doc}))
+		}
 		return out
 	}
-	pl.HSet(ctx, "h", "f", "v")
-	reset()
-	got := run(h)
-	reset()
-	want := run(pl)
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("through the hook %v,\nwithout it %v", got, want)
-	}
-	t.Logf("replies: %v", got)
-	if testutil.HasCommand(t, p.r.Addr, "DELIFEQ") {
-		for _, args := range [][]any{{"DELIFEQ", "lock", "nope"}, {"DELIFEQ", "lock", "token-1"}, {"DELIFEQ", "h", "v"}} {
-			reset()
-			g := h.Do(ctx, args...)
-			reset()
-			w := pl.Do(ctx, args...)
-			if fmt.Sprint(g.Val(), g.Err()) != fmt.Sprint(w.Val(), w.Err()) {
-				t.Fatalf("%q: through the hook %v %v, without it %v %v", args, g.Val(), g.Err(), w.Val(), w.Err())
-			}
+	got, want := run(h), run(ref)
+	for i := range max(len(got), len(want)) {
+		if i >= len(got) || i >= len(want) || fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+			t.Fatalf("reply %d: through the hook %.60v, plain go-redis %.60v", i, got, want)
 		}
 	}
+	t.Logf("%d replies equal", len(got))
+	if n := len(got); n < 20 {
+		t.Fatalf("only %d replies compared", n)
+	}
+	h.Set(ctx, "doc", doc, 0)
+	h.SetIFEQ(ctx, "doc", doc2, doc3, 0) // not met
+	mustFramed(t, pl.Get(ctx, "doc").Val(), "after a condition not met")
+	h.SetIFEQ(ctx, "doc", doc2, doc, 0)
+	mustFramed(t, pl.Get(ctx, "doc").Val(), "after SET IFEQ")
+	if got := h.Get(ctx, "doc").Val(); got != doc2 {
+		t.Fatalf("GET after SET IFEQ: %.30q", got)
+	}
+}
+
+// TestHook_CompareConcurrent: SetIFEQ on a compressed document through the
+// hook is a compare-and-set, as on the server: goroutines that each read a
+// counter document and write it back incremented, only if it is unchanged,
+// lose no increment and count none twice.
+func TestHook_CompareConcurrent(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	if !testutil.HasSetIf(t, p.r.Addr) {
+		t.Skipf("%s has no SET ... IFEQ (Valkey 8.1 and Redis 8.4 have): scripts/test-valkey9.sh runs this test", testutil.ServerPath())
+	}
+	h := p.hooked
+	doc := func(n int) string { return fmt.Sprintf("%d|%s", n, big("counter")) }
+	if err := h.Set(ctx, "ctr", doc(0), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustFramed(t, p.plain.Get(ctx, "ctr").Val(), "SET")
+	const workers, tries = 4, 50
+	won := make([]int, workers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range tries {
+				v, err := h.Get(ctx, "ctr").Result()
+				if err != nil {
+					t.Errorf("GET: %v", err)
+					return
+				}
+				num, _, _ := strings.Cut(v, "|")
+				n, _ := strconv.Atoi(num)
+				switch err := h.SetIFEQ(ctx, "ctr", doc(n+1), v, 0).Err(); {
+				case err == nil:
+					won[i]++
+				case errors.Is(err, redis.Nil):
+				default:
+					t.Errorf("SetIFEQ: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, n := range won {
+		total += n
+	}
+	if got := h.Get(ctx, "ctr").Val(); got != doc(total) {
+		t.Fatalf("after %d successful compare-and-sets the counter reads %.10q, want %.10q", total, got, doc(total))
+	}
+	if total == 0 {
+		t.Fatal("no compare-and-set succeeded")
+	}
+	t.Logf("%d of %d compare-and-sets succeeded (%v)", total, workers*tries, won)
 }
