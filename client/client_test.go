@@ -864,6 +864,24 @@ func TestHook_Compare(t *testing.T) {
 	if pl.Get(ctx, "doc").Val() != stored {
 		t.Fatal("a refused comparison changed the compressed value")
 	}
+	// A frame that fails its checksum: an error naming the key, and the
+	// stored bytes stay as they were.
+	bad := []byte(stored)
+	hdr, err := codec.ParseHeader(bad)
+	if err != nil || !hdr.HasChecksum {
+		t.Fatalf("frame header: %+v %v", hdr, err)
+	}
+	bad[hdr.Len-1] ^= 0xFF
+	pl.Set(ctx, "bad", bad, 0)
+	for _, c := range []redis.Cmder{h.SetIFEQ(ctx, "bad", "x", doc, 0), h.Do(ctx, "DELIFEQ", "bad", doc)} {
+		var e *Error
+		if !errors.As(c.Err(), &e) || e.Key != "bad" || !errors.Is(c.Err(), codec.ErrChecksum) {
+			t.Errorf("%.30q on a corrupt frame: %v, want a checksum error naming the key", c.Args(), c.Err())
+		}
+	}
+	if pl.Get(ctx, "bad").Val() != string(bad) {
+		t.Fatal("a comparison on a corrupt frame changed it")
+	}
 	// A server without a command gives its own error through the hook.
 	for _, args := range [][]any{{"DELIFEQ", "doc", doc}, {"DIGEST", "doc"}, {"DELEX", "doc", "IFEQ", doc}} {
 		if testutil.HasCommand(t, p.r.Addr, args[0].(string)) {

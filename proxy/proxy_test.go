@@ -257,6 +257,27 @@ func TestProxy_Compare(t *testing.T) {
 	if !setIf {
 		return
 	}
+	// A frame that fails its checksum: an error naming the key, and the
+	// stored bytes stay as they were.
+	frame := e.srv.Encoder.AppendEncode(nil, []byte(v1))
+	h, err := codec.ParseHeader(frame)
+	if err != nil || !h.HasChecksum {
+		t.Fatalf("frame header: %+v %v", h, err)
+	}
+	frame[h.Len-1] ^= 0xFF
+	dialRaw(t, e.redis.Addr).do("SET", "bad", string(frame))
+	for _, cmd := range [][]string{{"SET", "bad", v2, "IFEQ", v1}, {"DELIFEQ", "bad", v1}} {
+		if !delIf && cmd[0] == "DELIFEQ" {
+			continue
+		}
+		want := `-ERR squeeze: ` + cmd[0] + `: stored value of key "bad" cannot be decoded`
+		if got := dialRaw(t, e.addr).do(cmd...); !strings.HasPrefix(got, want) {
+			t.Fatalf("%.30q on a corrupt frame: %q, want %q...", cmd, got, want)
+		}
+		if got := dialRaw(t, e.redis.Addr).do("GET", "bad"); got != bulk(string(frame)) {
+			t.Fatalf("after %.30q the corrupt frame changed: %.40q", cmd, got)
+		}
+	}
 	// What Redis holds: frames, where the values would compress.
 	c, r := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
 	c.do("SET", "k", v1)

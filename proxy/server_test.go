@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/squeeze-kv/squeeze/internal/testutil"
+	"github.com/squeeze-kv/squeeze/resp"
 )
 
 func TestParseUpstream(t *testing.T) {
@@ -143,5 +144,51 @@ func TestServer_Ready(t *testing.T) {
 	e.srv.Close()
 	if err := e.srv.Ready(context.Background()); !errors.Is(err, ErrServerClosed) {
 		t.Errorf("Ready after Close: %v, want ErrServerClosed", err)
+	}
+}
+
+// TestLearnCaps: what the server lacks comes from COMMAND INFO (nil for an
+// unknown command) and COMMAND DOCS SET (IFEQ named or not); a refusal or a
+// reply of another form changes nothing, and the commands count as known.
+func TestLearnCaps(t *testing.T) {
+	val := func(raw string) resp.Value {
+		v, _, err := resp.ReadValue([]byte(raw))
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		return v
+	}
+	docsWith := "*2\r\n$3\r\nset\r\n*2\r\n$5\r\ntoken\r\n$4\r\nIFEQ\r\n"
+	docsWithout := "*2\r\n$3\r\nset\r\n*2\r\n$5\r\ntoken\r\n$2\r\nNX\r\n"
+	for _, tt := range []struct {
+		name, info, docs string
+		want             uint32
+	}{
+		{"Redis 7", "*3\r\n*-1\r\n*-1\r\n*-1\r\n", docsWithout, lacksSetIf | lacksDelex | lacksDigest | lacksDelifeq},
+		{"Valkey 9", "*3\r\n*-1\r\n*-1\r\n*1\r\n$7\r\ndelifeq\r\n", docsWith, lacksDelex | lacksDigest},
+		{"Redis 8.4", "*3\r\n*1\r\n$5\r\ndelex\r\n*1\r\n$6\r\ndigest\r\n*-1\r\n", docsWith, lacksDelifeq},
+		{"RESP3 nulls", "*3\r\n_\r\n_\r\n_\r\n", "%1\r\n$3\r\nset\r\n*0\r\n", lacksSetIf | lacksDelex | lacksDigest | lacksDelifeq},
+		{"COMMAND refused", "-NOPERM no\r\n", "-NOPERM no\r\n", 0},
+		{"DOCS refused", "*3\r\n*-1\r\n*-1\r\n*-1\r\n", "-ERR unknown subcommand\r\n", 0},
+		{"wrong count", "*2\r\n*-1\r\n*-1\r\n", docsWith, 0},
+	} {
+		s := &Server{}
+		s.lacks.Store(0)
+		s.learnCaps(val(tt.info), val(tt.docs))
+		if got := s.lacks.Load(); got != tt.want {
+			t.Errorf("%s: lacks %04b, want %04b", tt.name, got, tt.want)
+		}
+		for _, c := range []struct {
+			in, lacking *cmdInfo
+			bit         uint32
+		}{{setIf, setCmd, lacksSetIf}, {delexIf, delexCmd, lacksDelex}, {digestCmd, unknownCmd, lacksDigest}, {delifeqCmd, unknownCmd, lacksDelifeq}} {
+			want := c.in
+			if tt.want&c.bit != 0 {
+				want = c.lacking
+			}
+			if got := s.served(c.in); got != want {
+				t.Errorf("%s: served(%s) = %s, want %s", tt.name, c.in.name, got.name, want.name)
+			}
+		}
 	}
 }
