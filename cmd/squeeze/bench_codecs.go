@@ -196,7 +196,22 @@ func checkReportDir(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
+	// The directories this check creates are removed again, so that a run
+	// that fails later (no Redis, a bad flag) leaves nothing behind; the
+	// report writer creates them when there is a report to write.
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		created = append(created, d)
+	}
+	defer func() {
+		for _, d := range created { // deepest first
+			os.Remove(d)
+		}
+	}()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
 	f, err := os.CreateTemp(dir, ".squeeze-write-test-*")

@@ -326,3 +326,36 @@ func TestBench_BadReportDirFailsFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckReportDir: the early check of --report leaves no directory
+// behind, so a run that fails after it (no Redis, say) does not litter the
+// working directory; a directory that was there stays, with what it holds.
+func TestCheckReportDir(t *testing.T) {
+	base := t.TempDir()
+	nested := filepath.Join(base, "a", "b", "report")
+	if err := checkReportDir(nested); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "a")); !os.IsNotExist(err) {
+		t.Errorf("%s left behind (stat: %v)", filepath.Join(base, "a"), err)
+	}
+	old := filepath.Join(base, "old")
+	if err := os.MkdirAll(filepath.Join(old, "charts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkReportDir(old); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(old); err != nil || len(entries) != 1 || entries[0].Name() != "charts" {
+		t.Errorf("existing report directory holds %v (%v), want only charts", entries, err)
+	}
+	if err := os.Chmod(old, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(old, 0o755)
+	if os.Geteuid() != 0 { // root writes anywhere
+		if err := checkReportDir(old); err == nil || !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("read-only directory: %v, want permission denied", err)
+		}
+	}
+}

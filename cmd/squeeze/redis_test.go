@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,8 @@ func TestRedisURL_FailsFast(t *testing.T) {
 	// test itself could be taken meanwhile by a test server of another
 	// package.
 	silent, closed := silentServer(t), "127.0.0.1:1"
+	_, err := os.Stat("report") // the demo's default --report, in the package directory
+	hadReport := err == nil
 	for _, target := range []struct{ addr, want string }{
 		{silent, "no reply to PING within 500ms"},
 		{closed, "connection refused"},
@@ -85,6 +88,11 @@ func TestRedisURL_FailsFast(t *testing.T) {
 				}
 				if strings.Contains(stderr, "s3cret") {
 					t.Errorf("password printed: %q", stderr)
+				}
+				if args[0] == "demo" && !hadReport {
+					if _, err := os.Stat("report"); !os.IsNotExist(err) {
+						t.Errorf("a failed demo left ./report behind (stat: %v)", err)
+					}
 				}
 			})
 		}
