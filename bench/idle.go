@@ -66,5 +66,5 @@ func (p IdlePolicy) Note() string {
 		"the kernel's default is 200000): a Redis that waited more than about 15 µs for its next command wakes late, "+
 		"so sequential round trips are slower than on bare metal or a guest that polls, most of all a write that "+
 		"follows the compression of its value. As root, `echo 200000 > /sys/%s` sets the kernel's default "+
-		"(`echo 0` restores this machine's setting); see README, \"Redis with and without compression\".", haltPollParam, haltPollParam)
+		"(`echo 0` restores this machine's setting); see docs/RESULTS.md, \"Redis with and without compression\".", haltPollParam, haltPollParam)
 }

@@ -11,13 +11,15 @@ import (
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
-// BenchmarkIdleGap is the control behind README's note on the write
-// slowdown: it times SET of the 47.5 kB document after the client first
-// works for a while, spinning (no compression at all) or encoding it with
-// s2 (against SET of the same s2 frame encoded beforehand), and reports the SET's time beyond that work ("set-us/op"). On a
-// machine where a CPU that idles a few µs wakes slowly, the SET itself gets
-// slower once the gap passes that threshold, and a compressed write pays
-// for the gap as well as for the encoding.
+// BenchmarkIdleGap is the control behind the note on the write slowdown
+// in docs/RESULTS.md ("Redis with and without compression"): it times SET
+// of the 47.5 kB document after the client first works for a while,
+// spinning (no compression at all) or encoding it with s2 (against SET of
+// the same s2 frame encoded beforehand), and reports the SET's time beyond
+// that work ("set-us/op"). On a machine where a CPU that idles a few µs
+// wakes slowly, the SET itself gets slower once the gap passes that
+// threshold, and a compressed write pays for the gap as well as for the
+// encoding.
 //
 //	go test ./bench -run '^$' -bench IdleGap -count 5
 func BenchmarkIdleGap(b *testing.B) {
