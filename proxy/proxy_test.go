@@ -170,8 +170,8 @@ func TestProxy_Compare(t *testing.T) {
 		{"SET", "k", v3, "IFEQ", v1, "GET"}, // not set: the old value
 		{"SET", "k", v3, "IFNE", v1, "GET"}, // set: the old value
 		{"GET", "k"},
-		{"SET", "k", "small", "IFNE", v3},
-		{"SET", "k", v1, "ifeq", v3, "EX", "100"},
+		{"SET", "k", "small", "IFNE", v1},         // set: stored raw
+		{"SET", "k", v1, "ifeq", v3, "EX", "100"}, // not set (a relative expiry would differ by the ms between the two sides)
 		{"SET", "k", v1, "IFEQ", "small", "PXAT", "4102444800000"},
 		{"GET", "k"},
 		{"PEXPIRETIME", "k"},
