@@ -87,7 +87,10 @@ func StartRedis(t testing.TB, args ...string) *Redis {
 	for attempt := 0; attempt < 5; attempt++ {
 		r, err := startOnce(bin, dir, FreePort(t), args)
 		if err == nil {
-			t.Cleanup(r.Stop)
+			t.Cleanup(func() {
+				r.logIfExited(t)
+				r.Stop()
+			})
 			return r
 		}
 		lastErr = err
@@ -191,6 +194,31 @@ func ping(addr string) error {
 		return fmt.Errorf("unexpected PING reply %q", line)
 	}
 	return nil
+}
+
+// logIfExited logs the end of the server's log when the server exited
+// before the test stopped it, so that a server that crashed (a bug report,
+// an assertion) says why in the failures its clients then report.
+func (r *Redis) logIfExited(t testing.TB) {
+	if r.cmd == nil {
+		return // stopped by the test itself
+	}
+	select {
+	case <-r.exited:
+	default:
+		return
+	}
+	log, _ := os.ReadFile(filepath.Join(r.Dir, "redis-"+r.port()+".log"))
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	if len(lines) > 60 {
+		lines = lines[len(lines)-60:]
+	}
+	t.Logf("redis-server on %s exited during the test (%s); the end of its log:\n%s", r.Addr, r.cmd.ProcessState, strings.Join(lines, "\n"))
+}
+
+func (r *Redis) port() string {
+	_, port, _ := net.SplitHostPort(r.Addr)
+	return port
 }
 
 // Stop kills the server and waits for it to exit.
