@@ -535,7 +535,12 @@ func (g *gen) draw() []string {
 		if g.r.IntN(2) == 0 {
 			return append(c, "FIELDS", "1", "f"+g.num(0, 8), g.value())
 		}
-		return append(c, "FIELDS", "2", "f"+g.num(0, 8), g.value(), "f"+g.num(0, 8), g.value())
+		// Two distinct fields: Redis 8.6.3 aborts on a repeated field of
+		// HSETEX with an expiry once the hash is a hashtable (assertion
+		// 'dictExpireMeta->expireMeta.trash == 0', t_hash.c:3463).
+		i := g.r.IntN(9)
+		j := (i + 1 + g.r.IntN(8)) % 9
+		return append(c, "FIELDS", "2", "f"+strconv.Itoa(i), g.value(), "f"+strconv.Itoa(j), g.value())
 	case 82:
 		c := []string{"HGETEX", h}
 		c = append(c, [][]string{nil, {"PERSIST"}, {"EX", "500"}}[g.r.IntN(3)]...)
