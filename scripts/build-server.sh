@@ -7,7 +7,10 @@
 #            library);
 #   valkey9  Valkey 9.1.2, from the upstream tarball Debian unstable builds
 #            from: the first Valkey with DELIFEQ, and with SET ... IFEQ
-#            (Valkey 8.1), which the proxy serves exactly.
+#            (Valkey 8.1), which the proxy serves exactly;
+#   redis86  Redis 8.6.3, from the upstream tarball Debian experimental
+#            builds from: Redis 8.4's DIGEST, DELEX, MSETEX and SET ...
+#            IFEQ/IFNE/IFDEQ/IFDNE, which the proxy serves exactly.
 #
 # Each tarball is checked against its SHA-256. A build (about two minutes on
 # two cores, TLS on, bundled jemalloc) is kept in a cache directory: a second
@@ -38,8 +41,12 @@ valkey9)
   name=valkey version=9.1.2 pool=pool/main/v/valkey
   sha256=8e8557da7426a51b4e0fb514a65ef6241dc7c85cb408243af389070abf379cec
   ;;
+redis86)
+  name=redis version=8.6.3 pool=pool/main/r/redis
+  sha256=58d0d1eb49a1ea6c2179659707fec171b1e2e2b8d5157ed2ec59d1d66ad5a654
+  ;;
 *)
-  echo "usage: build-server.sh redis8|valkey9|deps" >&2
+  echo "usage: build-server.sh redis8|valkey9|redis86|deps" >&2
   exit 1
   ;;
 esac
