@@ -36,6 +36,7 @@ type gen struct {
 	setIf, delIfEq bool
 	last           map[string]string
 	msetex         bool // MSETEX (Valkey 9.1, Redis 8.4)
+	delex          bool // DELEX, DIGEST, SET ... IFDEQ/IFDNE (Redis 8.4)
 }
 
 var words = []string{"squeeze", "redis", "value", "json", "proxy", "{\"a\":1}", "lorem", "ipsum"}
@@ -95,7 +96,7 @@ func (g *gen) command() (args []string, unordered bool) {
 	if g.fieldTTL {
 		n = 78
 	}
-	if (g.setIf || g.delIfEq) && g.r.IntN(25) == 0 {
+	if (g.setIf || g.delIfEq || g.delex) && g.r.IntN(25) == 0 {
 		return g.compare(s), false
 	}
 	if g.msetex && g.r.IntN(40) == 0 {
@@ -314,12 +315,26 @@ func (g *gen) remember(s, v string) string {
 	return v
 }
 
-// compare returns SET ... IFEQ or IFNE (setIf), or DELIFEQ (delIfEq), with
-// the value last SET under s or another.
+// compare returns SET ... IFEQ or IFNE (setIf), DELIFEQ (delIfEq), or
+// DELEX, DIGEST, SET ... IFDEQ or IFDNE (delex), with the value last SET
+// under s or another.
 func (g *gen) compare(s string) []string {
 	cmp, ok := g.last[s]
 	if !ok || g.r.IntN(2) == 0 {
 		cmp = g.value()
+	}
+	if g.delex && (!g.setIf && !g.delIfEq || g.r.IntN(2) == 0) {
+		switch g.r.IntN(4) {
+		case 0:
+			return []string{"DELEX", s, []string{"IFEQ", "IFNE"}[g.r.IntN(2)], cmp}
+		case 1:
+			return []string{"DIGEST", s}
+		case 2:
+			return []string{"SET", s, g.remember(s, g.value()), []string{"IFDEQ", "IFDNE"}[g.r.IntN(2)], fmt.Sprintf("%016x", g.r.Uint64()), "GET"}
+		}
+	}
+	if !g.setIf && !g.delIfEq {
+		return []string{"DIGEST", s}
 	}
 	if g.delIfEq && (!g.setIf || g.r.IntN(4) == 0) {
 		return []string{"DELIFEQ", s, cmp}
@@ -418,7 +433,8 @@ func TestDifferential(t *testing.T) {
 		setIf:    testutil.HasSetIf(t, direct.Addr),              // Valkey 8.1, Redis 8.4
 		delIfEq:  testutil.HasCommand(t, direct.Addr, "DELIFEQ"), // Valkey 9
 		last:     map[string]string{},
-		msetex:   testutil.HasCommand(t, direct.Addr, "MSETEX")} // Valkey 9.1, Redis 8.4
+		msetex:   testutil.HasCommand(t, direct.Addr, "MSETEX"), // Valkey 9.1, Redis 8.4
+		delex:    testutil.HasCommand(t, direct.Addr, "DIGEST")} // Redis 8.4
 	n := *diffN
 	var a, b *rawConn
 	var hist []string

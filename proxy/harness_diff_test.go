@@ -38,12 +38,14 @@ func TestHarnessDifferential(t *testing.T) {
 			HashFieldExpiry: testutil.HasCommand(t, direct.Addr, "HSETEX"),  // Redis 8
 			SetIf:           testutil.HasSetIf(t, direct.Addr),              // Valkey 8.1, Redis 8.4
 			DelIfEq:         testutil.HasCommand(t, direct.Addr, "DELIFEQ"), // Valkey 9
-			Msetex:          testutil.HasCommand(t, direct.Addr, "MSETEX")}  // Valkey 9.1, Redis 8.4
+			Msetex:          testutil.HasCommand(t, direct.Addr, "MSETEX"),  // Valkey 9.1, Redis 8.4
+			Delex:           testutil.HasCommand(t, direct.Addr, "DIGEST")}  // Redis 8.4
 		res, err := difftest.Run(direct.Addr, e.addr, cfg)
 		if err != nil {
 			t.Fatalf("resp3=%v goroutine reads=%v require auth=%v: %v", tc.resp3, tc.goroutines, tc.requireAuth, err)
 		}
-		t.Logf("resp3=%v goroutine reads=%v require auth=%v: %d steps, %d commands, %d kinds (DELIFEQ %d, MSETEX %d)", tc.resp3, tc.goroutines, tc.requireAuth, res.Steps, res.Commands, len(res.ByCommand), res.ByCommand["DELIFEQ"], res.ByCommand["MSETEX"])
+		t.Logf("resp3=%v goroutine reads=%v require auth=%v: %d steps, %d commands, %d kinds (DELIFEQ %d, MSETEX %d, DELEX %d, DIGEST %d)", tc.resp3, tc.goroutines, tc.requireAuth,
+			res.Steps, res.Commands, len(res.ByCommand), res.ByCommand["DELIFEQ"], res.ByCommand["MSETEX"], res.ByCommand["DELEX"], res.ByCommand["DIGEST"])
 	}
 }
 

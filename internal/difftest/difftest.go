@@ -39,7 +39,10 @@ type Config struct {
 	// was before them.
 	SetIf, DelIfEq bool
 	// Msetex adds MSETEX (Redis 8.4, Valkey 9.1), likewise.
-	Msetex  bool
+	Msetex bool
+	// Delex adds Redis 8.4's DELEX (with IFEQ or IFNE), DIGEST, and SET
+	// with IFDEQ or IFDNE (with a digest that seldom matches), likewise.
+	Delex   bool
 	Timeout time.Duration // per step (default 10 s)
 }
 
@@ -365,7 +368,7 @@ func (g *gen) draw() []string {
 	if g.cfg.HashFieldExpiry {
 		n = 86
 	}
-	if (g.cfg.SetIf || g.cfg.DelIfEq) && g.r.IntN(20) == 0 {
+	if (g.cfg.SetIf || g.cfg.DelIfEq || g.cfg.Delex) && g.r.IntN(20) == 0 {
 		return g.compare(s)
 	}
 	if g.cfg.Msetex && g.r.IntN(40) == 0 {
@@ -376,7 +379,7 @@ func (g *gen) draw() []string {
 	// strings
 	case 0, 1, 2:
 		c := []string{"SET", s, g.value()}
-		if g.cfg.SetIf || g.cfg.DelIfEq {
+		if g.cfg.SetIf || g.cfg.DelIfEq || g.cfg.Delex {
 			g.last[s] = c[2]
 		}
 		switch g.r.IntN(8) {
@@ -569,11 +572,27 @@ func (g *gen) draw() []string {
 }
 
 // compare returns a command that compares the value of string key s with
-// an argument: SET ... IFEQ or IFNE (cfg.SetIf), DELIFEQ (cfg.DelIfEq).
+// an argument: SET ... IFEQ or IFNE (cfg.SetIf), DELIFEQ (cfg.DelIfEq),
+// DELEX, DIGEST or SET ... IFDEQ or IFDNE (cfg.Delex).
 func (g *gen) compare(s string) []string {
 	cmp, ok := g.last[s]
 	if !ok || g.r.IntN(2) == 0 {
 		cmp = g.value()
+	}
+	if g.cfg.Delex && (!g.cfg.SetIf && !g.cfg.DelIfEq || g.r.IntN(2) == 0) {
+		switch g.r.IntN(4) {
+		case 0:
+			return []string{"DELEX", s, []string{"IFEQ", "IFNE"}[g.r.IntN(2)], cmp}
+		case 1:
+			return []string{"DIGEST", s}
+		case 2:
+			v := g.value()
+			g.last[s] = v
+			return []string{"SET", s, v, []string{"IFDEQ", "IFDNE"}[g.r.IntN(2)], fmt.Sprintf("%016x", g.r.Uint64()), "GET"}
+		}
+	}
+	if !g.cfg.SetIf && !g.cfg.DelIfEq {
+		return []string{"DIGEST", s}
 	}
 	if g.cfg.DelIfEq && (!g.cfg.SetIf || g.r.IntN(4) == 0) {
 		return []string{"DELIFEQ", s, cmp}
