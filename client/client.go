@@ -823,13 +823,18 @@ func argString(a any) string {
 }
 
 // xaddFields returns the index of the entry ID in XADD's args (the fields
-// follow it), or -1.
+// follow it), or -1 when the args are malformed or hold an option it does
+// not know (then nothing is compressed).
 func xaddFields(args []any) int {
 	i := 2
 	for i < len(args) {
-		switch strings.ToUpper(argString(args[i])) {
-		case "NOMKSTREAM":
+		switch s := strings.ToUpper(argString(args[i])); s {
+		case "NOMKSTREAM", "KEEPREF", "DELREF", "ACKED": // the last three: Redis 8.2
 			i++
+		case "IDMPAUTO": // Redis 8.6: IDMPAUTO pid
+			i += 2
+		case "IDMP": // Redis 8.6: IDMP pid iid
+			i += 3
 		case "MAXLEN", "MINID":
 			i++
 			if i < len(args) {
@@ -842,7 +847,10 @@ func xaddFields(args []any) int {
 				i += 2
 			}
 		default:
-			return i
+			if s == "*" || s != "" && s[0] >= '0' && s[0] <= '9' {
+				return i // the id
+			}
+			return -1 // an option this library does not know: compress nothing
 		}
 	}
 	return -1

@@ -782,6 +782,58 @@ func TestHook_HashFieldExpiry(t *testing.T) {
 // pairs compressed through the hook, never its options; a malformed one
 // gets the server's own error. Skipped on servers without MSETEX; CI runs
 // it in the Valkey 9 pass (scripts/test-valkey9.sh).
+// TestHook_XaddOptions: XADD's newer options (Redis 8.2's KEEPREF, DELREF
+// and ACKED, Redis 8.6's IDMP) are skipped to find the values, so the
+// fields stay as sent and the values are compressed; an option the hook
+// does not know compresses nothing. Where the server lacks the options,
+// its error comes back.
+func TestHook_XaddOptions(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	h, pl := p.hooked, p.plain
+	v1 := big("one")
+	field := strings.Repeat("a long field name ", 10)
+	keepref := h.Do(ctx, "XADD", "s", "KEEPREF", "1-1", field, v1)
+	if keepref.Err() != nil {
+		if err := pl.Do(ctx, "XADD", "s2", "KEEPREF", "1-1", field, v1).Err(); err == nil || err.Error() != keepref.Err().Error() {
+			t.Fatalf("XADD KEEPREF: %v, server %v", keepref.Err(), err)
+		}
+		t.Skipf("%s has no XADD KEEPREF (Redis 8.2 has): the test-built.sh redis86 pass runs this test", testutil.ServerPath())
+	}
+	if err := h.Do(ctx, "XADD", "s", "ACKED", "MAXLEN", "~", 100, "1-2", "f", v1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ents := pl.XRange(ctx, "s", "-", "+").Val()
+	if len(ents) != 2 {
+		t.Fatalf("stored %d entries, want 2", len(ents))
+	}
+	v, ok := ents[0].Values[field].(string)
+	if !ok {
+		t.Fatalf("the field name is not stored as sent: %.80q", ents[0].Values)
+	}
+	mustFramed(t, v, "XADD KEEPREF")
+	mustFramed(t, ents[1].Values["f"].(string), "XADD ACKED MAXLEN")
+	if got := h.XRange(ctx, "s", "-", "+").Val(); got[0].Values[field] != v1 || got[1].Values["f"] != v1 {
+		t.Fatalf("XRANGE through the hook: %.200v", got)
+	}
+	// An option the hook does not know: nothing compressed, the server's error.
+	got, want := h.Do(ctx, "XADD", "s", "NEWOPTION", "1-3", field, v1), pl.Do(ctx, "XADD", "s", "NEWOPTION", "1-3", field, v1)
+	if got.Err() == nil || want.Err() == nil || got.Err().Error() != want.Err().Error() {
+		t.Fatalf("XADD NEWOPTION: %v, server %v", got.Err(), want.Err())
+	}
+	// Idempotent XADD (Redis 8.6): a repeat returns the first entry's id.
+	id1 := h.Do(ctx, "XADD", "t", "IDMP", "producer", "msg-1", "*", "f", v1)
+	if id1.Err() != nil {
+		t.Logf("no IDMP here (Redis 8.6 has it): %v", id1.Err())
+		return
+	}
+	id2 := h.Do(ctx, "XADD", "t", "IDMP", "producer", "msg-1", "*", "f", v1)
+	if id1.Val() != id2.Val() || pl.XLen(ctx, "t").Val() != 1 {
+		t.Fatalf("IDMP twice: %v then %v, %d entries", id1.Val(), id2.Val(), pl.XLen(ctx, "t").Val())
+	}
+	mustFramed(t, pl.XRange(ctx, "t", "-", "+").Val()[0].Values["f"].(string), "XADD IDMP")
+}
+
 func TestHook_Msetex(t *testing.T) {
 	ctx := context.Background()
 	p := newPair(t, Config{})

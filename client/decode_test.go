@@ -26,3 +26,28 @@ func TestShapeOf_Options(t *testing.T) {
 		}
 	}
 }
+
+// TestXaddFields: the entry id's place in XADD's args, past every option
+// (Redis 8.2's KEEPREF, DELREF and ACKED, Redis 8.6's IDMPAUTO and IDMP
+// included); -1, so that nothing is compressed, for an option it does not
+// know or args without an id.
+func TestXaddFields(t *testing.T) {
+	for _, c := range []struct {
+		args []any
+		want int
+	}{
+		{[]any{"xadd", "s", "*", "f", "v"}, 2},
+		{[]any{"xadd", "s", "NOMKSTREAM", "MAXLEN", "~", 10, "LIMIT", 5, "1-1", "f", "v"}, 8},
+		{[]any{"xadd", "s", "minid", "0", "*", "f", "v"}, 4},
+		{[]any{"xadd", "s", "KEEPREF", "*", "f", "v"}, 3},
+		{[]any{"xadd", "s", "acked", "maxlen", "=", 5, 7, "f", "v"}, 6},
+		{[]any{"xadd", "s", "DELREF", "IDMPAUTO", "p1", "*", "f", "v"}, 5},
+		{[]any{"xadd", "s", "IDMP", "p1", "i1", "2-*", "f", "v"}, 5},
+		{[]any{"xadd", "s", "NEWOPTION", "*", "f", "v"}, -1},
+		{[]any{"xadd", "s", "MAXLEN", "5"}, -1},
+	} {
+		if got := xaddFields(c.args); got != c.want {
+			t.Errorf("xaddFields(%v) = %d, want %d", c.args, got, c.want)
+		}
+	}
+}

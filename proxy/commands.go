@@ -404,12 +404,19 @@ func valueArgs(rule argRule, args [][]byte) (first, step, end int) {
 			return 2, len(args), len(args)
 		}
 	case argsXadd:
+		// XADD key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [IDMPAUTO pid|IDMP
+		// pid iid] [MAXLEN|MINID [=|~] threshold [LIMIT count]] id f v ...
+		// (KEEPREF, DELREF and ACKED are Redis 8.2's, IDMP Redis 8.6's.)
 		i := 2
 		for i < len(args) {
 			a := args[i]
 			switch {
-			case is(a, "NOMKSTREAM"):
+			case is(a, "NOMKSTREAM"), is(a, "KEEPREF"), is(a, "DELREF"), is(a, "ACKED"):
 				i++
+			case is(a, "IDMPAUTO"):
+				i += 2
+			case is(a, "IDMP"):
+				i += 3
 			case is(a, "MAXLEN"), is(a, "MINID"):
 				i++
 				if i < len(args) && (bytes.Equal(args[i], []byte("=")) || bytes.Equal(args[i], []byte("~"))) {
@@ -418,9 +425,14 @@ func valueArgs(rule argRule, args [][]byte) (first, step, end int) {
 				i++
 			case is(a, "LIMIT"):
 				i += 2
-			default:
+			case xaddID(a):
 				// args[i] is the id; fields start at i+1, values at i+2.
 				return i + 2, 2, len(args)
+			default:
+				// An option this proxy does not know (a newer server's):
+				// compress nothing rather than guess where the values are.
+				// The server stores them as they are, or answers its error.
+				return 0, 0, 0
 			}
 		}
 	case argsHsetex:
@@ -449,4 +461,10 @@ func valueArgs(rule argRule, args [][]byte) (first, step, end int) {
 		}
 	}
 	return 0, 0, 0
+}
+
+// xaddID reports whether a is an entry id XADD takes: "*", "ms", "ms-seq"
+// or "ms-*". No XADD option begins with "*" or a digit.
+func xaddID(a []byte) bool {
+	return len(a) > 0 && (a[0] == '*' && len(a) == 1 || a[0] >= '0' && a[0] <= '9')
 }

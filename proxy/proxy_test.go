@@ -344,6 +344,71 @@ func TestProxy_Msetex(t *testing.T) {
 	}
 }
 
+// TestProxy_XaddOptions: XADD's newer options (Redis 8.2's KEEPREF, DELREF
+// and ACKED, Redis 8.6's IDMPAUTO and IDMP) are options, not the entry id:
+// the values after them are compressed and the fields stay as they are (the
+// proxy took KEEPREF for the id, and compressed field names). An option
+// the proxy does not know compresses nothing. On servers without these
+// options both sides give the same errors.
+func TestProxy_XaddOptions(t *testing.T) {
+	e := startEnv(t)
+	plain := testutil.StartRedis(t)
+	v1, v2 := compressible(5000, 1), compressible(6000, 2)
+	field := strings.Repeat("a long field name ", 10) // long enough to be compressed, were it a value
+	script := [][]string{
+		{"XADD", "s", "KEEPREF", "1-1", field, v1},
+		{"XADD", "s", "DELREF", "MAXLEN", "~", "100", "1-2", "f2", v2},
+		{"XADD", "s", "nomkstream", "acked", "1-3", "f3", v1, "f4", "small"},
+		{"XADD", "s", "IDMP", "p", "i", "1-4", "f", v1}, // IDMP takes only "*"
+		{"XADD", "s", "NEWOPTION", "1-5", field, v1},
+		{"XRANGE", "s", "-", "+"},
+		{"XLEN", "s"},
+	}
+	p, d := dialRaw(t, e.addr), dialRaw(t, plain.Addr)
+	for _, cmd := range script {
+		if got, want := p.do(cmd...), d.do(cmd...); got != want {
+			t.Fatalf("%.60q: proxy %.80q, server %.80q", cmd, got, want)
+		}
+	}
+	// Idempotent XADD (Redis 8.6): ids are the server's clock, so compare
+	// what they do: a repeat returns the first entry's id, on both sides.
+	idmp := [][]string{
+		{"XADD", "t", "IDMP", "producer", "msg-1", "*", field, v1},
+		{"XADD", "t", "IDMP", "producer", "msg-1", "*", field, v1},
+		{"XADD", "t", "IDMPAUTO", "producer", "*", "f", v2},
+		{"XADD", "t", "IDMPAUTO", "producer", "*", "f", v2},
+	}
+	for i := 0; i < len(idmp); i += 2 {
+		p1, p2 := p.do(idmp[i]...), p.do(idmp[i+1]...)
+		d1, d2 := d.do(idmp[i]...), d.do(idmp[i+1]...)
+		if strings.HasPrefix(d1, "-") { // a server without IDMP
+			if p1 != d1 || p2 != d2 {
+				t.Fatalf("%.60q: proxy %q %q, server %q %q", idmp[i], p1, p2, d1, d2)
+			}
+			continue
+		}
+		if p1 != p2 || d1 != d2 {
+			t.Fatalf("%.60q twice: proxy %q then %q, server %q then %q; want a repeat to return the first id", idmp[i], p1, p2, d1, d2)
+		}
+	}
+	if got, want := p.do("XLEN", "t"), d.do("XLEN", "t"); got != want {
+		t.Fatalf("XLEN t: proxy %q, server %q", got, want)
+	}
+	// What Redis holds: fields as sent, the long values in frames.
+	r := dialRaw(t, e.redis.Addr)
+	for _, key := range []string{"s", "t"} {
+		stored := r.do("XRANGE", key, "-", "+")
+		if strings.Contains(d.do("XRANGE", key, "-", "+"), field) && !strings.Contains(stored, field) {
+			t.Fatalf("XRANGE %s on Redis: the long field name is not stored as sent: %.200q", key, stored)
+		}
+		for _, line := range strings.Split(stored, "\r\n") {
+			if line == v1 || line == v2 {
+				t.Fatalf("XRANGE %s on Redis: a value was stored raw", key)
+			}
+		}
+	}
+}
+
 // TestProxy_CompareConcurrent: SET ... IFEQ through the proxy is a
 // compare-and-set, as on the server: clients that each read a compressed
 // counter document and write it back incremented, only if it is unchanged,

@@ -50,6 +50,12 @@ func TestValueArgs(t *testing.T) {
 		{[]string{"XADD", "s", "*", "f", "v", "g", "w"}, []int{4, 6}},
 		{[]string{"XADD", "s", "NOMKSTREAM", "MAXLEN", "~", "10", "LIMIT", "5", "1-1", "f", "v"}, []int{10}},
 		{[]string{"XADD", "s", "MINID", "0", "*", "f", "v"}, []int{6}},
+		{[]string{"XADD", "s", "KEEPREF", "*", "f", "v"}, []int{5}},                            // Redis 8.2
+		{[]string{"XADD", "s", "nomkstream", "acked", "maxlen", "5", "1", "f", "v"}, []int{8}}, // Redis 8.2
+		{[]string{"XADD", "s", "DELREF", "IDMPAUTO", "p1", "*", "f", "v"}, []int{7}},           // Redis 8.6
+		{[]string{"XADD", "s", "IDMP", "p1", "i1", "MINID", "=", "0", "2-*", "f", "v"}, []int{10}},
+		{[]string{"XADD", "s", "NEWOPTION", "*", "f", "v"}, nil}, // unknown: nothing compressed
+		{[]string{"XADD", "s", "MAXLEN", "5"}, nil},              // no id
 		{[]string{"HSETEX", "h", "FIELDS", "2", "f", "v", "g", "w"}, []int{5, 7}},
 		{[]string{"HSETEX", "h", "FXX", "EX", "100", "FIELDS", "1", "f", "v"}, []int{8}},
 		{[]string{"hsetex", "h", "fnx", "keepttl", "fields", "1", "FIELDS", "v"}, []int{7}}, // a field named FIELDS
