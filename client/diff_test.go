@@ -56,7 +56,8 @@ func TestHook_Differential(t *testing.T) {
 		SetIf:           testutil.HasSetIf(t, ra.Addr),              // Valkey 8.1, Redis 8.4
 		DelIfEq:         testutil.HasCommand(t, ra.Addr, "DELIFEQ"), // Valkey 9
 		Msetex:          testutil.HasCommand(t, ra.Addr, "MSETEX"),  // Valkey 9.1, Redis 8.4
-		Delex:           testutil.HasCommand(t, ra.Addr, "DIGEST")}) // Redis 8.4
+		Delex:           testutil.HasCommand(t, ra.Addr, "DIGEST"),  // Redis 8.4
+		XaddRef:         testutil.HasXaddRef(t, ra.Addr)})           // Redis 8.2
 	var hist []string
 	refused, compared := 0, 0
 	for step := 0; step < *diffSteps; step++ {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ type gen struct {
 	last           map[string]string
 	msetex         bool // MSETEX (Valkey 9.1, Redis 8.4)
 	delex          bool // DELEX, DIGEST, SET ... IFDEQ/IFDNE (Redis 8.4)
+	xaddRef        bool // XADD's KEEPREF, DELREF, ACKED (Redis 8.2)
 }
 
 var words = []string{"squeeze", "redis", "value", "json", "proxy", "{\"a\":1}", "lorem", "ipsum"}
@@ -201,7 +203,11 @@ func (g *gen) command() (args []string, unordered bool) {
 	case 47, 48:
 		id := g.xid[x] + 1
 		g.xid[x] = id
-		return []string{"XADD", x, "MAXLEN", "~", "1000", "1-" + strconv.Itoa(id), "f1", g.value(), "f2", g.value()}, false
+		cmd := []string{"XADD", x, "MAXLEN", "~", "1000", "1-" + strconv.Itoa(id), "f1", g.value(), "f2", g.value()}
+		if g.xaddRef && g.r.IntN(2) == 0 {
+			cmd = slices.Insert(cmd, 2, []string{"KEEPREF", "DELREF", "ACKED"}[g.r.IntN(3)])
+		}
+		return cmd, false
 	case 49:
 		return []string{"XRANGE", x, "-", "+", "COUNT", g.num(1, 5)}, false
 	case 50:
@@ -434,7 +440,8 @@ func TestDifferential(t *testing.T) {
 		delIfEq:  testutil.HasCommand(t, direct.Addr, "DELIFEQ"), // Valkey 9
 		last:     map[string]string{},
 		msetex:   testutil.HasCommand(t, direct.Addr, "MSETEX"), // Valkey 9.1, Redis 8.4
-		delex:    testutil.HasCommand(t, direct.Addr, "DIGEST")} // Redis 8.4
+		delex:    testutil.HasCommand(t, direct.Addr, "DIGEST"), // Redis 8.4
+		xaddRef:  testutil.HasXaddRef(t, direct.Addr)}           // Redis 8.2
 	n := *diffN
 	var a, b *rawConn
 	var hist []string

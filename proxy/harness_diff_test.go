@@ -39,7 +39,8 @@ func TestHarnessDifferential(t *testing.T) {
 			SetIf:           testutil.HasSetIf(t, direct.Addr),              // Valkey 8.1, Redis 8.4
 			DelIfEq:         testutil.HasCommand(t, direct.Addr, "DELIFEQ"), // Valkey 9
 			Msetex:          testutil.HasCommand(t, direct.Addr, "MSETEX"),  // Valkey 9.1, Redis 8.4
-			Delex:           testutil.HasCommand(t, direct.Addr, "DIGEST")}  // Redis 8.4
+			Delex:           testutil.HasCommand(t, direct.Addr, "DIGEST"),  // Redis 8.4
+			XaddRef:         testutil.HasXaddRef(t, direct.Addr)}            // Redis 8.2
 		res, err := difftest.Run(direct.Addr, e.addr, cfg)
 		if err != nil {
 			t.Fatalf("resp3=%v goroutine reads=%v require auth=%v: %v", tc.resp3, tc.goroutines, tc.requireAuth, err)

@@ -42,7 +42,9 @@ type Config struct {
 	Msetex bool
 	// Delex adds Redis 8.4's DELEX (with IFEQ or IFNE), DIGEST, and SET
 	// with IFDEQ or IFDNE (with a digest that seldom matches), likewise.
-	Delex   bool
+	Delex bool
+	// XaddRef adds Redis 8.2's KEEPREF, DELREF or ACKED to XADD, likewise.
+	XaddRef bool
 	Timeout time.Duration // per step (default 10 s)
 }
 
@@ -559,7 +561,11 @@ func (g *gen) draw() []string {
 	// streams (explicit ids, so both servers agree)
 	case 60, 61:
 		g.streamID[x]++
-		return []string{"XADD", x, strconv.Itoa(g.streamID[x]) + "-1", "f", g.value(), "g", g.value()}
+		id := strconv.Itoa(g.streamID[x]) + "-1"
+		if g.cfg.XaddRef && g.r.IntN(2) == 0 {
+			return []string{"XADD", x, []string{"KEEPREF", "DELREF", "ACKED"}[g.r.IntN(3)], id, "f", g.value(), "g", g.value()}
+		}
+		return []string{"XADD", x, id, "f", g.value(), "g", g.value()}
 	case 62:
 		return []string{"XRANGE", x, "-", "+", "COUNT", g.num(1, 10)}
 	case 63:

@@ -108,9 +108,23 @@ func HasCommand(t testing.TB, addr, name string) bool {
 // sets nothing where it does, and is a syntax error where it does not.
 func HasSetIf(t testing.TB, addr string) bool {
 	t.Helper()
-	reply, err := Do(addr, "SET", "squeeze:probe:no-such-key", "v", "IFEQ", "v")
+	return probe(t, addr, "SET ... IFEQ", "SET", "squeeze:probe:no-such-key", "v", "IFEQ", "v")
+}
+
+// HasXaddRef reports whether the server at addr takes XADD's KEEPREF,
+// DELREF and ACKED (Redis 8.2). NOMKSTREAM keeps the probe from writing.
+func HasXaddRef(t testing.TB, addr string) bool {
+	t.Helper()
+	return probe(t, addr, "XADD ... KEEPREF", "XADD", "squeeze:probe:no-such-stream", "NOMKSTREAM", "KEEPREF", "*", "f", "v")
+}
+
+// probe sends a command that writes nothing and reports whether the
+// server took it (no error reply).
+func probe(t testing.TB, addr, what string, args ...string) bool {
+	t.Helper()
+	reply, err := Do(addr, args...)
 	if err != nil {
-		t.Fatalf("asking the server for SET ... IFEQ: %v", err)
+		t.Fatalf("asking the server for %s: %v", what, err)
 	}
 	return !strings.HasPrefix(reply, "-")
 }
