@@ -821,6 +821,24 @@ func TestHook_XaddOptions(t *testing.T) {
 	if got.Err() == nil || want.Err() == nil || got.Err().Error() != want.Err().Error() {
 		t.Fatalf("XADD NEWOPTION: %v, server %v", got.Err(), want.Err())
 	}
+	// XREADGROUP ... CLAIM (Redis 8.4): entries carry their idle time and
+	// delivery count after the fields; the values are still decoded.
+	h.XGroupCreate(ctx, "s", "g", "0")
+	h.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c1", Streams: []string{"s", ">"}, Count: 1})
+	claim := h.Do(ctx, "XREADGROUP", "GROUP", "g", "c2", "CLAIM", 0, "COUNT", 5, "STREAMS", "s", ">")
+	if claim.Err() == nil {
+		if got := fmt.Sprint(claim.Val()); !strings.Contains(got, field+" "+v1) || strings.Contains(got, "\xc1SQ") {
+			t.Fatalf("XREADGROUP CLAIM through the hook: %.200s", got)
+		}
+		// go-redis's own, which reads the idle time and count.
+		time.Sleep(5 * time.Millisecond) // idle past the 1 ms below
+		typed, err := h.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c3", Streams: []string{"s", ">"}, Claim: time.Millisecond}).Result()
+		if err != nil || len(typed) != 1 || len(typed[0].Messages) == 0 || typed[0].Messages[0].Values[field] != v1 || typed[0].Messages[0].DeliveredCount == 0 {
+			t.Fatalf("XReadGroup with Claim through the hook: %.200v, %v", typed, err)
+		}
+	} else if err := pl.Do(ctx, "XREADGROUP", "GROUP", "g", "c3", "CLAIM", 0, "STREAMS", "s", ">").Err(); err == nil || err.Error() != claim.Err().Error() {
+		t.Fatalf("XREADGROUP CLAIM: %v, server %v", claim.Err(), err)
+	}
 	// Idempotent XADD (Redis 8.6): a repeat returns the first entry's id.
 	id1 := h.Do(ctx, "XADD", "t", "IDMP", "producer", "msg-1", "*", "f", v1)
 	if id1.Err() != nil {

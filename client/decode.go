@@ -352,14 +352,16 @@ func (h *Hook) decodePairs(v any) (any, error) {
 	return v, nil
 }
 
-// decodeEntries decodes stream entries [[id, [field, value, ...]], ...].
+// decodeEntries decodes stream entries [[id, [field, value, ...]], ...]
+// (with XREADGROUP ... CLAIM, Redis 8.4, an entry has the idle time and the
+// delivery count after its fields).
 func (h *Hook) decodeEntries(v any) error {
 	entries, ok := v.([]any)
 	if !ok {
 		return nil
 	}
 	for _, e := range entries {
-		if ent, ok := e.([]any); ok && len(ent) == 2 {
+		if ent, ok := e.([]any); ok && len(ent) >= 2 {
 			if _, err := h.decodePairs(ent[1]); err != nil {
 				return err
 			}

@@ -394,6 +394,23 @@ func TestProxy_XaddOptions(t *testing.T) {
 	if got, want := p.do("XLEN", "t"), d.do("XLEN", "t"); got != want {
 		t.Fatalf("XLEN t: proxy %q, server %q", got, want)
 	}
+	// XREADGROUP ... CLAIM (Redis 8.4) adds an entry's idle time and
+	// delivery count after its fields: the values are still decoded. (The
+	// idle time is the server's clock, so the replies are not compared.)
+	for _, c := range []*rawConn{p, d} {
+		c.do("XGROUP", "CREATE", "s", "g", "0")
+		c.do("XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "s", ">")
+	}
+	claim := []string{"XREADGROUP", "GROUP", "g", "c2", "CLAIM", "0", "COUNT", "5", "STREAMS", "s", ">"}
+	got, want := p.do(claim...), d.do(claim...)
+	switch {
+	case strings.HasPrefix(want, "-"):
+		if got != want {
+			t.Fatalf("XREADGROUP CLAIM: proxy %q, server %q", got, want)
+		}
+	case !strings.Contains(want, v1) || !strings.Contains(got, field+"\r\n$5000\r\n"+v1):
+		t.Fatalf("XREADGROUP CLAIM: proxy %.120q, want the values decoded as in %.120q", got, want)
+	}
 	// What Redis holds: fields as sent, the long values in frames.
 	r := dialRaw(t, e.redis.Addr)
 	for _, key := range []string{"s", "t"} {
