@@ -236,6 +236,8 @@ func FuzzAppendRequest(f *testing.F) {
 		{"hsetex", "h", "NX", "FXX", "PX", "100", "FIELDS", "1", "f", doc},
 		{"hsetex", "h", "EX", "FIELDS", "FIELDS", "1", "f", doc},
 		{"xadd", "s", "MAXLEN", "~", "10", "*", "f", doc},
+		{"xadd", "s", "KEEPREF", "IDMP", "p", "i", "*", "f", doc},
+		{"xadd", "s", "IDMPAUTO", "p", "ACKED", "1-1", doc, doc},
 		{"mset", "a", doc, "z", doc, "b"},
 		{"msetex", "2", "a", doc, "z", doc, "EX", "10"},
 		{"msetex", "3", "a", doc, "KEEPTTL"},
