@@ -330,13 +330,8 @@ func (g *gen) compare(s string) []string {
 		cmp = g.value()
 	}
 	if g.delex && (!g.setIf && !g.delIfEq || g.r.IntN(2) == 0) {
-		switch g.r.IntN(4) {
-		case 0:
-			return []string{"DELEX", s, []string{"IFEQ", "IFNE"}[g.r.IntN(2)], cmp}
-		case 1:
-			return []string{"DIGEST", s}
-		case 2:
-			return []string{"SET", s, g.remember(s, g.value()), []string{"IFDEQ", "IFDNE"}[g.r.IntN(2)], fmt.Sprintf("%016x", g.r.Uint64()), "GET"}
+		if c := difftest.DelexCommand(g.r, s, cmp, func() string { return g.remember(s, g.value()) }); c != nil {
+			return c
 		}
 	}
 	if !g.setIf && !g.delIfEq {

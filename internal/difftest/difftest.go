@@ -586,15 +586,8 @@ func (g *gen) compare(s string) []string {
 		cmp = g.value()
 	}
 	if g.cfg.Delex && (!g.cfg.SetIf && !g.cfg.DelIfEq || g.r.IntN(2) == 0) {
-		switch g.r.IntN(4) {
-		case 0:
-			return []string{"DELEX", s, []string{"IFEQ", "IFNE"}[g.r.IntN(2)], cmp}
-		case 1:
-			return []string{"DIGEST", s}
-		case 2:
-			v := g.value()
-			g.last[s] = v
-			return []string{"SET", s, v, []string{"IFDEQ", "IFDNE"}[g.r.IntN(2)], fmt.Sprintf("%016x", g.r.Uint64()), "GET"}
+		if c := DelexCommand(g.r, s, cmp, func() string { v := g.value(); g.last[s] = v; return v }); c != nil {
+			return c
 		}
 	}
 	if !g.cfg.SetIf && !g.cfg.DelIfEq {
@@ -607,6 +600,23 @@ func (g *gen) compare(s string) []string {
 	g.last[s] = v
 	c := []string{"SET", s, v, []string{"IFEQ", "IFNE"}[g.r.IntN(2)], cmp}
 	return append(c, [][]string{nil, {"GET"}, {"EX", "1000"}, {"KEEPTTL", "GET"}}[g.r.IntN(4)]...)
+}
+
+// DelexCommand returns, three times in four, one of Redis 8.4's
+// comparison commands on string key s: DELEX with IFEQ or IFNE and cmp,
+// DIGEST, or SET of newValue() with IFDEQ or IFDNE and a random digest
+// (which seldom matches). It returns nil the fourth time. The generators
+// of this package and of the proxy's own differential test share it.
+func DelexCommand(r *rand.Rand, s, cmp string, newValue func() string) []string {
+	switch r.IntN(4) {
+	case 0:
+		return []string{"DELEX", s, []string{"IFEQ", "IFNE"}[r.IntN(2)], cmp}
+	case 1:
+		return []string{"DIGEST", s}
+	case 2:
+		return []string{"SET", s, newValue(), []string{"IFDEQ", "IFDNE"}[r.IntN(2)], fmt.Sprintf("%016x", r.Uint64()), "GET"}
+	}
+	return nil
 }
 
 // Generator produces the command sequence Run sends, for harnesses that
