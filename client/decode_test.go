@@ -45,6 +45,7 @@ func TestXaddFields(t *testing.T) {
 		{[]any{"xadd", "s", "IDMP", "p1", "i1", "2-*", "f", "v"}, 5},
 		{[]any{"xadd", "s", "NEWOPTION", "*", "f", "v"}, -1},
 		{[]any{"xadd", "s", "MAXLEN", "5"}, -1},
+		{[]any{"xadd", "s", "IDMP", "p"}, -1}, // cut short: Redis's error
 	} {
 		if got := xaddFields(c.args); got != c.want {
 			t.Errorf("xaddFields(%v) = %d, want %d", c.args, got, c.want)

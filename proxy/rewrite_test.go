@@ -56,6 +56,7 @@ func TestValueArgs(t *testing.T) {
 		{[]string{"XADD", "s", "IDMP", "p1", "i1", "MINID", "=", "0", "2-*", "f", "v"}, []int{10}},
 		{[]string{"XADD", "s", "NEWOPTION", "*", "f", "v"}, nil}, // unknown: nothing compressed
 		{[]string{"XADD", "s", "MAXLEN", "5"}, nil},              // no id
+		{[]string{"XADD", "s", "IDMP", "p"}, nil},                // IDMP cut short: Redis's error
 		{[]string{"HSETEX", "h", "FIELDS", "2", "f", "v", "g", "w"}, []int{5, 7}},
 		{[]string{"HSETEX", "h", "FXX", "EX", "100", "FIELDS", "1", "f", "v"}, []int{8}},
 		{[]string{"hsetex", "h", "fnx", "keepttl", "fields", "1", "FIELDS", "v"}, []int{7}}, // a field named FIELDS
