@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
@@ -161,7 +160,7 @@ func TestProxy_BlockingAndWatch(t *testing.T) {
 	big := compressible(8000, 6)
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	a.send([]string{"BLPOP", "jobs", "5"})
-	time.Sleep(50 * time.Millisecond)
+	waitBlocked(t, e.redis.Addr, 1)
 	if got := b.do("RPUSH", "jobs", big); got != ":1\r\n" {
 		t.Fatal(got)
 	}

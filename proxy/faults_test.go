@@ -114,7 +114,7 @@ func TestProxy_UpstreamRestart(t *testing.T) {
 		t.Fatalf("SET: %q", got)
 	}
 	blocked.send([]string{"BLPOP", "nolist", "0"}) // in flight on a pinned connection
-	time.Sleep(100 * time.Millisecond)
+	waitBlocked(t, "127.0.0.1:"+strconv.Itoa(port), 1)
 	srv.Process.Kill()
 	srv.Wait()
 	if got := blocked.read(); !strings.HasPrefix(got, "-ERR squeeze: upstream") {

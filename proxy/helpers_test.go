@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -180,3 +181,20 @@ func compressible(n int, seed int) string {
 type slogLogger = slog.Logger
 
 var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// waitBlocked waits until Redis at addr counts n clients blocked (INFO
+// clients, blocked_clients), for at most 5 s.
+func waitBlocked(t testing.TB, addr string, n int) {
+	t.Helper()
+	c := dialRaw(t, addr)
+	want := "blocked_clients:" + strconv.Itoa(n) + "\r\n"
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		info := c.do("INFO", "clients")
+		if strings.Contains(info, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis did not count %d blocked clients in 5 s: %q", n, info)
+		}
+	}
+}
