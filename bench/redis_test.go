@@ -392,6 +392,32 @@ func TestRunRedis_CompactTo(t *testing.T) {
 	}
 }
 
+// TestRunRedis_UsedMemoryLargeValues: for large values the used_memory
+// delta per key agrees with MEMORY USAGE, as written and at rest. Before,
+// the megabytes of query buffer a connection keeps after large SETs were
+// counted in the row that wrote them or the next one, and what compaction's
+// first scripts leave allocated for good in its row (+25% here).
+func TestRunRedis_UsedMemoryLargeValues(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := newClient(t, srv.Addr)
+	res, err := RunRedis(context.Background(), RedisOptions{
+		Client: rdb, Paths: []string{PathLibrary}, Codecs: []codec.Algorithm{codec.DefaultAlgorithm}, Sizes: []int{1 << 20},
+		Iterations: []int{1}, Repeats: 1, MemoryKeys: 3, Workloads: []string{WorkloadWrite},
+		CompactTo: []string{"zstd:3"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Memory) != 3 {
+		t.Fatalf("memory rows: %+v", res.Memory)
+	}
+	for _, m := range res.Memory {
+		if off := m.UsedMemoryDeltaBytes/m.MemoryUsageBytes - 1; off > 0.05 || off < -0.05 {
+			t.Errorf("%s: used_memory delta %.0f bytes per key, MEMORY USAGE %.0f (%+.1f%%)", m.Codec, m.UsedMemoryDeltaBytes, m.MemoryUsageBytes, 100*off)
+		}
+	}
+}
+
 func TestCorpusValueAt(t *testing.T) {
 	data := []byte("abcdef")
 	for _, tt := range []struct {
