@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
@@ -194,18 +195,41 @@ func TestProxy_Monitor(t *testing.T) {
 	if got := m.do("MONITOR"); got != "+OK\r\n" {
 		t.Fatalf("MONITOR: %q", got)
 	}
-	c.do("SET", "monitored", "v")
-	// The proxy's own upstream connections may show up first: each new
-	// one asks COMMAND INFO and COMMAND DOCS (learnCaps), and MONITOR
-	// shows the truth. A bounded number of such lines may come before.
+	// Drop the proxy's shared upstream connections (all but MONITOR's
+	// and this one), so that the SET below goes over a new one.
+	direct := dialRaw(t, e.redis.Addr)
+	for _, line := range strings.Split(direct.do("CLIENT", "LIST"), "\n") {
+		if strings.Contains(line, " cmd=monitor ") || strings.Contains(line, " cmd=client|list ") {
+			continue
+		}
+		if id, ok := strings.CutPrefix(strings.Fields(line+" x")[0], "id="); ok {
+			direct.do("CLIENT", "KILL", "ID", id)
+		}
+	}
+	// A SET sent before the proxy sees the connection closed gets its
+	// error (it is not sent again: it may have run) and never reaches Redis.
+	for i := 0; ; i++ {
+		got := c.do("SET", "monitored", "v")
+		if got == "+OK\r\n" {
+			break
+		}
+		if i == 10 || !strings.HasPrefix(got, "-ERR squeeze: upstream") {
+			t.Fatalf("SET after the upstream connections were dropped: %q", got)
+		}
+		t.Logf("SET: %q", got)
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A new upstream connection first asks CONFIG GET proto-max-bulk-len,
+	// COMMAND INFO and COMMAND DOCS (learnCaps), and MONITOR shows the
+	// truth: a bounded number of such lines may come before the SET.
 	var lines []string
 	for range 8 {
 		got := m.read()
 		lines = append(lines, got)
-		if strings.Contains(got, `"SET" "monitored" "v"`) {
+		if strings.Contains(got, `] "SET" "monitored" "v"`) {
 			return
 		}
-		if !strings.Contains(got, `"COMMAND"`) {
+		if !strings.Contains(got, `] "COMMAND" `) && !strings.Contains(got, `] "CONFIG" "GET" `) {
 			break
 		}
 	}
