@@ -202,7 +202,7 @@ func TestProxy_Monitor(t *testing.T) {
 		if strings.Contains(line, " cmd=monitor ") || strings.Contains(line, " cmd=client|list ") {
 			continue
 		}
-		if id, ok := strings.CutPrefix(strings.Fields(line+" x")[0], "id="); ok {
+		if id, _, ok := strings.Cut(strings.TrimPrefix(line, "id="), " "); ok && strings.HasPrefix(line, "id=") {
 			direct.do("CLIENT", "KILL", "ID", id)
 		}
 	}
