@@ -509,14 +509,10 @@ func measureMemory(ctx context.Context, rdb *redis.Client, encs []labeled, vals 
 	var rows []MemoryRow
 	for ci, l := range encs {
 		n := memoryKeyCount(keys, len(l.enc.AppendEncode(nil, vals.get(0))))
-		_, names := memoryKeyNames(ci, vals.size, n)
+		prefix, names := memoryKeyNames(ci, vals.size, n)
 		rdb.Del(ctx, names...)
-		before, beforeData, err := settledMemory(ctx, rdb)
-		if err != nil {
-			return nil, err
-		}
 		var stored int
-		err = withWriter(rdb, func(w *redis.Client) error {
+		err := withWriter(rdb, func(w *redis.Client) error {
 			var buf []byte
 			for i, k := range names {
 				buf = l.enc.AppendEncode(buf[:0], vals.get(i))
@@ -530,7 +526,7 @@ func measureMemory(ctx context.Context, rdb *redis.Client, encs []labeled, vals 
 		if err != nil {
 			return nil, err
 		}
-		row, err := measureKeys(ctx, rdb, names, before, beforeData)
+		row, err := measureKeys(ctx, rdb, prefix, names)
 		if err != nil {
 			return nil, err
 		}
@@ -540,15 +536,26 @@ func measureMemory(ctx context.Context, rdb *redis.Client, encs []labeled, vals 
 	return rows, nil
 }
 
-// measureKeys reads the used_memory deltas since before and the mean
-// MEMORY USAGE of names, then deletes them.
-func measureKeys(ctx context.Context, rdb *redis.Client, names []string, before, beforeData int64) (MemoryRow, error) {
-	defer rdb.Del(context.WithoutCancel(ctx), names...)
-	after, afterData, err := settledMemory(ctx, rdb)
-	if err != nil {
-		return MemoryRow{}, err
+// measureKeys reads the mean MEMORY USAGE of names, and the used_memory
+// deltas per key as what deleting them frees; then it deletes them.
+//
+// Measured from before the writes instead, the deltas would also count
+// what stays allocated once the keys are gone: the script state that
+// compaction's scripts grow, and a key table grown for the keys. So that
+// deleting them does not shrink that table either (which frees its
+// buckets, as the keys' share or not depending on when Redis's cron runs),
+// ballast keys holding empty strings keep it at least a sixth full
+// meanwhile.
+func measureKeys(ctx context.Context, rdb *redis.Client, prefix string, names []string) (MemoryRow, error) {
+	ballast := make([]string, len(names)/2+16)
+	for i := range ballast {
+		ballast[i] = fmt.Sprintf("%sballast:%d", prefix, i)
 	}
+	defer rdb.Del(context.WithoutCancel(ctx), append(ballast, names...)...)
 	pipe := rdb.Pipeline()
+	for _, k := range ballast {
+		pipe.Set(ctx, k, "", 0)
+	}
 	usages := make([]*redis.IntCmd, len(names))
 	for i, k := range names {
 		usages[i] = pipe.MemoryUsage(ctx, k, 0)
@@ -560,12 +567,23 @@ func measureKeys(ctx context.Context, rdb *redis.Client, names []string, before,
 	for _, u := range usages {
 		usage += float64(u.Val())
 	}
+	with, withData, err := settledMemory(ctx, rdb)
+	if err != nil {
+		return MemoryRow{}, err
+	}
+	if err := rdb.Del(ctx, names...).Err(); err != nil {
+		return MemoryRow{}, fmt.Errorf("DEL: %w", err)
+	}
+	without, withoutData, err := settledMemory(ctx, rdb)
+	if err != nil {
+		return MemoryRow{}, err
+	}
 	n := float64(len(names))
 	return MemoryRow{
 		Keys:                 len(names),
 		MemoryUsageBytes:     usage / n,
-		UsedMemoryDeltaBytes: float64(after-before) / n,
-		DatasetDeltaBytes:    float64(afterData-beforeData) / n,
+		UsedMemoryDeltaBytes: float64(with-without) / n,
+		DatasetDeltaBytes:    float64(withData-withoutData) / n,
 	}, nil
 }
 
@@ -590,42 +608,32 @@ func measureCompacted(ctx context.Context, rdb *redis.Client, target string, dic
 	n := memoryKeyCount(keys, len(write.AppendEncode(nil, vals.get(0))))
 	prefix, names := memoryKeyNames(slot, vals.size, n)
 	rdb.Del(ctx, names...)
-	writeAndCompact := func(names []string, pattern string) (st compact.Stats, err error) {
-		err = withWriter(rdb, func(w *redis.Client) error {
-			var buf []byte
-			for i, k := range names {
-				buf = write.AppendEncode(buf[:0], vals.get(i))
-				if err := w.Set(ctx, k, buf, 0).Err(); err != nil {
-					return fmt.Errorf("SET: %w", err)
-				}
+	var st compact.Stats
+	err = withWriter(rdb, func(w *redis.Client) error {
+		var buf []byte
+		for i, k := range names {
+			buf = write.AppendEncode(buf[:0], vals.get(i))
+			if err := w.Set(ctx, k, buf, 0).Err(); err != nil {
+				return fmt.Errorf("SET: %w", err)
 			}
-			var err error
-			st, err = compact.Run(ctx, w, compact.Options{Encoder: enc, Decoder: dec, Pattern: pattern, MinGain: -1})
-			return err
-		})
-		return st, err
-	}
-	// Compaction's first scripts leave Redis holding more for good (the
-	// script cache, the scripts' client): a key compacted and deleted
-	// first keeps that out of the keys' used_memory delta.
-	warm := prefix + "warm"
-	if _, err := writeAndCompact([]string{warm}, warm); err != nil {
-		return MemoryRow{}, err
-	}
-	rdb.Del(ctx, warm)
-	before, beforeData, err := settledMemory(ctx, rdb)
+		}
+		var err error
+		st, err = compact.Run(ctx, w, compact.Options{Encoder: enc, Decoder: dec, Pattern: prefix + "*", MinGain: -1})
+		return err
+	})
 	if err != nil {
 		return MemoryRow{}, err
 	}
-	st, err := writeAndCompact(names, prefix+"*")
+	var stored int
+	err = withWriter(rdb, func(w *redis.Client) error { // read back over a connection closed after
+		var err error
+		stored, err = checkCompacted(ctx, w, dec, names, vals.get)
+		return err
+	})
 	if err != nil {
 		return MemoryRow{}, err
 	}
-	stored, err := checkCompacted(ctx, rdb, dec, names, vals.get)
-	if err != nil {
-		return MemoryRow{}, err
-	}
-	row, err := measureKeys(ctx, rdb, names, before, beforeData)
+	row, err := measureKeys(ctx, rdb, prefix, names)
 	if err != nil {
 		return MemoryRow{}, err
 	}
@@ -637,9 +645,9 @@ func measureCompacted(ctx context.Context, rdb *redis.Client, target string, dic
 
 // withWriter runs fn with a client of its own on rdb's server and closes
 // its connections after: Redis keeps a connection's query buffer
-// (megabytes after large SETs) for a while after the writes, and frees it
-// at once when the connection closes, so a memory row's used_memory delta
-// counts the keys alone and not a buffer left by this row or the last.
+// (megabytes after large SETs) for a while and frees it in its cron, which
+// could fall between measureKeys's two readings of used_memory; closing
+// the connection frees it at once, before them.
 func withWriter(rdb *redis.Client, fn func(w *redis.Client) error) error {
 	opt := *rdb.Options()
 	opt.MinIdleConns = 0

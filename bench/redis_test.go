@@ -392,27 +392,34 @@ func TestRunRedis_CompactTo(t *testing.T) {
 	}
 }
 
-// TestRunRedis_UsedMemoryLargeValues: for large values the used_memory
-// delta per key agrees with MEMORY USAGE, as written and at rest. Before,
-// the megabytes of query buffer a connection keeps after large SETs were
-// counted in the row that wrote them or the next one, and what compaction's
-// first scripts leave allocated for good in its row (+25% here).
+// TestRunRedis_UsedMemoryLargeValues: the used_memory delta per key agrees
+// with MEMORY USAGE, as written and at rest, for large values and for
+// empty ones. Taken from before the writes, it had also counted the
+// megabytes of query buffer a connection keeps after large SETs, and what
+// compaction's scripts leave allocated in Redis for good (+25% to +81% at
+// rest). What remains is Redis shrinking idle clients' output buffers when
+// its cron runs, up to about 20 kB: 8 keys keep that under 2% here.
 func TestRunRedis_UsedMemoryLargeValues(t *testing.T) {
 	srv := testutil.StartRedis(t)
 	rdb := newClient(t, srv.Addr)
 	res, err := RunRedis(context.Background(), RedisOptions{
-		Client: rdb, Paths: []string{PathLibrary}, Codecs: []codec.Algorithm{codec.DefaultAlgorithm}, Sizes: []int{1 << 20},
-		Iterations: []int{1}, Repeats: 1, MemoryKeys: 3, Workloads: []string{WorkloadWrite},
+		Client: rdb, Paths: []string{PathLibrary}, Codecs: []codec.Algorithm{codec.DefaultAlgorithm}, Sizes: []int{0, 1 << 20},
+		Iterations: []int{1}, Repeats: 1, MemoryKeys: 8, Workloads: []string{WorkloadWrite},
 		CompactTo: []string{"zstd:3"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Memory) != 3 {
+	if len(res.Memory) != 5 {
 		t.Fatalf("memory rows: %+v", res.Memory)
 	}
 	for _, m := range res.Memory {
-		if off := m.UsedMemoryDeltaBytes/m.MemoryUsageBytes - 1; off > 0.05 || off < -0.05 {
+		limit := 0.05
+		if m.SizeBytes == 0 {
+			limit = 0.25 // MEMORY USAGE estimates the allocator's share of a small key
+		}
+		t.Logf("%s %d: %+.2f%%", m.Codec, m.SizeBytes, 100*(m.UsedMemoryDeltaBytes/m.MemoryUsageBytes-1))
+		if off := m.UsedMemoryDeltaBytes/m.MemoryUsageBytes - 1; off > limit || off < -limit {
 			t.Errorf("%s: used_memory delta %.0f bytes per key, MEMORY USAGE %.0f (%+.1f%%)", m.Codec, m.UsedMemoryDeltaBytes, m.MemoryUsageBytes, 100*off)
 		}
 	}
