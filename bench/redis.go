@@ -503,8 +503,8 @@ func memoryKeyNames(slot, size, n int) (prefix string, names []string) {
 }
 
 // measureMemory writes distinct values (as real keys hold) with each
-// encoder, reads MEMORY USAGE of every key and the used_memory delta, then
-// deletes the keys.
+// encoder, reads MEMORY USAGE of every key, then the used_memory delta as
+// it deletes them (measureKeys).
 func measureMemory(ctx context.Context, rdb *redis.Client, encs []labeled, vals *memoryValues, keys int) ([]MemoryRow, error) {
 	var rows []MemoryRow
 	for ci, l := range encs {

@@ -45,8 +45,9 @@ type RedisRow struct {
 type MemoryRow struct {
 	Codec     string `json:"codec"`
 	SizeBytes int    `json:"size_bytes"`
-	// Keys is how many keys were written for the used_memory deltas (enough
-	// to store at least 1 MB); MEMORY USAGE is read on the first ten.
+	// Keys is how many keys were written (enough to store about 1 MB, so
+	// that the used_memory deltas rise above the allocator's noise);
+	// MEMORY USAGE is read on each.
 	Keys int `json:"keys"`
 	// StoredBytes is the length of the value as squeeze writes it.
 	StoredBytes int `json:"stored_bytes"`
@@ -57,8 +58,9 @@ type MemoryRow struct {
 	Rewritten   int    `json:"rewritten,omitempty"`
 	// MemoryUsageBytes is MEMORY USAGE of one key (averaged over Keys).
 	MemoryUsageBytes float64 `json:"memory_usage_bytes"`
-	// UsedMemoryDeltaBytes is INFO used_memory after writing Keys keys minus
-	// before, per key.
+	// UsedMemoryDeltaBytes is what deleting the Keys keys freed of INFO
+	// used_memory, per key (see measureKeys: what stays allocated once
+	// they are gone is not theirs).
 	UsedMemoryDeltaBytes float64 `json:"used_memory_delta_bytes"`
 	// DatasetDeltaBytes is the same for INFO used_memory_dataset, which
 	// leaves out client buffers and other overhead (less noisy).

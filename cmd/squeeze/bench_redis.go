@@ -37,8 +37,8 @@ Reproduces the 2013 Ruby/zlib study (seed 000) on your machine: read-only,
 write-only and read-write (one write per read) workloads at five value sizes,
 each without compression and with each codec, timed over 1 to 1000 iterations
 and repeated; the median is reported with the slowdown against no compression
-on the same path. Memory is measured in Redis (MEMORY USAGE per key and the
-used_memory delta).
+on the same path. Memory is measured in Redis: MEMORY USAGE per key, and
+what deleting the keys frees of INFO used_memory and used_memory_dataset.
 
 Paths:
   direct   go-redis alone, no squeeze (the plain baseline)
