@@ -94,7 +94,7 @@ func TestServer_ShutdownDrains(t *testing.T) {
 	c := dialRaw(t, e.addr)
 	big := compressible(5000, 2)
 	c.do("SET", "k", big)
-	c.send([]string{"GET", "k"}, []string{"BLPOP", "none", "0.3"}, []string{"GET", "k"})
+	c.send([]string{"GET", "k"}, []string{"BLPOP", "none", "1"}, []string{"GET", "k"})
 	waitBlocked(t, e.redis.Addr, 1) // the proxy has read the commands
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
