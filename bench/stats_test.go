@@ -151,6 +151,31 @@ func TestFillRelative_NoBaseline(t *testing.T) {
 // slowdown of 0 that means "unknown"; a target compared there (0 <= 0/3)
 // used to pass. They are now left out, so the check falls back to the
 // largest count where all three were measured.
+func TestMemoryContext(t *testing.T) {
+	mem := func(c, written string, size int, saved float64) MemoryRow {
+		return MemoryRow{Codec: c, WrittenWith: written, SizeBytes: size, SavedPct: saved}
+	}
+	missed := RedisResult{Memory: []MemoryRow{
+		mem("s2:default", "", 0, 0), mem("zlib:6", "", 0, 0), // below 16.6 kB: ignored
+		mem("s2:default", "", 16600, 70), mem("zlib:6", "", 16600, 80.8), mem("zstd:1", "", 16600, 79),
+		mem("s2:default->zstd:9", "s2:default", 16600, 81.1),
+		mem("s2:default", "", 47500, 69.9), mem("zlib:6", "", 47500, 79.5),
+		mem("s2:default->zstd:9", "s2:default", 47500, 80.1),
+	}}
+	want := "Memory saved from 16.6 kB up, MEMORY USAGE, this run: s2:default as written 69.9-70.0%; " +
+		"zlib:6 (the seed's approach) as written 79.5-80.8%; s2:default->zstd:9 at rest (squeeze compact) 80.1-81.1%."
+	if got := MemoryContext(missed, "s2:default"); got != want {
+		t.Errorf("MemoryContext:\n got %q\nwant %q", got, want)
+	}
+	met := RedisResult{Memory: []MemoryRow{mem("zstd:1", "", 16600, 80), mem("zlib:6", "", 16600, 79)}}
+	if got := MemoryContext(met, "zstd:1"); got != "" {
+		t.Errorf("codec met 80%%: %q, want nothing", got)
+	}
+	if got := MemoryContext(RedisResult{}, "s2:default"); got != "" {
+		t.Errorf("nothing measured: %q", got)
+	}
+}
+
 func TestCheckTargets_NoBaseline(t *testing.T) {
 	row := func(c string, n int, slow float64, noBase bool) RedisRow {
 		return RedisRow{Path: PathLibrary, Codec: c, Workload: WorkloadRead, SizeBytes: 16600, Iterations: n, SlowdownPct: slow, NoBaseline: noBase}

@@ -213,6 +213,9 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 		if idle != "" {
 			r.Notes = append(r.Notes, idle)
 		}
+		if note := bench.MemoryContext(res, codec.DefaultAlgorithm.String()); note != "" {
+			r.Notes = append(r.Notes, note)
+		}
 		if *dict {
 			r.Notes = append(r.Notes, "Codecs ending in +dict compress with a zstd dictionary trained per size on other generated documents of that size (library path and memory only).")
 		}
@@ -469,6 +472,9 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 	}
 	tw.Flush()
 	printTargets(w, bench.CheckTargets(res, codec.DefaultAlgorithm.String()))
+	if note := bench.MemoryContext(res, codec.DefaultAlgorithm.String()); note != "" {
+		fmt.Fprintln(w, note)
+	}
 }
 
 // printTargets prints issue 5's figures to reach with their verdicts.
