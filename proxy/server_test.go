@@ -95,7 +95,7 @@ func TestServer_ShutdownDrains(t *testing.T) {
 	big := compressible(5000, 2)
 	c.do("SET", "k", big)
 	c.send([]string{"GET", "k"}, []string{"BLPOP", "none", "1"}, []string{"GET", "k"})
-	waitBlocked(t, e.redis.Addr, 1) // the proxy has read the commands
+	waitBlocked(t, e.redis.Addr, 1) // the proxy has passed the BLPOP on
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
