@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,8 +42,20 @@ type client struct {
 	// not written yet.
 	held atomic.Int64
 
-	pinMu    sync.Mutex // guards pinned for forceClose
-	pinned   *upConn
+	pinMu  sync.Mutex // guards pinned for forceClose
+	pinned *upConn
+	// pinHeld is the order barrier raised for a command that had to wait
+	// (pin, process), lowered once it is written (endPinOrder).
+	pinHeld *orderHold
+	// pinByCall: the call of the command that raised pinHeld ends it when
+	// Redis has run the command (or, blocking, holds it waiting).
+	pinByCall bool
+	// pinBlocking: that command may block (see endWhenBlocked).
+	pinBlocking bool
+	// pinID is the private connection's CLIENT ID (0: unknown).
+	pinID int64
+	// readFull: the poller's last read filled the buffer (loopStep).
+	readFull bool
 	proto    int
 	inMulti  bool
 	tx       []shape     // shapes of the commands queued in MULTI
@@ -191,6 +204,7 @@ func (c *client) serve() {
 		// command: Redis itself decides what the client may do. On
 		// failure, the first command reports it.
 		_ = c.pin()
+		c.endPinOrder() // no command came with it
 	}
 	var end readEnd
 	for {
@@ -203,6 +217,7 @@ func (c *client) serve() {
 			break
 		}
 	}
+	c.endPinOrder()
 	if end == endGone {
 		// Nobody will read the replies: fail whatever the pinned
 		// connection still owes (a blocked BLPOP) so the writer can end.
@@ -248,10 +263,17 @@ const maxLoopCommand = 256 << 10
 // loopSafe reports whether the poller may handle this command: one that
 // never waits for Redis or for room in the reply queue.
 func (c *client) loopSafe(info *cmdInfo, args [][]byte) bool {
-	if info.flags&(flagInspect|flagHello) != 0 || needsPin(info, args) || c.exactListSearch(info, args) {
+	if c.mustWait(info, args) {
 		return false
 	}
 	return c.hasRoom()
+}
+
+// mustWait reports whether a command waits for Redis before, or instead
+// of, going upstream with the others: it pins a private connection, or runs
+// a script after a round trip.
+func (c *client) mustWait(info *cmdInfo, args [][]byte) bool {
+	return info.flags&(flagInspect|flagHello) != 0 || needsPin(info, args) || c.exactListSearch(info, args)
 }
 
 // hasRoom reports whether the reply queue may take one more call: fewer
@@ -342,8 +364,12 @@ func (c *client) loopStep() readEnd {
 	default:
 	}
 	c.growRead()
+	room := cap(c.rbuf) - len(c.rbuf)
 	n, err := c.readOnce(c.rbuf[len(c.rbuf):cap(c.rbuf)])
 	c.rbuf = c.rbuf[:len(c.rbuf)+n]
+	// The socket may hold more, which an edge-triggered poller hears of
+	// only if it asks again.
+	c.readFull = n == room && err == nil
 	if !c.process(true) {
 		return c.stopped()
 	}
@@ -389,6 +415,11 @@ func readGrowth(n, need int) int {
 func (c *client) process(inLoop bool) bool {
 	maxBulk := c.s.maxBulk()
 	off := 0
+	if !inLoop {
+		// A barrier raised for a command this call handled ends with it;
+		// one an event loop raised lasts until the goroutine sends it.
+		defer c.endPinOrder()
+	}
 	if c.s.metrics != nil {
 		// One clock reading for the whole batch: the commands of one read
 		// arrived together, and a reading per command was about 8% of the
@@ -441,12 +472,25 @@ func (c *client) process(inLoop bool) bool {
 		info := c.s.served(conditional(lookup(args[0]), args))
 		if inLoop && (!c.loopable() || m > maxLoopCommand || !c.loopSafe(info, args)) {
 			c.handOff = true
+			if c.pinHeld == nil && c.loopable() && (m > maxLoopCommand || c.mustWait(info, args)) {
+				// The command came now: other clients' commands read
+				// after it must reach Redis after it, although the client's
+				// goroutine sends it later (proxy/order.go). What the
+				// client sent before it goes first.
+				c.flush()
+				c.pinHeld = c.s.pool.raiseOrder()
+			}
 			break
 		}
 		off += m
 		if !c.handle(info, args) {
 			c.flush()
+			c.endPinOrder()
 			return false
+		}
+		if c.pinHeld != nil {
+			c.flush()
+			c.endPinOrder()
 		}
 	}
 	c.flush()
@@ -531,6 +575,63 @@ func (c *client) conn() (*upConn, error) {
 	return c.s.pool.get(context.Background(), int(c.id))
 }
 
+// sendOn sends requests on up in the order they came among all clients'
+// (proxy/order.go): ahead of the barrier the client raised for a command
+// that had to wait, or, on its private connection, behind a barrier of
+// its own so that other clients' later commands follow it.
+func (c *client) sendOn(up *upConn, req []byte, calls []*call) {
+	switch {
+	case c.pinHeld != nil:
+		if !c.pinHeld.awaited {
+			c.s.pool.awaitOrder(c.pinHeld)
+		}
+		up.sendAhead(req, calls)
+	case up.onPush != nil:
+		h := c.s.pool.beginOrder()
+		up.send(req, calls)
+		c.s.pool.endOrder(h)
+	default:
+		up.send(req, calls)
+	}
+}
+
+// clientIDRequest asks a new private connection for its id.
+var clientIDRequest = resp.AppendCommand(nil, []byte("CLIENT"), []byte("ID"))
+
+// pingRequest is the PING that makes sure a client's earlier commands ran.
+var pingRequest = resp.AppendCommand(nil, []byte("PING"))
+
+// endPinOrder lowers the order barrier raised for a command that had to
+// wait (see pin and process), once that command is written.
+func (c *client) endPinOrder() {
+	if c.pinHeld != nil {
+		switch {
+		case !c.pinByCall:
+			c.s.pool.endOrder(c.pinHeld)
+		case c.pinBlocking && c.pinID > 0:
+			// Written: end the barrier once Redis holds it blocked.
+			go c.s.endWhenBlocked(c.pinHeld, c.pinID)
+		}
+		c.pinHeld, c.pinByCall, c.pinBlocking = nil, false, false
+	}
+}
+
+// holdUntilRun makes the barrier for the command of call cl last until
+// Redis has run it: until its reply, or for a blocking command until Redis
+// holds the client blocked. The command that opens a private connection,
+// blocking commands and subscriptions take this: the first may come after
+// a dial, and programs wait on the others (a PUBLISH right after another
+// client's SUBSCRIBE reaches it; the first BRPOPLPUSH gets the element).
+func (c *client) holdUntilRun(cl *call, blocking bool) {
+	if c.pinHeld == nil {
+		c.flush() // what the client sent before goes first
+		c.pinHeld = c.s.pool.raiseOrder()
+	}
+	h := c.pinHeld
+	c.pinByCall, c.pinBlocking = true, blocking
+	cl.onFinish = func() { c.s.pool.endOrder(h) }
+}
+
 // flush sends the batch of rewritten requests upstream.
 func (c *client) flush() {
 	if len(c.req) == 0 {
@@ -543,7 +644,7 @@ func (c *client) flush() {
 			cl.finish()
 		}
 	} else {
-		up.send(c.req, c.batch)
+		c.sendOn(up, c.req, c.batch)
 	}
 	for i := range c.batch {
 		c.batch[i] = nil
@@ -566,7 +667,8 @@ func (c *client) roundtrip(req []byte) *call {
 		return cl
 	}
 	c.one[0] = cl
-	up.send(req, c.one[:])
+	c.sendOn(up, req, c.one[:])
+	c.endPinOrder() // if a command waited, it is written now
 	c.one[0] = nil
 	<-cl.done
 	c.notePin(cl.pinSeq)
@@ -580,13 +682,45 @@ func (c *client) pin() error {
 		return nil
 	}
 	c.noDirect.Store(true)
+	// Other clients' requests from now on reach Redis after the command
+	// that made this client pin, however long the dial takes: an order
+	// barrier (raised already if an event loop handed the client over)
+	// holds them until that command is written (proxy/order.go).
+	if c.pinHeld == nil {
+		c.flush() // this client's earlier commands go before the barrier
+		c.pinHeld = c.s.pool.raiseOrder()
+	}
+	if !c.pinHeld.awaited {
+		c.s.pool.awaitOrder(c.pinHeld)
+	}
 	if !c.s.RequireAuth { // else the client pins before its first command
-		barrier := c.roundtrip(resp.AppendCommand(nil, []byte("PING")))
-		barrier.release()
+		// This client's own commands sent before must have run, not only
+		// been written: PING on its shared connection, ahead of the
+		// barrier, and wait for the reply.
+		if shared, err := c.conn(); err == nil {
+			ping := newCall()
+			c.one[0] = ping
+			shared.sendAhead(pingRequest, c.one[:])
+			c.one[0] = nil
+			<-ping.done
+			ping.release()
+		}
 	}
 	up, err := c.s.dialUpAs(context.Background(), c.onPush, !c.s.RequireAuth, c.s.up.DB)
 	if err != nil {
+		c.endPinOrder()
 		return err
+	}
+	if !c.s.RequireAuth {
+		// Its id, to see when a blocking command waits (endWhenBlocked).
+		idc := newCall()
+		up.send(clientIDRequest, []*call{idc})
+		<-idc.done
+		if idc.err == nil && len(idc.reply) > 3 && idc.reply[0] == ':' {
+			c.pinID, _ = strconv.ParseInt(string(bytes.TrimSpace(idc.reply[1:])), 10, 64)
+		}
+		c.notePin(idc.pinSeq)
+		idc.release()
 	}
 	c.authed = up.authed
 	c.pinMu.Lock()
@@ -630,7 +764,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+" is disabled by --scripts=reject: scripts would see compressed values")))
 		return true
 	}
+	justPinned := false
 	if c.pinned == nil && (needsPin(info, args) || c.s.RequireAuth) {
+		justPinned = true
 		if err := c.pin(); err != nil {
 			c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: cannot open a private upstream connection for "+info.name+": "+err.Error())))
 			return true
@@ -734,7 +870,8 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			c.txCopies = append(c.txCopies, [2][]byte{bytes.Clone(args[2]), bytes.Clone(args[1])})
 		}
 	}
-	if c.inMulti && info.flags&flagNotQueued == 0 {
+	queued := c.inMulti && info.flags&flagNotQueued == 0
+	if queued {
 		c.tx = append(c.tx, kind)
 		kind = shapeNone // the reply now is +QUEUED
 	}
@@ -786,6 +923,12 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		}
 		if !c.relay {
 			c.relay, c.relayGen = true, c.pinned.relayEnds.Load()
+		}
+	}
+	if cl != nil && !queued && c.pinned != nil {
+		blocking := isBlocking(info, args)
+		if justPinned || blocking || cl.kind == shapeRelay {
+			c.holdUntilRun(cl, blocking)
 		}
 	}
 	if info.flags&flagInspect != 0 {

@@ -16,9 +16,18 @@ import (
 // a goroutine blocked in Read per connection, costs a read system call that
 // fails with EAGAIN after every command of a request-reply client: the
 // goroutine reads the command, finds nothing more, and only then parks. A
-// poller instead keeps the clients in an epoll set of its own, level
-// triggered, and reads a client only when the kernel says it has data: one
-// epoll_wait for all the clients that are ready, then one read each.
+// poller instead keeps the clients in an epoll set of its own and reads a
+// client only when the kernel says it has data: one epoll_wait for all the
+// clients that are ready, then one read each.
+//
+// The set is edge triggered: the kernel lists clients in the order their
+// data arrived, so the poller handles commands of different clients in the
+// order they came, as Redis's event loop does, and the order barriers of
+// proxy/order.go start from that order. (Level triggered, the kernel puts a
+// client it just reported back at the head of the list, ahead of clients
+// whose data came before the reported one's next command.) A read that
+// fills the buffer may leave data behind, which no new edge will announce:
+// such a client is read again in the next round, before the new ones.
 //
 // The poller's goroutine still sleeps in Go's scheduler, not in a blocking
 // system call: the epoll descriptor is itself registered with Go's network
@@ -45,6 +54,17 @@ type poller struct {
 	werr   error
 	// handoffs counts clients given to their goroutine for a command.
 	handoffs atomic.Int64
+	// again are the clients whose last read filled the buffer: read them
+	// again in the next round (loop only); next is the list being filled.
+	again, next []pollerClient
+	// noPark makes wait return at once (clients wait in again).
+	noPark bool
+}
+
+// pollerClient is a client and its descriptor.
+type pollerClient struct {
+	c  *client
+	fd int32
 }
 
 // errNoPoller is what newPoller returns where there is no poller.
@@ -69,7 +89,7 @@ func newPoller(srv *Server) (*poller, error) {
 	p := &poller{srv: srv, epfd: epfd, file: f, rc: rc, events: make([]syscall.EpollEvent, 128), clients: map[int32]*client{}}
 	p.waitFn = func(fd uintptr) bool {
 		p.n, p.werr = rawEpollWait(fd, p.events)
-		return p.n > 0 || p.werr != nil
+		return p.n > 0 || p.werr != nil || p.noPark
 	}
 	go p.loop()
 	return p, nil
@@ -89,7 +109,7 @@ func (p *poller) run(c *client) readEnd {
 	p.mu.Lock()
 	cerr := c.raw.Control(func(sysfd uintptr) {
 		fd = int32(sysfd)
-		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: fd}
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: fd}
 		addErr = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, int(sysfd), &ev)
 		if addErr == nil {
 			p.clients[fd] = c
@@ -133,8 +153,12 @@ func (p *poller) wait() (int, error) {
 	return p.n, err
 }
 
+// epollET is EPOLLET as the uint32 of EpollEvent.Events.
+const epollET = 1 << 31
+
 func (p *poller) loop() {
 	for {
+		p.noPark = len(p.again) > 0
 		n, err := p.wait()
 		if err != nil {
 			if errors.Is(err, os.ErrClosed) {
@@ -152,34 +176,57 @@ func (p *poller) loop() {
 			return
 		}
 		held := p.srv.pool.holdWrites()
+		// Data left behind by the last round came before the new events'.
+		again := p.again
+		p.next = p.next[:0]
+		for _, pc := range again {
+			held = p.step(pc.c, pc.fd, held)
+		}
 		for i := 0; i < n; i++ {
 			fd := p.events[i].Fd
-			p.mu.Lock()
-			c := p.clients[fd]
-			p.mu.Unlock()
-			if c == nil {
-				continue
-			}
-			end := c.loopStep()
-			if end == endToGoroutine {
-				p.handoffs.Add(1)
-			}
-			if end != endStay {
-				// What the loop sent for c must reach Redis before the
-				// goroutine sends more.
-				p.srv.pool.releaseWrites(held)
-				held = held[:0]
-				p.unregister(c, fd)
-				c.handback <- end
-			} else if queuedTooMany(held) {
-				// Unwritten calls count against the connection's queue
-				// of calls awaiting replies, which must not fill up.
-				p.srv.pool.releaseWrites(held)
-				held = p.srv.pool.holdWrites()
-			}
+			held = p.step(nil, fd, held)
 		}
+		clear(again)
+		p.again, p.next = p.next, again[:0]
 		p.srv.pool.releaseWrites(held)
 	}
+}
+
+// step is the loop's turn with the client on descriptor fd (c, if known,
+// must still be the one registered there). It returns the connections
+// whose writes the loop holds.
+func (p *poller) step(c *client, fd int32, held []*upConn) []*upConn {
+	p.mu.Lock()
+	cur := p.clients[fd]
+	p.mu.Unlock()
+	if cur == nil || (c != nil && cur != c) {
+		return held
+	}
+	c = cur
+	end := c.loopStep()
+	if end == endToGoroutine {
+		p.handoffs.Add(1)
+	}
+	switch {
+	case end != endStay:
+		// What the loop sent for c must reach Redis before the
+		// goroutine sends more.
+		p.srv.pool.releaseWrites(held)
+		held = held[:0]
+		p.unregister(c, fd)
+		c.handback <- end
+	default:
+		if c.readFull {
+			p.next = append(p.next, pollerClient{c, fd})
+		}
+		if queuedTooMany(held) {
+			// Unwritten calls count against the connection's queue
+			// of calls awaiting replies, which must not fill up.
+			p.srv.pool.releaseWrites(held)
+			held = p.srv.pool.holdWrites()
+		}
+	}
+	return held
 }
 
 // close stops the poller. Clients still registered must have been given

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,7 +58,9 @@ type Server struct {
 	// Nil: codec.NewDecoder() with its defaults.
 	Decoder *codec.Decoder
 	// SharedConns is the number of pipelined upstream connections shared by
-	// clients for stateless commands. Zero means 2.
+	// clients for stateless commands. Zero means 1: with more, commands of
+	// clients on different connections can reach Redis in another order
+	// than they reached the proxy (see proxy/order.go).
 	SharedConns int
 	// MaxInFlight bounds the commands of one client between being read and
 	// having their reply written, which bounds the memory a slow client can
@@ -112,10 +113,17 @@ type Server struct {
 	// with the dictionary.
 	Dictionaries Dictionaries
 	// GoroutineReads reads every client from a goroutine of its own, as
-	// on systems without epoll, instead of from the event loops (one per
-	// GOMAXPROCS) that read clients whose commands need no waiting. The
-	// replies are the same; the event loops spend fewer system calls.
+	// on systems without epoll, instead of from the event loops that read
+	// clients whose commands need no waiting. The replies are the same;
+	// the event loops spend fewer system calls.
 	GoroutineReads bool
+	// EventLoops is the number of event loops that read clients. Zero
+	// means 1: one loop reads the clients in the order their commands
+	// arrive, as Redis's own thread does, so commands of different clients
+	// reach Redis in that order (proxy/order.go). More loops read in
+	// parallel, and commands that different loops read within the same
+	// few microseconds may then reach Redis in either order.
+	EventLoops int
 
 	up       Upstream
 	policies atomic.Pointer[policies] // the write policy in force
@@ -192,7 +200,7 @@ func (s *Server) init() error {
 		}
 		n := s.SharedConns
 		if n <= 0 {
-			n = 2
+			n = 1
 		}
 		s.pool = &pool{srv: s, conns: make([]*upConn, n)}
 		s.clients = map[*client]struct{}{}
@@ -249,7 +257,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.ln = ln
 	if !s.GoroutineReads && s.pollers == nil {
-		for range runtime.GOMAXPROCS(0) {
+		for range max(s.EventLoops, 1) {
 			p, err := newPoller(s)
 			if err != nil {
 				if !errors.Is(err, errNoPoller) {

@@ -250,6 +250,9 @@ type call struct {
 	owner  *client // the client of a queued call
 	ready  atomic.Bool
 	pinSeq uint64 // completion order on a pinned connection, 0 elsewhere
+	// onFinish, when set, runs once when the call completes: it ends the
+	// order barrier held until Redis ran the command (proxy/order.go).
+	onFinish func()
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -276,7 +279,7 @@ func (c *call) release() {
 	}
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.cmdID, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", 0, false, false, 0, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify, c.owner = nil, nil
+	c.notify, c.owner, c.onFinish = nil, nil, nil
 	c.ready.Store(false)
 	callPool.Put(c)
 }
@@ -284,6 +287,10 @@ func (c *call) release() {
 // finish marks the call complete: a queued call sets its ready flag and
 // nudges its client's writer; a round-trip call signals done.
 func (c *call) finish() {
+	if f := c.onFinish; f != nil {
+		c.onFinish = nil
+		f()
+	}
 	if n := c.notify; n != nil {
 		c.ready.Store(true)
 		select {
@@ -352,7 +359,17 @@ type upConn struct {
 	// reply, so the reader will come back to write wbuf.
 	queued   int64
 	awaiting atomic.Int64
-	rw       rewriter // the reader's, for replies it writes to clients
+	// Order barriers (proxy/order.go), guarded by mu: holdN counts the
+	// barriers raised; while it is above zero, requests sent go to after
+	// and their calls to afterCalls, and written is signalled whenever a
+	// writer stops.
+	holdN      int
+	segs       []afterSeg // one per barrier, oldest first
+	after      []byte
+	afterCalls []*call
+	written    sync.Cond
+	inWrite    bool     // a sender writes requests it took out of wbuf
+	rw         rewriter // the reader's, for replies it writes to clients
 }
 
 // dialUp connects to Redis, authenticates and selects the database.
@@ -457,6 +474,7 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 		depth = 4096
 	}
 	c := &upConn{nc: nc, pending: make(chan *call, depth), closed: make(chan struct{}), onPush: onPush, srv: s, authed: authed}
+	c.written.L = &c.mu
 	c.rw.s = s
 	go c.readLoop()
 	return c, nil
@@ -579,6 +597,13 @@ func (c *upConn) send(req []byte, calls []*call) {
 		}
 		return
 	}
+	if c.holdN > 0 {
+		// Behind an order barrier: written when it ends (endOrder).
+		c.after = append(c.after, req...)
+		c.afterCalls = append(c.afterCalls, calls...)
+		c.mu.Unlock()
+		return
+	}
 	for _, cl := range calls {
 		c.pending <- cl
 	}
@@ -592,11 +617,14 @@ func (c *upConn) send(req []byte, calls []*call) {
 	c.awaiting.Add(int64(len(calls)))
 	c.writing = true
 	if len(c.wbuf) == 0 { // nothing queued: write req without copying it
+		c.inWrite = true
 		c.mu.Unlock()
 		_, err := c.nc.Write(req)
 		c.mu.Lock()
+		c.inWrite = false
 		if err != nil {
 			c.writing = false
+			c.written.Broadcast()
 			c.mu.Unlock()
 			c.fail(fmt.Errorf("write to upstream: %w", err))
 			return
@@ -614,20 +642,26 @@ func (c *upConn) writeQueued() {
 		buf := c.wbuf
 		c.wbuf = c.spare[:0]
 		c.queued = 0
+		c.inWrite = true
 		c.mu.Unlock()
 		_, err := c.nc.Write(buf)
 		c.mu.Lock()
+		c.inWrite = false
 		if cap(buf) <= 1<<20 {
 			c.spare = buf[:0]
 		}
 		if err != nil {
 			c.writing = false
+			c.written.Broadcast()
 			c.mu.Unlock()
 			c.fail(fmt.Errorf("write to upstream: %w", err))
 			return
 		}
 	}
 	c.writing = false
+	if c.holdN > 0 {
+		c.written.Broadcast()
+	}
 	c.mu.Unlock()
 }
 
@@ -650,9 +684,12 @@ func (c *upConn) fail(err error) {
 	c.failOnce.Do(func() {
 		c.nc.Close()
 		locked := make(chan struct{})
+		var held []*call
 		go func() {
 			c.mu.Lock()
 			c.dead, c.err = true, err
+			held = c.takeHeld()
+			c.written.Broadcast()
 			c.mu.Unlock()
 			close(locked)
 		}()
@@ -677,6 +714,9 @@ func (c *upConn) fail(err error) {
 			default:
 			}
 			break
+		}
+		for _, cl := range held { // held behind an order barrier
+			failCall(cl)
 		}
 		if !errors.Is(err, errUpstreamClosed) {
 			c.srv.metrics.upstreamError("conn")
@@ -890,6 +930,8 @@ type pool struct {
 	byDB map[int]*upConn
 	// closed is set by closeAll: no connection is dialed after it.
 	closed bool
+	// order keeps the order barriers (proxy/order.go).
+	order orderState
 }
 
 // getDB returns a live shared connection to database db.
@@ -964,11 +1006,14 @@ func (p *pool) holdWrites() []*upConn {
 func (p *pool) releaseWrites(held []*upConn) {
 	for _, c := range held {
 		c.mu.Lock()
-		if len(c.wbuf) > 0 && c.awaiting.Load() <= c.queued {
+		if len(c.wbuf) > 0 && (c.awaiting.Load() <= c.queued || c.holdN > 0) {
 			c.writeQueued() // unlocks
 			continue
 		}
 		c.writing = false
+		if c.holdN > 0 {
+			c.written.Broadcast()
+		}
 		c.mu.Unlock()
 	}
 }

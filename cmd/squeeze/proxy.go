@@ -172,7 +172,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.StringVar(&p.listSearch, "list-search", "exact", "LREM/LPOS/LINSERT: exact (find elements by value, whatever codec or settings stored them) or stored (Redis's own byte comparison: faster, misses elements written with other settings)")
 	fs.StringVar(&p.clusterMap, "cluster-map", "", "Redis Cluster: `NODE=PROXY,...`, each node's address as the cluster announces it and the address of the squeeze proxy in front of it, so redirections and CLUSTER SLOTS/SHARDS/NODES name proxies")
 	fs.IntVar(&p.clusterPortOffset, "cluster-port-offset", 0, "Redis Cluster: the proxy in front of node host:port listens at host:port+`N` (for nodes not in --cluster-map)")
-	fs.IntVar(&p.shared, "shared-conns", 2, "pipelined upstream connections shared by all clients")
+	fs.IntVar(&p.shared, "shared-conns", 1, "pipelined upstream connections shared by all clients (more than 1 lets commands of clients on different connections reach Redis out of the order they came in)")
 	fs.IntVar(&p.procs, "procs", 0, "CPU threads running the proxy (GOMAXPROCS); 0: half the machine's CPUs, at least 1, or $GOMAXPROCS when set")
 	fs.BoolVar(&p.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics address")
 	fs.Var(&p.rules, "rule", "`PREFIX=CODEC[,min-size=N][,min-gain=F][,dict=ID]`: the values of keys that begin with PREFIX get this codec and options (repeat the flag, or separate rules with ;); the longest prefix wins")
