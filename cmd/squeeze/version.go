@@ -16,6 +16,12 @@ import (
 // build between releases this is.
 var Version = "v0.1.0"
 
+// Commit names the commit of a build whose toolchain recorded none (go
+// build -buildvcs=false, or a git worktree, where Go does not look for
+// the repository): go build -ldflags "-X main.Commit=$(git rev-parse HEAD)".
+// The commit that Go records wins over it.
+var Commit = ""
+
 func init() {
 	register(command{Name: "version", Summary: "print the version, the commit it was built from and the Go version (also: squeeze --version)", Run: runVersion})
 }
@@ -29,8 +35,10 @@ uncommitted changes, and the Go version, e.g.:
 
   squeeze v0.1.0 (commit 6f2e696a1b2c, modified) go1.26.0
 
-The commit is known for binaries built by "go build" or "go install" in a
-git checkout; "go run" does not record it ("commit unknown").
+Go records the commit for binaries built by "go build" or "go install" in
+a git checkout, not for "go run", a git worktree or -buildvcs=false; there
+-ldflags "-X main.Commit=$(git rev-parse HEAD)" names it, or the line says
+"commit unknown".
 
 Examples:
   squeeze version
@@ -46,22 +54,23 @@ func runVersion(ctx context.Context, e env, args []string) error {
 		return usageError("version takes no arguments, got %q", fs.Args())
 	}
 	bi, ok := debug.ReadBuildInfo()
-	fmt.Fprintln(e.Stdout, versionLine(Version, bi, ok))
+	fmt.Fprintln(e.Stdout, versionLine(Version, Commit, bi, ok))
 	return nil
 }
 
-// versionLine formats what "squeeze version" prints from the release
-// variable and the build information the Go toolchain recorded (bi, when
-// ok). A module version from "go install ...@vX.Y.Z" wins over an unset
-// release variable; without either the release is "devel".
-func versionLine(release string, bi *debug.BuildInfo, ok bool) string {
+// versionLine formats what "squeeze version" prints from the release and
+// commit variables and the build information the Go toolchain recorded (bi,
+// when ok). A module version from "go install ...@vX.Y.Z" wins over an
+// unset release variable; without either the release is "devel". A
+// recorded vcs.revision wins over the commit variable.
+func versionLine(release, commit string, bi *debug.BuildInfo, ok bool) string {
 	if release == "" && ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		release = bi.Main.Version
 	}
 	if release == "" {
 		release = "devel"
 	}
-	commit, modified, goVersion := "", false, ""
+	modified, goVersion := false, ""
 	if ok {
 		goVersion = bi.GoVersion
 		for _, s := range bi.Settings {

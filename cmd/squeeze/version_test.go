@@ -21,24 +21,27 @@ func TestVersionLine(t *testing.T) {
 	tests := []struct {
 		name    string
 		release string
+		commit  string
 		bi      *debug.BuildInfo
 		ok      bool
 		want    string
 	}{
-		{"release build", "v0.1.0", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}, Settings: vcs("6f2e696a1b2c3d4e5f60718293a4b5c6d7e8f901", "false")},
+		{"release build", "v0.1.0", "", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}, Settings: vcs("6f2e696a1b2c3d4e5f60718293a4b5c6d7e8f901", "false")},
 			true, "squeeze v0.1.0 (commit 6f2e696a1b2c) go1.26.0"},
-		{"modified checkout", "v0.1.0", &debug.BuildInfo{GoVersion: "go1.26.0", Settings: vcs("6f2e696a1b2c3d4e5f60718293a4b5c6d7e8f901", "true")},
+		{"modified checkout", "v0.1.0", "", &debug.BuildInfo{GoVersion: "go1.26.0", Settings: vcs("6f2e696a1b2c3d4e5f60718293a4b5c6d7e8f901", "true")},
 			true, "squeeze v0.1.0 (commit 6f2e696a1b2c, modified) go1.26.0"},
-		{"go install of a tag, no release variable", "", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "v0.2.0"}},
+		{"go install of a tag, no release variable", "", "", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "v0.2.0"}},
 			true, "squeeze v0.2.0 (commit unknown) go1.26.1"},
-		{"no release, devel module", "", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}},
+		{"no release, devel module", "", "", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}},
 			true, "squeeze devel (commit unknown) go1.26.0"},
-		{"no build info", "", nil, false, "squeeze devel (commit unknown)"},
-		{"short revision", "v0.1.0", &debug.BuildInfo{Settings: vcs("abc", "false")}, true, "squeeze v0.1.0 (commit abc)"},
+		{"no build info", "", "", nil, false, "squeeze devel (commit unknown)"},
+		{"-X main.Commit without VCS information", "v0.1.0", "1ca26394f2af0123", &debug.BuildInfo{GoVersion: "go1.26.0"}, true, "squeeze v0.1.0 (commit 1ca26394f2af) go1.26.0"},
+		{"recorded revision wins over -X main.Commit", "v0.1.0", "1ca26394f2af0123", &debug.BuildInfo{Settings: vcs("6f2e696a1b2c3d4e", "false")}, true, "squeeze v0.1.0 (commit 6f2e696a1b2c)"},
+		{"short revision", "v0.1.0", "", &debug.BuildInfo{Settings: vcs("abc", "false")}, true, "squeeze v0.1.0 (commit abc)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := versionLine(tt.release, tt.bi, tt.ok); got != tt.want {
+			if got := versionLine(tt.release, tt.commit, tt.bi, tt.ok); got != tt.want {
 				t.Errorf("versionLine = %q, want %q", got, tt.want)
 			}
 		})
