@@ -462,3 +462,44 @@ func TestDocs_HeadingAnchors(t *testing.T) {
 		t.Errorf("a comment in a code block made an anchor: %v", got)
 	}
 }
+
+// TestDocs_Shape keeps the README short, with the demo and test commands
+// that CI and new users start from, and every guide in the shape it
+// promises: the user's goal first, "Check that it worked" with commands
+// last.
+func TestDocs_Shape(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if n := strings.Count(readme, "\n"); n > 250 {
+		t.Errorf("README.md has %d lines, want at most 250: move details into docs/guide/ or docs/RESULTS.md", n)
+	}
+	for _, cmd := range []string{
+		"\nbash scripts/setup.sh && go run ./cmd/squeeze demo ",
+		"\nbash scripts/test.sh ",
+	} {
+		if !strings.Contains(readme[:min(len(readme), 1500)], cmd) {
+			t.Errorf("README.md does not start with the command %q", strings.TrimSpace(cmd))
+		}
+	}
+	guides := userDocs(t)[1:]
+	for _, g := range guides {
+		b, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		if !strings.Contains(text[:min(len(text), 600)], "**Goal:**") {
+			t.Errorf("%s: does not start from the user's goal (**Goal:** in its first lines)", rel(g))
+		}
+		i := strings.LastIndex(text, "\n## ")
+		if i < 0 || !strings.HasPrefix(text[i+1:], "## Check that it worked\n") || !strings.Contains(text[i:], "```sh\n") {
+			t.Errorf("%s: the last section is not \"## Check that it worked\" with commands", rel(g))
+		}
+		if !strings.Contains(readme, "docs/guide/"+filepath.Base(g)) {
+			t.Errorf("README.md does not link to %s", rel(g))
+		}
+	}
+}
