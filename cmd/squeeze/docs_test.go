@@ -503,3 +503,24 @@ func TestDocs_Shape(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDocCommands feeds the command-line extraction arbitrary Markdown: it
+// must not panic, and every command line it finds must be checkable.
+func FuzzDocCommands(f *testing.F) {
+	f.Add("```sh\n./squeeze proxy --listen 127.0.0.1:6380 &\n```\n")
+	f.Add("```sh\nsudo X=1 squeeze bench docs \\\n  --sizes 1MB # c\n```\n")
+	f.Add("```\nsqueeze x '$(a b)' \"q\\\"\" 2>/dev/null | squeeze decode < f && go run ./cmd/squeeze demo\n```\n")
+	f.Add("```sh\nsqueeze 'unbalanced\n```\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		cmds, err := docCommands("fuzz.md", text)
+		if err != nil {
+			return
+		}
+		for _, c := range cmds {
+			if len(c.args) > 0 && c.args[0] == "proxy" {
+				continue // would bind no port, but reads SQUEEZE_CONFIG files named in args
+			}
+			_ = checkDocCommand(t, c.args)
+		}
+	})
+}
