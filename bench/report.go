@@ -652,7 +652,7 @@ code { background: #f6f6f6; padding: 1px 4px; }
 {{end}}
 
 {{if .Targets}}
-<h2>Figures to reach (issue 5), checked on this run</h2>
+<h2>Figures to reach (the goals squeeze was built to meet), checked on this run</h2>
 <table>
 <tr><th class="l">target</th><th>size</th><th class="l">measured</th><th>result</th></tr>
 {{range .Targets}}<tr><td class="l">{{.Target}}</td><td>{{size .SizeByte}}</td><td class="l">{{.Measured}}</td><td>{{if .Pass}}<span class="better">met</span>{{else}}<span class="worse">not met</span>{{end}}</td></tr>

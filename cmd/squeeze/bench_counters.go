@@ -44,8 +44,8 @@ Without --redis a throwaway redis-server is started per layout (it must be
 installed); all are loaded first, then the increments run in --rounds
 rounds interleaved across layouts, so that the machine's background load
 falls on all alike. With --redis the database must be empty; the layouts run
-one after the other and it is flushed after each. The default scale, the
-issue's (100000 x 365, one key per counter included), needs about 4 GiB of
+one after the other and it is flushed after each. The default scale
+(100000 x 365, one key per counter included) needs about 4 GiB of
 RAM on the server; --quick needs a few hundred MB.
 
 --json prints one array, a row per layout and pipeline depth: layout,

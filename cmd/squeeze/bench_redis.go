@@ -477,12 +477,12 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 	}
 }
 
-// printTargets prints issue 5's figures to reach with their verdicts.
+// printTargets prints the figures squeeze was built to reach, with their verdicts.
 func printTargets(w io.Writer, checks []bench.TargetCheck) {
 	if len(checks) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nFigures to reach (issue 5)")
+	fmt.Fprintln(w, "\nFigures to reach (the goals squeeze was built to meet)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "Target\tSize\tMeasured\tResult\t")
 	for _, c := range checks {

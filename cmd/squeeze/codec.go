@@ -46,6 +46,15 @@ func newFlagSet(e env, name, usage string) *flag.FlagSet {
 // nothing itself: the flag package would print the error and the whole
 // usage to stderr.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := parseFlagsOnce(fs, args); err != nil {
+		return err
+	}
+	return stopIfChecking(fs, fs.Args())
+}
+
+// parseFlagsOnce is parseFlags without the stop of checkCommandLine, for
+// callers that parse in several steps (parseCountersArgs).
+func parseFlagsOnce(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)

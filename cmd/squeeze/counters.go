@@ -126,19 +126,19 @@ func parseSlot(s string) (int, error) {
 func parseCountersArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := parseFlags(fs, args); err != nil {
+		if err := parseFlagsOnce(fs, args); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()
 		i := 0
 		for ; i < len(rest) && !looksLikeFlag(rest[i]); i++ {
 			if rest[i] == "--" {
-				return append(pos, rest[i+1:]...), nil
+				return append(pos, rest[i+1:]...), stopIfChecking(fs, nil)
 			}
 			pos = append(pos, rest[i])
 		}
 		if i == len(rest) {
-			return pos, nil
+			return pos, stopIfChecking(fs, nil)
 		}
 		args = rest[i:]
 	}

@@ -10,16 +10,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// Version is set at build time with -ldflags "-X main.Version=v1.2.3".
-var Version = ""
 
 // env is what a command may touch: its arguments and standard streams. Tests
 // build one with buffers instead of the process's files.
@@ -81,9 +77,8 @@ func run(ctx context.Context, e env, args []string) int {
 		printHelp(e.Stdout)
 		return 0
 	}
-	if args[0] == "version" || args[0] == "--version" {
-		fmt.Fprintln(e.Stdout, "squeeze", version())
-		return 0
+	if args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -121,8 +116,7 @@ Usage:
 Commands:
 `)
 	printTable(w, commands)
-	fmt.Fprintf(w, `  version   print the version
-
+	fmt.Fprintf(w, `
 Run "squeeze <command> --help" for the flags of a command.
 
 Redis URLs (--redis) take the forms redis://[user:password@]host:port[/db],
@@ -145,16 +139,6 @@ func printTable(w io.Writer, m map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-9s %s\n", n, m[n].Summary)
 	}
-}
-
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 func init() {
