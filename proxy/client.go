@@ -675,6 +675,29 @@ func (c *client) roundtrip(req []byte) *call {
 	return cl
 }
 
+// roundtripScript is roundtrip for the script that runs the client's
+// command in its place (inspect): Redis sends the invalidation pushes the
+// script's writes cause before the script's reply, where it would send
+// them after the command's own reply, so pushes that arrive while the
+// script is in flight are written after the reply the proxy makes of it.
+// Its pinSeq is left for that reply's call to note (see emit).
+func (c *client) roundtripScript(req []byte) *call {
+	c.flush()
+	cl := newCall()
+	up, err := c.conn()
+	if err != nil {
+		cl.err = err
+		return cl
+	}
+	cl.deferPushes = up.onPush != nil
+	c.one[0] = cl
+	c.sendOn(up, req, c.one[:])
+	c.endPinOrder() // if a command waited, it is written now
+	c.one[0] = nil
+	<-cl.done
+	return cl
+}
+
 // pin moves the client to a private upstream connection. Commands sent on
 // the shared connection complete first, so order is kept.
 func (c *client) pin() error {

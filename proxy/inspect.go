@@ -289,20 +289,27 @@ func (s *Server) decodeFrame(f []byte) ([]byte, error) {
 
 // inspect runs a command that looks inside stored bytes, synchronously on
 // the client's connection, and returns a finished call with its reply.
-func (c *client) inspect(info *cmdInfo, args [][]byte) *call {
+func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 	errCall := func(msg string) *call {
 		return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+": "+msg))
 	}
 	var cands []candidate
 	byName := true
 	args = c.storedArgs(info, args)
+	// Pushes that came while a script ran go after the reply (see
+	// roundtripScript): every reply made here notes the last script's
+	// place among the private connection's replies.
+	var pinSeq uint64
+	defer func() { out.pinSeq = max(out.pinSeq, pinSeq) }()
 	for attempt := 0; attempt < maxInspectRetries; attempt++ {
-		r := c.roundtrip(appendInspect(nil, info, args, cands, true, info.headOnly, byName))
+		r := c.roundtripScript(appendInspect(nil, info, args, cands, true, info.headOnly, byName))
+		pinSeq = max(pinSeq, r.pinSeq)
 		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
 			// Not cached (a restarted Redis, SCRIPT FLUSH): send the text.
 			r.release()
 			byName = false
-			r = c.roundtrip(appendInspect(nil, info, args, cands, true, info.headOnly, false))
+			r = c.roundtripScript(appendInspect(nil, info, args, cands, true, info.headOnly, false))
+			pinSeq = max(pinSeq, r.pinSeq)
 		}
 		if r.err != nil {
 			err := r.err

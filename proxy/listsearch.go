@@ -336,17 +336,23 @@ func searchMode(info *cmdInfo) string {
 // listSearch runs LREM, LPOS or LINSERT through the list search script,
 // synchronously on the client's connection, and returns a finished call
 // with Redis's reply.
-func (c *client) listSearch(info *cmdInfo, args [][]byte) *call {
+func (c *client) listSearch(info *cmdInfo, args [][]byte) (out *call) {
 	var forms listForms
 	value := args[listSearchArg(info, args)]
 	byName := true
+	// Pushes that came while a script ran go after the reply (see
+	// roundtripScript).
+	var pinSeq uint64
+	defer func() { out.pinSeq = max(out.pinSeq, pinSeq) }()
 	for attempt := 0; attempt < maxInspectRetries; attempt++ {
-		r := c.roundtrip(c.appendListSearch(nil, info, args, searchMode(info), &forms, byName))
+		r := c.roundtripScript(c.appendListSearch(nil, info, args, searchMode(info), &forms, byName))
+		pinSeq = max(pinSeq, r.pinSeq)
 		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
 			// Not cached (a restarted Redis, SCRIPT FLUSH): send the text.
 			r.release()
 			byName = false
-			r = c.roundtrip(c.appendListSearch(nil, info, args, searchMode(info), &forms, false))
+			r = c.roundtripScript(c.appendListSearch(nil, info, args, searchMode(info), &forms, false))
+			pinSeq = max(pinSeq, r.pinSeq)
 		}
 		if r.err != nil {
 			err := r.err

@@ -253,6 +253,10 @@ type call struct {
 	// onFinish, when set, runs once when the call completes: it ends the
 	// order barrier held until Redis ran the command (proxy/order.go).
 	onFinish func()
+	// deferPushes: push messages that arrive on the private connection
+	// while this call is in flight are written after its reply (a script
+	// that ran the client's command: see roundtripScript).
+	deferPushes bool
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -279,7 +283,7 @@ func (c *call) release() {
 	}
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.cmdID, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", 0, false, false, 0, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify, c.owner, c.onFinish = nil, nil, nil
+	c.notify, c.owner, c.onFinish, c.deferPushes = nil, nil, nil, false
 	c.ready.Store(false)
 	callPool.Put(c)
 }
@@ -359,6 +363,11 @@ type upConn struct {
 	// reply, so the reader will come back to write wbuf.
 	queued   int64
 	awaiting atomic.Int64
+	// Private connections: sent counts the calls sent (guarded by mu), and
+	// deferPush is the number of the last one sent with deferPushes: push
+	// messages that arrive before its reply count as after it.
+	sent      uint64
+	deferPush atomic.Uint64
 	// Order barriers (proxy/order.go), guarded by mu: holdN counts the
 	// barriers raised; while it is above zero, requests sent go to after
 	// and their calls to afterCalls, and written is signalled whenever a
@@ -606,6 +615,12 @@ func (c *upConn) send(req []byte, calls []*call) {
 	}
 	for _, cl := range calls {
 		c.pending <- cl
+		if c.onPush != nil {
+			c.sent++
+			if cl.deferPushes {
+				c.deferPush.Store(c.sent)
+			}
+		}
 	}
 	if c.writing || (c.onPush == nil && c.awaiting.Load() > c.queued) {
 		c.wbuf = append(c.wbuf, req...)
@@ -796,7 +811,7 @@ func (c *upConn) readLoop() {
 			if c.relayMode() {
 				c.trackRelay(v)
 			}
-			c.onPush(v.Raw, c.completed)
+			c.onPush(v.Raw, c.pushSeq())
 			continue
 		}
 		var cl *call
@@ -804,7 +819,7 @@ func (c *upConn) readLoop() {
 		case cl = <-c.pending:
 		default:
 			if c.onPush != nil {
-				c.onPush(v.Raw, c.completed)
+				c.onPush(v.Raw, c.pushSeq())
 				continue
 			}
 			c.fail(errors.New("upstream sent a reply nobody asked for"))
@@ -860,6 +875,13 @@ func (c *upConn) readLoop() {
 			}
 		}
 	}
+}
+
+// pushSeq is the number of calls a push message that arrives now comes
+// after: those completed, or the call sent with deferPushes if that one is
+// still in flight. Reader only.
+func (c *upConn) pushSeq() uint64 {
+	return max(c.completed, c.deferPush.Load())
 }
 
 // writeAll writes the ready replies of each client in woken, or wakes its
