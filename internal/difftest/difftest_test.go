@@ -66,3 +66,42 @@ func TestReadReply(t *testing.T) {
 		t.Error("unknown type accepted")
 	}
 }
+
+// TestRunMulti_SameServerTwice checks the multi-client harness: two plain
+// redis-servers playing the same scenes never differ, and every kind of
+// scene is played.
+func TestRunMulti_SameServerTwice(t *testing.T) {
+	a, b := testutil.StartRedis(t), testutil.StartRedis(t)
+	n, err := RunMulti(a.Addr, b.Addr, MultiConfig{Seed: 42, Scenes: 40, MaxValue: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 40 {
+		t.Fatalf("played %d scenes of 40", n)
+	}
+	g := &multiGen{r: newMultiRand(42), max: 1024}
+	kinds := map[string]bool{}
+	for i := range 40 {
+		kinds[g.scene(i).name] = true
+	}
+	if len(kinds) != 4 {
+		t.Fatalf("scene kinds in 40 scenes: %v", kinds)
+	}
+}
+
+// TestRunMulti_DetectsDifference: a push only one server sends is found.
+func TestRunMulti_DetectsDifference(t *testing.T) {
+	a, b := testutil.StartRedis(t), testutil.StartRedis(t)
+	c, err := dial(b.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A subscriber on B only: PUBLISH counts one more receiver there.
+	c.send([][]string{{"PSUBSCRIBE", "*"}})
+	ReadReply(c.r)
+	defer c.Close()
+	_, err = RunMulti(a.Addr, b.Addr, MultiConfig{Seed: 3, Scenes: 40, MaxValue: 1024})
+	if _, ok := err.(*Mismatch); !ok {
+		t.Fatalf("want a *Mismatch, got %v", err)
+	}
+}
