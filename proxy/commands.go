@@ -256,9 +256,7 @@ func init() {
 	inspect("SETBIT", 4, keysFirst, false, false)
 	inspect("BITFIELD", -2, keysFirst, false, false)
 	inspect("BITOP", -4, keysFrom3, false, false)
-	inspect("INCRBYFLOAT", 3, keysFirst, false, false)
 	inspect("HSTRLEN", 3, keysHash, true, true)
-	inspect("HINCRBYFLOAT", 4, keysHash, false, false)
 	// Redis 8.4's DIGEST hashes the value (XXH3); the script gives it the
 	// decoded bytes. Conditions on the stored value: see conditional.
 	digestCmd = inspect("DIGEST", 2, keysFirst, true, false)
@@ -269,6 +267,14 @@ func init() {
 	// INCR, DECR, INCRBY, DECRBY and HINCRBY pass through: a stored integer
 	// has at most 20 bytes and never compresses, so a compressed value is
 	// never an integer and Redis's "not an integer" error is the exact reply.
+	// INCRBYFLOAT and HINCRBYFLOAT pass through for the same reason: the
+	// write policy stores every string that parses as a number raw
+	// (codec.Numeric), so a frame never holds one, and Redis's "not a valid
+	// float" is its reply on the decoded value too. Their result is a number
+	// and is stored raw, as the policy would. Passing them through keeps
+	// SLOWLOG, MONITOR and client-side caching as Redis shows them.
+	def("INCRBYFLOAT", argsNone, shapeNone, 0)
+	def("HINCRBYFLOAT", argsNone, shapeNone, 0)
 }
 
 // conditional returns the inspect form of SET and DELEX when they carry a

@@ -37,6 +37,14 @@ import (
 // sets it again (servers without field expiry refuse the read, and nothing
 // more is done).
 //
+// Redis's client-side caching tracks, for the client that runs a script,
+// every key a read-only command inside the script reads. A write command
+// (APPEND, SETBIT, SET ... IFEQ ...) must not start tracking its key where
+// Redis would not, so for those the script reads with commands Redis counts
+// as writes: BITFIELD GET u24 0 for the magic (12669777 is 0xC15351) and
+// GETEX without options for the value; read-only commands read with
+// GETRANGE and GET, as Redis tracks their keys.
+//
 // A none frame without checksum or dictionary id, the form wrap writes, the
 // script reads itself (plain): its bytes follow the header. So a command
 // queued in MULTI after one that re-wrapped a value that begins with the
@@ -54,7 +62,12 @@ import (
 // or RENAME queued earlier. Only if yet another value appears by EXEC does
 // that one reply become an error.
 const inspectScript = `local restore, compare, field, written, head, m = ARGV[1] == '1', ARGV[1] == '2', ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5])
-local function get(k) if field ~= '' then return redis.pcall('HGET', k, field) end return redis.pcall('GET', k) end
+local sget, magic = 'GET', function(k) return redis.pcall('GETRANGE', k, 0, 2) == '\193SQ' end
+if not restore then
+  sget = 'GETEX'
+  magic = function(k) local r = redis.pcall('BITFIELD', k, 'GET', 'u24', 0) return type(r) == 'table' and r[1] == 12669777 end
+end
+local function get(k) if field ~= '' then return redis.pcall('HGET', k, field) end return redis.pcall(sget, k) end
 local function put(k, v)
   if field == '' then redis.call('SET', k, v, 'KEEPTTL') return end
   local t = redis.pcall('HPEXPIRETIME', k, 'FIELDS', 1, field)
@@ -63,8 +76,8 @@ local function put(k, v)
 end
 local function framed(k)
   if field == '' then
-    if redis.pcall('GETRANGE', k, 0, 2) ~= '\193SQ' then return nil end
-    return redis.call('GET', k)
+    if not magic(k) then return nil end
+    return redis.call(sget, k)
   end
   local v = redis.pcall('HGET', k, field)
   if type(v) == 'string' and string.sub(v, 1, 3) == '\193SQ' then return v end
@@ -84,8 +97,8 @@ local function plain(v)
   return string.sub(v, i)
 end
 local function wrap(k)
-  if k == '' or redis.pcall('GETRANGE', k, 0, 2) ~= '\193SQ' then return end
-  local v = redis.call('GET', k)
+  if k == '' or not magic(k) then return end
+  local v = redis.call(sget, k)
   local n, len = #v, ''
   while n >= 128 do len = len .. string.char(n % 128 + 128); n = math.floor(n / 128) end
   redis.call('SET', k, '\193SQ\1\0\0' .. len .. string.char(n) .. v, 'KEEPTTL')
