@@ -154,7 +154,7 @@ func (e *Encoder) AppendEncodeOutcome(dst, src []byte) ([]byte, Outcome) {
 // raw). On Compressed and Wrapped it appends the frame.
 func (e *Encoder) AppendFrame(dst, src []byte) ([]byte, Outcome) {
 	start := len(dst)
-	if len(src) >= e.minSize && e.alg.ID != IDNone && !Numeric(src) {
+	if len(src) >= e.minSize && e.alg.ID != IDNone && !Numeric(src) && !ServerInterpreted(src) {
 		out, ok := e.appendFrame(dst, src)
 		if ok {
 			return out, Compressed

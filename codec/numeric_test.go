@@ -103,3 +103,25 @@ func asNumError(err error, target **strconv.NumError) bool {
 	*target = ne
 	return ok
 }
+
+// TestEncoder_HyperLogLogStaysRaw: a HyperLogLog (a string that begins with
+// "HYLL"), large and compressible as its dense form is, is stored as it is,
+// so that Redis's PF* commands still read it; other text of that length is
+// compressed.
+func TestEncoder_HyperLogLogStaysRaw(t *testing.T) {
+	enc := mustEncoder(t, MustParseAlgorithm("s2"))
+	for _, v := range [][]byte{
+		append([]byte("HYLL\x00\x00\x00\x00\x00\x00\x00\x00"), make([]byte, 12288)...), // dense, all zero
+		[]byte("HYLL" + strings.Repeat("\x01\x7f", 200)),                               // sparse-like
+	} {
+		out, outcome := enc.AppendEncodeOutcome(nil, v)
+		if outcome != StoredRaw || !bytes.Equal(out, v) {
+			t.Fatalf("HyperLogLog of %d bytes: outcome %v, %d bytes; want it stored raw", len(v), outcome, len(out))
+		}
+	}
+	for _, v := range []string{"HYL-" + strings.Repeat("L", 500), "hyll" + strings.Repeat("a", 500), "xHYLL" + strings.Repeat("a", 500)} {
+		if _, outcome := enc.AppendEncodeOutcome(nil, []byte(v)); outcome != Compressed {
+			t.Fatalf("%.8q...: outcome %v, want compressed", v, outcome)
+		}
+	}
+}
