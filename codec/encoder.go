@@ -426,3 +426,6 @@ func boolIndex(b bool) int {
 	}
 	return 0
 }
+
+// MinSize returns the length under which e stores values raw.
+func (e *Encoder) MinSize() int { return e.minSize }

@@ -689,11 +689,26 @@ func (c *client) roundtripScript(req []byte) *call {
 		cl.err = err
 		return cl
 	}
-	cl.deferPushes = up.onPush != nil
-	c.one[0] = cl
-	c.sendOn(up, req, c.one[:])
-	c.endPinOrder() // if a command waited, it is written now
-	c.one[0] = nil
+	if up.onPush == nil {
+		c.one[0] = cl
+		c.sendOn(up, req, c.one[:])
+		c.endPinOrder() // if a command waited, it is written now
+		c.one[0] = nil
+		<-cl.done
+		return cl
+	}
+	// A connection that receives pushes: a PING goes first, in the same
+	// write, so pushes Redis sent before the script (another client's
+	// write invalidating a key this client caches) arrive before its reply
+	// and keep their place; only those between the two replies are the
+	// script's own.
+	cl.deferPushes = true
+	ping := newCall()
+	both := []*call{ping, cl}
+	c.sendOn(up, append(append(make([]byte, 0, len(pingRequest)+len(req)), pingRequest...), req...), both)
+	c.endPinOrder()
+	<-ping.done
+	ping.release()
 	<-cl.done
 	return cl
 }

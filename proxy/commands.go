@@ -129,7 +129,7 @@ func compareForm(base *cmdInfo, arity int) *cmdInfo {
 // setIf and delexIf are SET and DELEX with a condition on the stored value
 // (see conditional); the others are the commands conditional and
 // Server.served look for.
-var setIf, delexIf, setCmd, delexCmd, digestCmd, delifeqCmd *cmdInfo
+var setIf, delexIf, setCmd, delexCmd, digestCmd, delifeqCmd, appendCmd, setrangeCmd *cmdInfo
 
 // arityOK reports whether n arguments (command name included) fit arity.
 func arityOK(arity, n int) bool {
@@ -251,8 +251,8 @@ func init() {
 	inspect("BITPOS", -3, keysFirst, true, false)
 	inspect("BITFIELD_RO", -2, keysFirst, true, false)
 	inspect("LCS", -3, keysTwo, true, false)
-	inspect("APPEND", 3, keysFirst, false, false)
-	inspect("SETRANGE", 4, keysFirst, false, false)
+	appendCmd = inspect("APPEND", 3, keysFirst, false, false)
+	setrangeCmd = inspect("SETRANGE", 4, keysFirst, false, false)
 	inspect("SETBIT", 4, keysFirst, false, false)
 	inspect("BITFIELD", -2, keysFirst, false, false)
 	inspect("BITOP", -4, keysFrom3, false, false)

@@ -303,6 +303,11 @@ func (s *Server) decodeFrame(f []byte) ([]byte, error) {
 // inspect runs a command that looks inside stored bytes, synchronously on
 // the client's connection, and returns a finished call with its reply.
 func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
+	if info == appendCmd || info == setrangeCmd {
+		if g := c.grow(info, args); g != nil {
+			return g
+		}
+	}
 	errCall := func(msg string) *call {
 		return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+": "+msg))
 	}

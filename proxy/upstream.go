@@ -881,7 +881,13 @@ func (c *upConn) readLoop() {
 // after: those completed, or the call sent with deferPushes if that one is
 // still in flight. Reader only.
 func (c *upConn) pushSeq() uint64 {
-	return max(c.completed, c.deferPush.Load())
+	// Deferred only while the deferring call is the next to complete: a
+	// push read before the replies of the calls sent ahead of it (the PING
+	// roundtripScript sends first) was sent by Redis before the script ran.
+	if d := c.deferPush.Load(); d == c.completed+1 {
+		return d
+	}
+	return c.completed
 }
 
 // writeAll writes the ready replies of each client in woken, or wakes its

@@ -1,0 +1,245 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"strconv"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// APPEND and SETRANGE grow strings. Redis runs them on stored bytes, so on
+// a compressed value they would append to the frame; the inspect script
+// makes them exact but leaves the result raw, and an append-heavy key (a
+// log, a growing document) would lose its savings on its first APPEND.
+// So outside MULTI the proxy computes their result itself and stores it
+// under the write policy, in two round trips:
+//
+//  1. growScript probes the key without making Redis track it (it reads
+//     with commands Redis counts as writes, see inspectScript). Where the
+//     policy has nothing to decide, it runs Redis's own command and that is
+//     the reply: a raw value that stays under the policy's minimum size, a
+//     raw value at or over it (the policy left it raw: it did not compress,
+//     or was stored before squeeze), a key of another type (Redis's
+//     WRONGTYPE). Otherwise, for a frame, or for a missing, empty or short
+//     value that the command takes to the minimum size or past it, it
+//     returns the stored bytes.
+//  2. The proxy decodes them, applies the command, encodes the result with
+//     the key's policy, and sends growScript the new stored bytes with the
+//     SHA-1 of those it read: the script stores them (SET KEEPTTL) only if
+//     the key still holds what the proxy read, and replies with the new
+//     length, the command's own reply. If another client changed the key
+//     in between, the proxy starts again (at most maxInspectRetries times).
+//
+// Whatever is unusual (a SETRANGE with an empty value or an offset that is
+// not a plain integer, a result over the bulk length limit) goes to the
+// inspect script, which runs Redis's own command and gives its own reply or
+// error.
+const growScript = `local k, min, kind, x = KEYS[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+if ARGV[1] == 'S' then
+  local cur = redis.pcall('GETEX', k)
+  if type(cur) ~= 'string' then cur = nil end
+  if (ARGV[5] == '' and cur == nil) or (cur ~= nil and ARGV[5] ~= '' and redis.sha1hex(cur) == ARGV[5]) then
+    redis.call('SET', k, ARGV[6], 'KEEPTTL')
+    return tonumber(ARGV[7])
+  end
+end
+local n = redis.pcall('SETRANGE', k, 0, '')
+if type(n) ~= 'number' then return redis.pcall(unpack(ARGV, 8)) end
+local framed = false
+if n >= 3 then
+  local r = redis.pcall('BITFIELD', k, 'GET', 'u24', 0)
+  framed = type(r) == 'table' and r[1] == 12669777
+end
+if not framed then
+  if kind == 'E' then return redis.pcall(unpack(ARGV, 8)) end
+  local grown = n + x
+  if kind == 'R' then grown = math.max(n, x) end
+  if grown < min or (n > 0 and n >= min) then return redis.pcall(unpack(ARGV, 8)) end
+end
+local cur = redis.pcall('GETEX', k)
+if type(cur) ~= 'string' then return {'\193SQ'} end
+return {'\193SQ', cur}`
+
+var growSHA = scriptSHA(growScript)
+
+// growArgs returns how a command of the grow path changes its string: for
+// APPEND kind 'A' and x the appended length; for SETRANGE kind 'R' and x
+// the end of the written range, or kind 'E' for an empty value (Redis
+// replies with the length and changes nothing). ok is false where the
+// command goes to the inspect script instead.
+func growArgs(info *cmdInfo, args [][]byte) (kind byte, off, x int64, ok bool) {
+	switch {
+	case info == appendCmd && len(args) == 3:
+		return 'A', 0, int64(len(args[2])), true
+	case info == setrangeCmd && len(args) == 4:
+		off, ok := plainOffset(args[2])
+		if !ok {
+			return 0, 0, 0, false
+		}
+		if len(args[3]) == 0 {
+			return 'E', off, off, true
+		}
+		return 'R', off, off + int64(len(args[3])), true
+	}
+	return 0, 0, 0, false
+}
+
+// plainOffset parses a non-negative decimal integer without sign, spaces
+// or leading zeros, of at most 15 digits: anything else (Redis's own errors,
+// offsets past any bulk limit) is left to Redis.
+func plainOffset(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 15 || (len(b) > 1 && b[0] == '0') {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// maxGrowRetries bounds the compare-and-set rounds of one APPEND or
+// SETRANGE while other clients keep changing its key; past it the command
+// runs in the inspect script, which is atomic but leaves the result raw.
+const maxGrowRetries = 64
+
+// grow runs APPEND or SETRANGE on the grow path (see growScript), or returns
+// nil for the inspect script to run it.
+func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
+	kind, off, x, ok := growArgs(info, args)
+	if !ok {
+		return nil
+	}
+	key := args[1]
+	pol := c.s.policyFor(key)
+	if pol.enc == nil || pol.enc.Algorithm().ID == codec.IDNone {
+		return nil // nothing is compressed: Redis's command as it is
+	}
+	if x > c.s.maxBulk() {
+		return nil
+	}
+	var pinSeq uint64
+	defer func() {
+		if out != nil {
+			out.pinSeq = max(out.pinSeq, pinSeq)
+		}
+	}()
+	minSize := strconv.Itoa(pol.enc.MinSize())
+	xs := strconv.FormatInt(x, 10)
+	request := func(byName bool, mode, want string, enc []byte, newLen string) []byte {
+		dst := resp.AppendArray(nil, 3+1+7+len(args))
+		dst = appendScript(dst, growScript, growSHA, byName)
+		dst = resp.AppendBulkString(dst, "1")
+		dst = resp.AppendBulk(dst, key)
+		dst = resp.AppendBulkString(dst, mode)
+		dst = resp.AppendBulkString(dst, minSize)
+		dst = resp.AppendBulk(dst, []byte{kind})
+		dst = resp.AppendBulkString(dst, xs)
+		dst = resp.AppendBulkString(dst, want)
+		dst = resp.AppendBulk(dst, enc)
+		dst = resp.AppendBulkString(dst, newLen)
+		for _, a := range args {
+			dst = resp.AppendBulk(dst, a)
+		}
+		return dst
+	}
+	byName := true
+	send := func(mode, want string, enc []byte, newLen string) *call {
+		r := c.roundtripScript(request(byName, mode, want, enc, newLen))
+		pinSeq = max(pinSeq, r.pinSeq)
+		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
+			r.release()
+			byName = false
+			r = c.roundtripScript(request(false, mode, want, enc, newLen))
+			pinSeq = max(pinSeq, r.pinSeq)
+		}
+		return r
+	}
+	fail := func(msg string) *call {
+		return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+": "+msg))
+	}
+	r := send("P", "", nil, "")
+	for attempt := 0; ; attempt++ {
+		if r.err != nil {
+			err := r.err
+			r.release()
+			return fail("upstream: " + err.Error())
+		}
+		v, _, err := resp.ReadValue(r.reply)
+		if err != nil || v.Type != resp.Array || v.N < 1 || v.N > 2 || !isMarkerHead(v) {
+			// Redis's own reply: the command ran as it is, or the new
+			// value was stored.
+			r.cmd, r.local = info.name, true
+			r.notify = c.ready
+			r.finish()
+			return r
+		}
+		// The stored bytes (none: the key is missing).
+		var stored []byte
+		missing := v.N == 1
+		if !missing {
+			it := v.Elements()
+			it.Next()
+			e, _ := it.Next()
+			stored = bytes.Clone(e.Str)
+		}
+		r.release()
+		if attempt >= maxGrowRetries {
+			return nil
+		}
+		if kind == 'E' { // a frame: its length, nothing changes
+			h, err := codec.ParseHeader(stored)
+			if err != nil {
+				c.s.metrics.decodeError()
+				return c.localCall(info.name, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: info.name, Key: key, Err: err}).Error()))
+			}
+			return c.localCall(info.name, resp.AppendInt(nil, int64(h.OriginalLen)))
+		}
+		old := stored
+		if codec.IsFramed(stored) {
+			d, err := c.s.decodeFrame(stored)
+			if err != nil {
+				return c.localCall(info.name, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: info.name, Key: key, Err: err}).Error()))
+			}
+			old = d
+		}
+		var val []byte
+		switch kind {
+		case 'A':
+			val = append(old[:len(old):len(old)], args[2]...)
+		default:
+			val = make([]byte, max(int64(len(old)), x))
+			copy(val, old)
+			copy(val[off:], args[3])
+		}
+		if int64(len(val)) > c.s.maxBulk() {
+			return nil // Redis's own error, from the inspect script
+		}
+		enc, o := pol.encode(c.s.metrics, nil, val)
+		if o == codec.StoredRaw {
+			enc = val
+		}
+		want := ""
+		if !missing {
+			sum := sha1.Sum(stored)
+			want = hex.EncodeToString(sum[:])
+		}
+		// Stored if the key still holds what was read; else the script
+		// probes again and its reply is handled as the first one.
+		r = send("S", want, enc, strconv.Itoa(len(val)))
+	}
+}
+
+// isMarkerHead reports whether v's first element is the magic (a marker
+// with no frames: growScript's "the key is missing").
+func isMarkerHead(v resp.Value) bool {
+	it := v.Elements()
+	e, ok := it.Next()
+	return ok && e.Type == resp.BulkString && bytes.Equal(e.Str, magic)
+}
