@@ -90,6 +90,9 @@ type cmdInfo struct {
 	// or delete it (SET ... IFEQ, DELEX ... IFEQ, DELIFEQ): what it leaves
 	// stays, and a value it left alone gets its frame back.
 	headOnly, readOnly, compare bool
+	// exact: BITFIELD with a field wider than 53 bits, which the script
+	// runs one subcommand at a time (see bitfield.go).
+	exact bool
 	// arity as in COMMAND INFO: exact when positive, a minimum when
 	// negative. Inspect commands with a wrong count pass through, so the
 	// client gets Redis's own arity error.
@@ -130,6 +133,17 @@ func compareForm(base *cmdInfo, arity int) *cmdInfo {
 // (see conditional); the others are the commands conditional and
 // Server.served look for.
 var setIf, delexIf, setCmd, delexCmd, digestCmd, delifeqCmd, appendCmd, setrangeCmd *cmdInfo
+
+// bitfieldCmd and bitfieldROCmd, and their exact forms (see bitfield.go).
+var bitfieldCmd, bitfieldROCmd, bitfieldExact, bitfieldROExact *cmdInfo
+
+// exactForm returns base's form whose script runs BITFIELD subcommands one
+// by one and reads each field's bits exactly (see bitfield.go).
+func exactForm(base *cmdInfo) *cmdInfo {
+	c := *base
+	c.exact = true
+	return &c
+}
 
 // arityOK reports whether n arguments (command name included) fit arity.
 func arityOK(arity, n int) bool {
@@ -249,12 +263,13 @@ func init() {
 	inspect("GETBIT", 3, keysFirst, true, false)
 	inspect("BITCOUNT", -2, keysFirst, true, false)
 	inspect("BITPOS", -3, keysFirst, true, false)
-	inspect("BITFIELD_RO", -2, keysFirst, true, false)
+	bitfieldROCmd = inspect("BITFIELD_RO", -2, keysFirst, true, false)
 	inspect("LCS", -3, keysTwo, true, false)
 	appendCmd = inspect("APPEND", 3, keysFirst, false, false)
 	setrangeCmd = inspect("SETRANGE", 4, keysFirst, false, false)
 	inspect("SETBIT", 4, keysFirst, false, false)
-	inspect("BITFIELD", -2, keysFirst, false, false)
+	bitfieldCmd = inspect("BITFIELD", -2, keysFirst, false, false)
+	bitfieldExact, bitfieldROExact = exactForm(bitfieldCmd), exactForm(bitfieldROCmd)
 	inspect("BITOP", -4, keysFrom3, false, false)
 	inspect("HSTRLEN", 3, keysHash, true, true)
 	// Redis 8.4's DIGEST hashes the value (XXH3); the script gives it the

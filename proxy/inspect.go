@@ -61,7 +61,8 @@ import (
 // same transaction (SET, MSET, HSET ...), and those of the source of a COPY
 // or RENAME queued earlier. Only if yet another value appears by EXEC does
 // that one reply become an error.
-const inspectScript = `local restore, compare, field, written, head, m = ARGV[1] == '1', ARGV[1] == '2', ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5])
+const inspectScript = `local restore, compare, field, written, head, m = ARGV[1] == '1' or ARGV[1] == '5', ARGV[1] == '2', ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5])
+local exact = ARGV[1] == '4' or ARGV[1] == '5'
 local sget, magic = 'GET', function(k) return redis.pcall('GETRANGE', k, 0, 2) == '\193SQ' end
 if not restore then
   sget = 'GETEX'
@@ -122,7 +123,24 @@ end
 if out then return out end
 if #ARGV < 6 + 3*m then return 'OK' end
 for k, v in pairs(dec) do put(k, v) end
-local r = redis.pcall(unpack(ARGV, 6 + 3*m))
+local function bits64(k, at) return redis.pcall('BITFIELD', k, 'GET', 'u32', at, 'GET', 'u32', at + 32) end
+local function run(b)
+  if not exact then return redis.pcall(unpack(ARGV, b)) end
+  local name, k, out = ARGV[b], ARGV[b+1], {}
+  for i = b + 2, #ARGV, 6 do
+    local op, at = ARGV[i], tonumber(ARGV[i+5])
+    local before, r
+    if op == 'SET' then before = bits64(k, at) end
+    if op == 'GET' then r = redis.pcall(name, k, 'GET', ARGV[i+1], ARGV[i+2])
+    else r = redis.pcall(name, k, 'OVERFLOW', ARGV[i+4], op, ARGV[i+1], ARGV[i+2], ARGV[i+3]) end
+    if type(r) == 'table' and r.err then return r end
+    if r[1] == nil or r[1] == false then out[#out+1] = false
+    elseif op == 'SET' then out[#out+1] = before
+    else out[#out+1] = bits64(k, at) end
+  end
+  return out
+end
+local r = run(6 + 3*m)
 if restore or (type(r) == 'table' and r.err) then
   for k, v in pairs(orig) do put(k, v) end
 elseif compare then
@@ -221,6 +239,10 @@ func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, 
 	switch { // the script's mode
 	case info.compare:
 		dst = resp.AppendBulkString(dst, "2")
+	case info.exact && info.readOnly:
+		dst = resp.AppendBulkString(dst, "5")
+	case info.exact:
+		dst = resp.AppendBulkString(dst, "4")
 	default:
 		dst = appendFlag(dst, info.readOnly)
 	}
@@ -308,6 +330,10 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 			return g
 		}
 	}
+	var bitOps []bitfieldOp
+	if ex, sargs, ops, ok := exactBitfield(info, args); ok {
+		info, args, bitOps = ex, sargs, ops
+	}
 	errCall := func(msg string) *call {
 		return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+": "+msg))
 	}
@@ -336,6 +362,9 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 		}
 		v, _, err := resp.ReadValue(r.reply)
 		if err != nil || !isMarker(v) {
+			if bitOps != nil {
+				r.reply = exactBitfieldReply(r.reply, bitOps, c.proto)
+			}
 			r.reply = fixResp3(r.reply, c.proto)
 			r.cmd, r.local = info.name, true
 			r.notify = c.ready

@@ -528,6 +528,16 @@ func (g *gen) draw() []string {
 	case 76:
 		return []string{"SORT", l, "LIMIT", "0", g.num(1, 5)}
 	case 77:
+		if g.r.IntN(2) == 0 {
+			// Fields wider than a double's 53 bits, with values near the
+			// edges: the replies must be exact.
+			wide := []string{"i64", "u63", "i60", "u54"}
+			big := []string{"9007199254740993", "-9223372036854775808", "9223372036854775807", "-1", "1152921504606846977"}
+			return []string{"BITFIELD", s, "OVERFLOW", []string{"WRAP", "SAT", "FAIL"}[g.r.IntN(3)],
+				"SET", wide[g.r.IntN(4)], g.num(0, 200), big[g.r.IntN(5)],
+				"INCRBY", wide[g.r.IntN(4)], "#" + g.num(0, 3), big[g.r.IntN(5)],
+				"GET", wide[g.r.IntN(4)], g.num(0, 200)}
+		}
 		return []string{"BITFIELD", s, "GET", "u8", g.num(0, 100), "INCRBY", "i5", g.num(0, 100), g.num(-3, 3)}
 	case 78:
 		return []string{"SUBSTR", s, g.num(-20, 20), g.num(-20, 200)}

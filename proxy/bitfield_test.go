@@ -1,0 +1,64 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestProxy_BitfieldExact: BITFIELD and BITFIELD_RO replies with fields
+// wider than 53 bits (i54..i64, u54..u63) are Redis's exact integers, on a
+// plain value, on a compressed one and on a missing key, with every
+// OVERFLOW mode, # offsets and a mix of narrow and wide fields; RESP2 and
+// RESP3. Before, the script's doubles rounded them (9007199254740993 read
+// back as ...992).
+func TestProxy_BitfieldExact(t *testing.T) {
+	e := startEnv(t)
+	steps := [][]string{
+		{"BITFIELD", "bf", "SET", "i64", "0", "9007199254740993"},
+		{"BITFIELD", "bf", "GET", "i64", "0"},
+		{"BITFIELD", "bf", "INCRBY", "i64", "0", "2"},
+		{"BITFIELD", "bf", "GET", "i64", "0", "GET", "u63", "0", "GET", "u8", "0", "GET", "i54", "3"},
+		{"BITFIELD", "bf", "SET", "i64", "0", "-9223372036854775808", "GET", "i64", "0"},
+		{"BITFIELD", "bf", "OVERFLOW", "SAT", "INCRBY", "i64", "0", "-1", "OVERFLOW", "WRAP", "INCRBY", "i64", "0", "-1"},
+		{"BITFIELD", "bf", "OVERFLOW", "FAIL", "INCRBY", "i64", "0", "-1", "GET", "i64", "0"},
+		{"BITFIELD", "bf", "SET", "u63", "#1", "9223372036854775807", "GET", "u63", "#1", "INCRBY", "u63", "#1", "1"},
+		{"BITFIELD", "bf", "OVERFLOW", "FAIL", "SET", "u60", "100", "1152921504606846977", "GET", "u60", "100"},
+		{"BITFIELD_RO", "bf", "GET", "i64", "0", "GET", "u63", "#1", "GET", "i60", "5"},
+		{"BITFIELD", "missing", "GET", "i64", "0", "GET", "u63", "1000"},
+		// A compressed value: a document, then 64-bit fields inside it.
+		{"SET", "doc", compressible(2000, 4)},
+		{"BITFIELD", "doc", "GET", "i64", "0", "GET", "u63", "77", "GET", "i64", "#3"},
+		{"BITFIELD_RO", "doc", "GET", "u63", "8000", "GET", "i64", "15000"},
+		{"BITFIELD", "doc", "SET", "i64", "64", "9007199254740993", "INCRBY", "i64", "64", "9007199254740993"},
+		{"GETRANGE", "doc", "0", "40"},
+		// What the exact path leaves to Redis: its errors, as they are.
+		{"BITFIELD", "bf", "GET", "i65", "0"},
+		{"BITFIELD", "bf", "GET", "u64", "0"},
+		{"BITFIELD", "bf", "GET", "i64", "-1"},
+		{"BITFIELD", "bf", "SET", "i64", "0", "1.5"},
+		{"BITFIELD", "bf", "OVERFLOW", "BAD", "GET", "i64", "0"},
+		{"BITFIELD_RO", "bf", "SET", "i64", "0", "1"},
+		{"BITFIELD", "bf", "GET", "i64"},
+		{"HSET", "h", "f", "v"},
+		{"BITFIELD", "h", "GET", "i64", "0"},
+	}
+	for _, proto := range []string{"2", "3"} {
+		var got [2][]string
+		for i, addr := range []string{e.redis.Addr, e.addr} {
+			c := dialRaw(t, addr)
+			c.do("HELLO", proto)
+			c.do("FLUSHALL")
+			for _, s := range steps {
+				got[i] = append(got[i], c.do(s...))
+			}
+		}
+		for j := range got[0] {
+			if got[0][j] != got[1][j] {
+				t.Errorf("RESP%s %q: direct %q, proxy %q", proto, strings.Join(steps[j], " "), got[0][j], got[1][j])
+			}
+		}
+		if !strings.Contains(got[0][1], "9007199254740993") {
+			t.Fatalf("direct GET i64 = %q", got[0][1])
+		}
+	}
+}
