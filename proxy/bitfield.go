@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/squeeze-kv/squeeze/resp"
@@ -23,6 +24,9 @@ import (
 // command's place holds the command's name and key, then for each
 // subcommand six values: GET, SET or INCRBY; the type; the offset as sent;
 // the value (empty for GET); the OVERFLOW mode; the field's bit offset.
+// It replies with a marker that describes itself, so that a reply inside
+// EXEC is read the same way: the bulk string "\xC1SQB", then per
+// subcommand nil (an OVERFLOW FAIL) or [high u32, low u32, type].
 
 // maxExactBitOffset bounds the bit offsets of the exact path, so that the
 // reads 64 bits past a field stay within every server's limit (512 MiB).
@@ -40,12 +44,13 @@ type bitfieldOp struct {
 }
 
 // exactBitfield returns the exact form of a BITFIELD or BITFIELD_RO command
-// (its cmdInfo and the script's arguments) and its subcommands, or ok false
+// (its cmdInfo and the script's arguments), or ok false
 // where the command runs as it is.
-func exactBitfield(info *cmdInfo, args [][]byte) (ex *cmdInfo, sargs [][]byte, ops []bitfieldOp, ok bool) {
+func exactBitfield(info *cmdInfo, args [][]byte) (ex *cmdInfo, sargs [][]byte, ok bool) {
+	var ops []bitfieldOp
 	ro := info == bitfieldROCmd
 	if (info != bitfieldCmd && !ro) || len(args) < 3 {
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	overflow, wide := "WRAP", false
 	for i := 2; i < len(args); {
@@ -53,7 +58,7 @@ func exactBitfield(info *cmdInfo, args [][]byte) (ex *cmdInfo, sargs [][]byte, o
 		case is(args[i], "GET") && i+2 < len(args):
 			o, ok := parseBitfieldField("GET", args[i+1], args[i+2], nil, overflow)
 			if !ok {
-				return nil, nil, nil, false
+				return nil, nil, false
 			}
 			ops, wide, i = append(ops, o), wide || o.width > 53, i+3
 		case !ro && (is(args[i], "SET") || is(args[i], "INCRBY")) && i+3 < len(args):
@@ -62,11 +67,11 @@ func exactBitfield(info *cmdInfo, args [][]byte) (ex *cmdInfo, sargs [][]byte, o
 				name = "INCRBY"
 			}
 			if _, ok := resp.ParseInt(args[i+3]); !ok {
-				return nil, nil, nil, false
+				return nil, nil, false
 			}
 			o, ok := parseBitfieldField(name, args[i+1], args[i+2], args[i+3], overflow)
 			if !ok {
-				return nil, nil, nil, false
+				return nil, nil, false
 			}
 			ops, wide, i = append(ops, o), wide || o.width > 53, i+4
 		case !ro && is(args[i], "OVERFLOW") && i+1 < len(args):
@@ -78,24 +83,24 @@ func exactBitfield(info *cmdInfo, args [][]byte) (ex *cmdInfo, sargs [][]byte, o
 			case is(args[i+1], "FAIL"):
 				overflow = "FAIL"
 			default:
-				return nil, nil, nil, false
+				return nil, nil, false
 			}
 			i += 2
 		default:
-			return nil, nil, nil, false
+			return nil, nil, false
 		}
 	}
 	if !wide {
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	sargs = append(sargs, args[0], args[1])
 	for _, o := range ops {
 		sargs = append(sargs, []byte(o.op), o.typ, o.off, o.val, []byte(o.overflow), strconv.AppendInt(nil, o.bitOff, 10))
 	}
 	if ro {
-		return bitfieldROExact, sargs, ops, true
+		return bitfieldROExact, sargs, true
 	}
-	return bitfieldExact, sargs, ops, true
+	return bitfieldExact, sargs, true
 }
 
 // parseBitfieldField checks a type (i1..i64, u1..u63) and an offset (N or
@@ -126,28 +131,46 @@ func parseBitfieldField(op string, typ, off, val []byte, overflow string) (bitfi
 	return o, true
 }
 
-// exactBitfieldReply turns the script's reply for an exact BITFIELD (per
-// subcommand, nil or the two u32 halves of the 64 bits at its offset) into
-// Redis's reply. Anything else (an error) is returned as it is.
-func exactBitfieldReply(reply []byte, ops []bitfieldOp, proto int) []byte {
+// bitfieldMagic begins the script's reply for an exact BITFIELD.
+var bitfieldMagic = []byte("\xC1SQB")
+
+// isBitfieldMarker reports whether v is the script's exact BITFIELD reply.
+func isBitfieldMarker(v resp.Value) bool {
+	if v.Type != resp.Array || v.N < 1 {
+		return false
+	}
+	it := v.Elements()
+	e, _ := it.Next()
+	return e.Type == resp.BulkString && bytes.Equal(e.Str, bitfieldMagic)
+}
+
+// exactBitfieldReply turns the script's reply for an exact BITFIELD (see
+// above) into Redis's reply. Anything else (an error) is returned as it is.
+func exactBitfieldReply(reply []byte, proto int) []byte {
 	v, _, err := resp.ReadValue(reply)
-	if err != nil || v.Type != resp.Array || v.N != len(ops) {
+	if err != nil || !isBitfieldMarker(v) {
 		return reply
 	}
-	out := resp.AppendArray(nil, len(ops))
+	out := resp.AppendArray(nil, v.N-1)
 	it := v.Elements()
-	for _, o := range ops {
-		e, _ := it.Next()
-		if e.Type != resp.Array || e.N != 2 {
+	it.Next()
+	for {
+		e, ok := it.Next()
+		if !ok {
+			return out
+		}
+		if e.Type != resp.Array || e.N != 3 {
 			out = appendNull(out, proto)
 			continue
 		}
 		h := e.Elements()
 		hi, _ := h.Next()
 		lo, _ := h.Next()
+		typ, _ := h.Next()
 		hv, ok1 := resp.ParseInt(hi.Str)
 		lv, ok2 := resp.ParseInt(lo.Str)
-		if hi.Type != resp.Integer || lo.Type != resp.Integer || !ok1 || !ok2 {
+		o, ok3 := parseBitfieldField("GET", typ.Str, []byte("0"), nil, "")
+		if hi.Type != resp.Integer || lo.Type != resp.Integer || !ok1 || !ok2 || !ok3 {
 			return reply
 		}
 		bits := uint64(uint32(hv))<<32 | uint64(uint32(lv))
@@ -158,7 +181,6 @@ func exactBitfieldReply(reply []byte, ops []bitfieldOp, proto int) []byte {
 		}
 		out = resp.AppendInt(out, n)
 	}
-	return out
 }
 
 // appendNull appends the null reply of the protocol.

@@ -62,3 +62,35 @@ func TestProxy_BitfieldExact(t *testing.T) {
 		}
 	}
 }
+
+// TestProxy_BitfieldExactInMulti: the same inside MULTI/EXEC, on a plain
+// and a compressed value, where the reply comes back inside EXEC's array.
+func TestProxy_BitfieldExactInMulti(t *testing.T) {
+	e := startEnv(t)
+	for _, proto := range []string{"2", "3"} {
+		var got [2]string
+		for i, addr := range []string{e.redis.Addr, e.addr} {
+			c := dialRaw(t, addr)
+			c.do("HELLO", proto)
+			c.do("FLUSHALL")
+			c.do("SET", "doc", compressible(1000, 5))
+			c.send([]string{"MULTI"},
+				[]string{"BITFIELD", "bf", "SET", "i64", "0", "9007199254740993", "GET", "i64", "0"},
+				[]string{"BITFIELD", "bf", "OVERFLOW", "FAIL", "INCRBY", "u63", "#1", "9223372036854775807", "INCRBY", "i64", "0", "2"},
+				[]string{"BITFIELD_RO", "doc", "GET", "i64", "8", "GET", "u63", "100"},
+				[]string{"BITFIELD", "doc", "INCRBY", "i64", "8", "9007199254740993"},
+				[]string{"EXEC"})
+			var rs []string
+			for range 6 {
+				rs = append(rs, c.read())
+			}
+			got[i] = strings.Join(rs, "")
+		}
+		if got[0] != got[1] {
+			t.Errorf("RESP%s: direct %q\nproxy  %q", proto, got[0], got[1])
+		}
+		if !strings.Contains(got[0], ":9007199254740993\r\n") {
+			t.Fatalf("direct EXEC = %q", got[0])
+		}
+	}
+}

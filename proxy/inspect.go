@@ -126,7 +126,7 @@ for k, v in pairs(dec) do put(k, v) end
 local function bits64(k, at) return redis.pcall('BITFIELD', k, 'GET', 'u32', at, 'GET', 'u32', at + 32) end
 local function run(b)
   if not exact then return redis.pcall(unpack(ARGV, b)) end
-  local name, k, out = ARGV[b], ARGV[b+1], {}
+  local name, k, out = ARGV[b], ARGV[b+1], {'\193SQB'}
   for i = b + 2, #ARGV, 6 do
     local op, at = ARGV[i], tonumber(ARGV[i+5])
     local before, r
@@ -135,8 +135,10 @@ local function run(b)
     else r = redis.pcall(name, k, 'OVERFLOW', ARGV[i+4], op, ARGV[i+1], ARGV[i+2], ARGV[i+3]) end
     if type(r) == 'table' and r.err then return r end
     if r[1] == nil or r[1] == false then out[#out+1] = false
-    elseif op == 'SET' then out[#out+1] = before
-    else out[#out+1] = bits64(k, at) end
+    else
+      local v = before or bits64(k, at)
+      out[#out+1] = {v[1], v[2], ARGV[i+1]}
+    end
   end
   return out
 end
@@ -330,9 +332,8 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 			return g
 		}
 	}
-	var bitOps []bitfieldOp
-	if ex, sargs, ops, ok := exactBitfield(info, args); ok {
-		info, args, bitOps = ex, sargs, ops
+	if ex, sargs, ok := exactBitfield(info, args); ok {
+		info, args = ex, sargs
 	}
 	errCall := func(msg string) *call {
 		return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+": "+msg))
@@ -362,8 +363,8 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 		}
 		v, _, err := resp.ReadValue(r.reply)
 		if err != nil || !isMarker(v) {
-			if bitOps != nil {
-				r.reply = exactBitfieldReply(r.reply, bitOps, c.proto)
+			if info.exact {
+				r.reply = exactBitfieldReply(r.reply, c.proto)
 			}
 			r.reply = fixResp3(r.reply, c.proto)
 			r.cmd, r.local = info.name, true
@@ -396,6 +397,9 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 // appendQueuedInspect appends the script that runs an inspect command queued
 // in MULTI, with candidates for the frames its keys may hold at EXEC.
 func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) []byte {
+	if ex, sargs, ok := exactBitfield(info, args); ok {
+		info, args = ex, sargs
+	}
 	first, end := inspectKeyArgs(info, args)
 	var cands []candidate
 	// Values SET earlier in this transaction, under the key or under a key

@@ -310,6 +310,13 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 		if isMarker(v) {
 			return resp.AppendError(dst, "ERR squeeze: a command queued in MULTI must look inside a compressed value, which only works outside MULTI/EXEC; the other queued commands ran"), nil
 		}
+		if isBitfieldMarker(v) {
+			proto := 2
+			if sh == shapeInspect3 {
+				proto = 3
+			}
+			return append(dst, exactBitfieldReply(v.Raw, proto)...), nil
+		}
 		if sh == shapeInspect3 {
 			mark := len(dst)
 			dst = append(dst, v.Raw...)
