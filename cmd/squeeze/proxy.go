@@ -532,7 +532,7 @@ func runProxy(ctx context.Context, e env, args []string) error {
 			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/cmdline", cmdlineHandler(os.Args))
 		}
 		mln, err := net.Listen("tcp", p.metrics)
 		if err != nil {
@@ -613,6 +613,23 @@ func reloadWritePolicy(ctx context.Context, e env, args []string, running *flag.
 }
 
 // redactURL hides a password in an upstream URL for logs.
+// cmdlineHandler serves /debug/pprof/cmdline as net/http/pprof does (the
+// arguments, separated by NUL bytes), with the password of every URL among
+// them redacted as in the logs: --upstream redis://:secret@host would
+// otherwise hand the upstream's password to whoever reaches the metrics
+// address.
+func cmdlineHandler(args []string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		out := make([]string, len(args))
+		for i, a := range args {
+			out[i] = redactURL(a)
+		}
+		io.WriteString(w, strings.Join(out, "\x00"))
+	}
+}
+
 func redactURL(s string) string {
 	at := strings.LastIndexByte(s, '@')
 	sch := strings.Index(s, "://")

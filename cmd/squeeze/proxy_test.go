@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,6 +193,15 @@ func TestProxyCommand(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "goroutine profile") {
 		t.Errorf("/debug/pprof/goroutine: %d %.200s", resp.StatusCode, body)
+	}
+	resp, err = http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + "/debug/pprof/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), os.Args[0]) {
+		t.Errorf("/debug/pprof/cmdline: %d %.200q", resp.StatusCode, body)
 	}
 	cancel()
 	select {
@@ -432,5 +442,25 @@ func TestProxyCommand_NotReady(t *testing.T) {
 	}
 	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready: dial upstream") {
 		t.Errorf("/readyz: %d %q, want 503 naming the dial error", code, body)
+	}
+}
+
+// TestCmdlineHandler: the profiler's /debug/pprof/cmdline shows the command
+// line with the passwords of its URLs redacted, in either flag form.
+func TestCmdlineHandler(t *testing.T) {
+	args := []string{"squeeze", "proxy", "--upstream", "redis://app:s3cret@10.1.2.3:6379/0",
+		"--upstream=rediss://:hunter2@cache:6380", "--listen", "127.0.0.1:6380"}
+	rec := httptest.NewRecorder()
+	cmdlineHandler(args)(rec, httptest.NewRequest("GET", "/debug/pprof/cmdline", nil))
+	got := rec.Body.String()
+	for _, secret := range []string{"s3cret", "hunter2"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("cmdline shows the password %q: %q", secret, got)
+		}
+	}
+	want := strings.Join([]string{"squeeze", "proxy", "--upstream", "redis://app:***@10.1.2.3:6379/0",
+		"--upstream=rediss://:***@cache:6380", "--listen", "127.0.0.1:6380"}, "\x00")
+	if got != want {
+		t.Errorf("cmdline = %q, want %q", got, want)
 	}
 }
