@@ -109,6 +109,11 @@ the proxy (the URL's database is selected after the login). It costs the
 shared pipelined connections: one upstream connection per client.
   squeeze proxy --listen 0.0.0.0:6380 --client-auth require \
       --upstream redis://:secret@10.0.0.5:6379
+A --listen address other than loopback or a unix socket with the default
+--client-auth pass would give every host that reaches it the URL's rights
+(CONFIG GET requirepass included), so the proxy refuses to start that way
+unless --allow-remote-clients says it is meant (a network only trusted
+clients reach); --check warns about it.
 
 Checking settings: --check reads the settings as a start would, loads the
 dictionaries they name, checks the certificates' dates, sends PING to the
@@ -141,7 +146,7 @@ type proxyFlags struct {
 	minSize, maxValue, maxBulk, clientBuffer                                                   units.SizeFlag
 	minGain                                                                                    float64
 	shared, procs, maxInFlight                                                                 int
-	pprof, check, jsonOut                                                                      bool
+	pprof, check, jsonOut, allowRemote                                                         bool
 
 	dict  string   // --dict: a published dictionary id, or "none"
 	rules ruleFlag // --rule, repeatable
@@ -179,6 +184,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.StringVar(&p.dict, "dict", "none", "compress new values with this published zstd dictionary `ID` (squeeze dict list), or none")
 	fs.StringVar(&p.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&p.logFormat, "log-format", "text", "text or json")
+	fs.BoolVar(&p.allowRemote, "allow-remote-clients", false, "start although --listen is reachable from other hosts and clients act with the --upstream URL's credentials (--client-auth pass): for networks only trusted clients reach")
 	fs.BoolVar(&p.check, "check", false, "check the settings and the upstream (PING over a connection made as the proxy makes them), name the server and its version, print the settings in force and exit: 0 if all is well, 1 if not")
 	fs.BoolVar(&p.jsonOut, "json", false, "with --check: print the settings in force and the warnings as one JSON object")
 	config := fs.String("config", "", "read settings from this file (name = value lines)")
@@ -444,6 +450,9 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	if p.pprof && p.metrics == "" {
 		return usageError("--pprof needs --metrics: the profiler is served on the metrics address")
 	}
+	if w := p.remoteClientsWarning(); w != "" && !p.check && !p.allowRemote {
+		return usageError("%s; use --client-auth require (each client logs in to Redis itself), listen on loopback or a unix socket, or pass --allow-remote-clients if only trusted clients reach this address", w)
+	}
 	procs, err := proxyProcs(p.procs, os.Getenv("GOMAXPROCS"), runtime.NumCPU())
 	if err != nil {
 		return err
@@ -613,6 +622,34 @@ func reloadWritePolicy(ctx context.Context, e env, args []string, running *flag.
 }
 
 // redactURL hides a password in an upstream URL for logs.
+// remoteClientsWarning says why the settings give other hosts the upstream
+// URL's rights (--listen reachable from them, --client-auth pass), or "".
+func (p *proxyFlags) remoteClientsWarning() string {
+	if p.clientAuth == "require" || !listenReachable(p.listen) {
+		return ""
+	}
+	return fmt.Sprintf("--listen %s is reachable from other hosts, and with --client-auth pass every client that reaches it acts with the --upstream URL's credentials", p.listen)
+}
+
+// listenReachable reports whether a --listen address accepts connections
+// from other hosts: all interfaces (":6380", "0.0.0.0:6380", "[::]:6380"),
+// an address that is not loopback, or a host name other than localhost.
+// Unix socket paths and loopback addresses are not.
+func listenReachable(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false // a unix socket path
+	}
+	if host == "" {
+		return true
+	}
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
+}
+
 // cmdlineHandler serves /debug/pprof/cmdline as net/http/pprof does (the
 // arguments, separated by NUL bytes), with the password of every URL among
 // them redacted as in the logs: --upstream redis://:secret@host would

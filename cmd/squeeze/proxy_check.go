@@ -44,6 +44,14 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 		}
 	}
 	var warnings []string
+	if w := p.remoteClientsWarning(); w != "" {
+		if p.allowRemote {
+			w += " (--allow-remote-clients)"
+		} else {
+			w += ": the proxy will not start so unless --client-auth require or --allow-remote-clients is given"
+		}
+		warnings = append(warnings, w)
+	}
 	certLine := func(flag string, c *tls.Certificate) (string, error) {
 		leaf := c.Leaf
 		if leaf == nil && len(c.Certificate) > 0 {

@@ -341,3 +341,18 @@ func TestParseServerInfo(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyCheck_RemoteClients: --check warns about a --listen address
+// other hosts reach while clients act with the URL's credentials, and says
+// that the proxy will not start so; --client-auth require needs no warning.
+func TestProxyCheck_RemoteClients(t *testing.T) {
+	r := testutil.StartRedis(t)
+	out, stderr, _ := runCLI(t, nil, "proxy", "--check", "--listen", "0.0.0.0:"+strconv.Itoa(testutil.FreePort(t)), "--upstream", r.URL())
+	if !strings.Contains(out, "warning: --listen 0.0.0.0:") || !strings.Contains(out, "will not start so") {
+		t.Errorf("no warning about remote clients:\n%s%s", out, stderr)
+	}
+	out, stderr, _ = runCLI(t, nil, "proxy", "--check", "--listen", "0.0.0.0:"+strconv.Itoa(testutil.FreePort(t)), "--upstream", r.URL(), "--client-auth", "require")
+	if strings.Contains(out, "reachable from other hosts") {
+		t.Errorf("a warning with --client-auth require:\n%s%s", out, stderr)
+	}
+}

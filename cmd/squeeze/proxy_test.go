@@ -86,6 +86,9 @@ func TestProxySettings_Errors(t *testing.T) {
 		{[]string{"--upstream-ca", filepath.Join(dir, "missing.pem")}, "--upstream-ca"},
 		{[]string{"--upstream-ca", bad}, "no PEM certificate"},
 		{[]string{"--pprof"}, "--pprof needs --metrics"},
+		{[]string{"--listen", "0.0.0.0:6380"}, "--listen 0.0.0.0:6380 is reachable from other hosts"},
+		{[]string{"--listen", ":6380"}, "--allow-remote-clients"},
+		{[]string{"--listen", "[::]:6380"}, "--client-auth require"},
 		{[]string{"--procs", "-2"}, "--procs must be"},
 		{[]string{"--max-in-flight", "0"}, "--max-in-flight and --client-buffer must be positive"},
 	}
@@ -462,5 +465,21 @@ func TestCmdlineHandler(t *testing.T) {
 		"--upstream=rediss://:***@cache:6380", "--listen", "127.0.0.1:6380"}, "\x00")
 	if got != want {
 		t.Errorf("cmdline = %q, want %q", got, want)
+	}
+}
+
+func TestListenReachable(t *testing.T) {
+	for _, c := range []struct {
+		listen string
+		want   bool
+	}{
+		{"127.0.0.1:6380", false}, {"127.0.0.5:6380", false}, {"[::1]:6380", false}, {"localhost:6380", false},
+		{"/run/squeeze/proxy.sock", false}, {"./proxy.sock", false},
+		{":6380", true}, {"0.0.0.0:6380", true}, {"[::]:6380", true}, {"10.0.0.5:6380", true},
+		{"proxy.internal:6380", true},
+	} {
+		if got := listenReachable(c.listen); got != c.want {
+			t.Errorf("listenReachable(%q) = %v, want %v", c.listen, got, c.want)
+		}
 	}
 }
