@@ -498,6 +498,14 @@ func (c *client) process(inLoop bool) bool {
 }
 
 // localCall returns a finished call whose reply the proxy made.
+// lostCall ends the client's connection without a reply: its private
+// upstream connection ended, as Redis ends a client's connection.
+func (c *client) lostCall(cmd string) *call {
+	cl := c.localCall(cmd, nil)
+	cl.close = true
+	return cl
+}
+
 func (c *client) localCall(cmd string, reply []byte) *call {
 	cl := newCall()
 	cl.cmd = cmd
@@ -786,10 +794,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	if c.pinned != nil && c.pinned.isDead() {
 		// The private connection's state (transaction, subscriptions,
 		// database, protocol) is gone: end the client's connection as a
-		// failed Redis would, after saying why.
-		cl := c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: the private upstream connection of this client was lost; reconnect"))
-		cl.close = true
-		c.enqueue(cl)
+		// failed Redis would, without a reply, so that the client's
+		// library reconnects (an error reply reads as a failed command).
+		c.enqueue(c.lostCall(info.name))
 		return false
 	}
 	if info.flags&flagQuit != 0 {
@@ -820,6 +827,11 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	if info.name == "SELECT" && len(args) == 2 && c.pinned != nil && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
 		// Run it now, to know the database the client is in.
 		cl := c.roundtrip(resp.AppendCommand(nil, args...))
+		if cl.err != nil && cl.connLost {
+			cl.release()
+			c.enqueue(c.lostCall(info.name))
+			return false
+		}
 		reply := resp.AppendError(nil, "ERR squeeze: upstream: "+fmt.Sprint(cl.err))
 		if cl.err == nil {
 			reply = append(reply[:0], cl.reply...)
@@ -1111,7 +1123,12 @@ func (c *client) release(direct bool) {
 // replies being written, taken at the first reply that needs it (one
 // reading for the batch, as for the commands read).
 func (c *client) emit(rw *rewriter, cl *call, now *time.Time) bool {
-	if cl.err != nil {
+	if cl.err != nil && cl.connLost {
+		// The client's private connection ended: no reply, the
+		// connection closes (see call.connLost).
+		c.s.metrics.upstreamError("reply")
+		cl.close = true
+	} else if cl.err != nil {
 		c.s.metrics.upstreamError("reply")
 		c.out = resp.AppendError(c.out, "ERR squeeze: upstream: "+cl.err.Error())
 	} else {
@@ -1248,13 +1265,24 @@ func (c *client) writeLoop() {
 	}
 	// sleep waits for a nudge or a push; pushes are only held here, and
 	// written once the writer owns the output.
+	// lost: the private upstream connection ended (a push without a
+	// message): once the replies that came before are written, the
+	// connection ends, as Redis would end it.
+	lost := false
+	take := func(m pushMsg) {
+		if m.msg == nil {
+			lost = true
+			return
+		}
+		held = append(held, m)
+	}
 	var now time.Time // of the replies written since the last sleep
 	sleep := func() {
 		now = time.Time{}
 		select {
 		case <-c.ready:
 		case m := <-c.push:
-			held = append(held, m)
+			take(m)
 		}
 	}
 	own := false
@@ -1275,6 +1303,10 @@ func (c *client) writeLoop() {
 			// Nothing more is ready: write what we have, then sleep
 			// until a call completes or a push arrives.
 			write()
+			if lost && !c.broken {
+				c.abort()
+				c.broken = true
+			}
 			c.release(false)
 			own = false
 			sleep()
@@ -1287,7 +1319,7 @@ func (c *client) writeLoop() {
 		for {
 			select {
 			case m := <-c.push:
-				held = append(held, m)
+				take(m)
 			default:
 				break drainPush
 			}

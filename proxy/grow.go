@@ -167,8 +167,11 @@ func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
 	r := send("P", "", nil, "")
 	for attempt := 0; ; attempt++ {
 		if r.err != nil {
-			err := r.err
+			err, lost := r.err, r.connLost
 			r.release()
+			if lost {
+				return c.lostCall(info.name)
+			}
 			return fail("upstream: " + err.Error())
 		}
 		v, _, err := resp.ReadValue(r.reply)

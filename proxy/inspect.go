@@ -357,8 +357,11 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 			pinSeq = max(pinSeq, r.pinSeq)
 		}
 		if r.err != nil {
-			err := r.err
+			err, lost := r.err, r.connLost
 			r.release()
+			if lost {
+				return c.lostCall(info.name)
+			}
 			return errCall("upstream: " + err.Error())
 		}
 		v, _, err := resp.ReadValue(r.reply)

@@ -355,8 +355,11 @@ func (c *client) listSearch(info *cmdInfo, args [][]byte) (out *call) {
 			pinSeq = max(pinSeq, r.pinSeq)
 		}
 		if r.err != nil {
-			err := r.err
+			err, lost := r.err, r.connLost
 			r.release()
+			if lost {
+				return c.lostCall(info.name)
+			}
 			return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+": upstream: "+err.Error()))
 		}
 		v, _, err := resp.ReadValue(r.reply)

@@ -257,6 +257,10 @@ type call struct {
 	// while this call is in flight are written after its reply (a script
 	// that ran the client's command: see roundtripScript).
 	deferPushes bool
+	// connLost: the call failed because its client's private connection
+	// ended. Redis would have closed the client's connection without a
+	// reply, so the proxy writes none and closes it (see client.emit).
+	connLost bool
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -283,7 +287,7 @@ func (c *call) release() {
 	}
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.cmdID, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", 0, false, false, 0, 0
 	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify, c.owner, c.onFinish, c.deferPushes = nil, nil, nil, false
+	c.notify, c.owner, c.onFinish, c.deferPushes, c.connLost = nil, nil, nil, false, false
 	c.ready.Store(false)
 	callPool.Put(c)
 }
@@ -708,8 +712,9 @@ func (c *upConn) fail(err error) {
 			c.mu.Unlock()
 			close(locked)
 		}()
+		private := c.onPush != nil
 		failCall := func(cl *call) {
-			cl.err = err
+			cl.err, cl.connLost = err, private
 			cl.finish()
 		}
 	drain:
@@ -736,6 +741,11 @@ func (c *upConn) fail(err error) {
 		if !errors.Is(err, errUpstreamClosed) {
 			c.srv.metrics.upstreamError("conn")
 			c.srv.logger().Warn("upstream connection lost", "err", err)
+		}
+		if private {
+			// Tell the client's writer, which may be idle (a subscriber):
+			// its connection ends as Redis would end it.
+			c.onPush(nil, 0)
 		}
 		close(c.closed)
 	})
