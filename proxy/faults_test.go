@@ -323,6 +323,11 @@ func TestProxy_CorruptValue(t *testing.T) {
 		{[]string{"GET", "fine"}, bulk(compressible(10_000, 5))},
 		{[]string{"GETRANGE", "plain", "1", "-1"}, bulk("bc")},
 		{[]string{"STRLEN", "plain"}, ":3\r\n"},
+		// STRLEN and HSTRLEN decode as GET does: a corrupt frame is an
+		// error, not the length its header claims.
+		{[]string{"STRLEN", "broken"}, `-ERR squeeze: STRLEN: stored value of key "broken" cannot be decoded: codec: corrupt frame: checksum mismatch`},
+		{[]string{"HSTRLEN", "h", "f"}, `-ERR squeeze: HSTRLEN: stored value of key "h" cannot be decoded`},
+		{[]string{"STRLEN", "fine"}, ":10000\r\n"},
 		{[]string{"GETRANGE", "short", "0", "-1"}, `-ERR squeeze: GETRANGE: stored value of key "short" cannot be decoded`},
 		{[]string{"APPEND", "short", "x"}, `-ERR squeeze: APPEND: stored value of key "short" cannot be decoded`},
 		{[]string{"GET", "short"}, `-ERR squeeze: GET: stored value of key "short" cannot be decoded`},

@@ -54,7 +54,7 @@ import (
 // Outside MULTI the proxy first sends the script without candidates: with
 // plain values, the common case, that is one round trip. On a marker it
 // decodes the frames and sends them as candidates (STRLEN and HSTRLEN answer
-// from the frame header instead), retrying if another client changed a key
+// by decoding the value alone), retrying if another client changed a key
 // in between. Inside MULTI the proxy finds the candidates before queueing:
 // the frames the keys hold now (read on a shared connection, which writes
 // nothing and so does not disturb WATCH), the values written earlier in the
@@ -347,13 +347,13 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 	var pinSeq uint64
 	defer func() { out.pinSeq = max(out.pinSeq, pinSeq) }()
 	for attempt := 0; attempt < maxInspectRetries; attempt++ {
-		r := c.roundtripScript(appendInspect(nil, info, args, cands, true, info.headOnly, byName))
+		r := c.roundtripScript(appendInspect(nil, info, args, cands, true, false, byName))
 		pinSeq = max(pinSeq, r.pinSeq)
 		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
 			// Not cached (a restarted Redis, SCRIPT FLUSH): send the text.
 			r.release()
 			byName = false
-			r = c.roundtripScript(appendInspect(nil, info, args, cands, true, info.headOnly, false))
+			r = c.roundtripScript(appendInspect(nil, info, args, cands, true, false, false))
 			pinSeq = max(pinSeq, r.pinSeq)
 		}
 		if r.err != nil {
@@ -377,14 +377,17 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 		}
 		keys, frames := markerFrames(v)
 		if info.headOnly {
-			h, err := codec.ParseHeader(frames[0])
-			key := string(keys[0])
+			// STRLEN and HSTRLEN: the length of the value, which GET would
+			// return. The header names it, but only decoding (with its
+			// checksum) shows that the frame holds it: a corrupt frame must
+			// be an error here as it is for GET, not its claimed length.
+			key := bytes.Clone(keys[0])
+			d, err := c.s.decodeFrame(frames[0])
 			r.release()
 			if err != nil {
-				c.s.metrics.decodeError()
-				return c.localCall(info.name, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: info.name, Key: []byte(key), Err: err}).Error()))
+				return c.localCall(info.name, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: info.name, Key: key, Err: err}).Error()))
 			}
-			return c.localCall(info.name, resp.AppendInt(nil, int64(h.OriginalLen)))
+			return c.localCall(info.name, resp.AppendInt(nil, int64(len(d))))
 		}
 		cands, err = c.decodeCandidates(cands[:0], keys, frames)
 		r.release()
