@@ -59,6 +59,7 @@ type client struct {
 	proto    int
 	inMulti  bool
 	tx       []shape     // shapes of the commands queued in MULTI
+	txNames  []string    // and their names
 	txSets   []candidate // values SET in the open transaction
 	txCopies [][2][]byte // {destination, source} of COPY and RENAME queued in it
 	relay    bool        // RESP2 pub/sub or MONITOR: replies are relayed as they come
@@ -922,7 +923,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	}
 	queued := c.inMulti && info.flags&flagNotQueued == 0
 	if queued {
-		c.tx = append(c.tx, kind)
+		c.tx, c.txNames = append(c.tx, kind), append(c.txNames, info.name)
 		kind = shapeNone // the reply now is +QUEUED
 	}
 	var cl *call
@@ -952,10 +953,11 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		if !c.inMulti {
 			c.txDB = c.db
 		}
-		c.inMulti, c.tx, c.txSets, c.txCopies = true, c.tx[:0], nil, nil
+		c.inMulti, c.tx, c.txNames, c.txSets, c.txCopies = true, c.tx[:0], c.txNames[:0], nil, nil
 	case info.flags&flagExec != 0:
 		if cl != nil && c.inMulti {
 			cl.tx = append(cl.tx[:0], c.tx...)
+			cl.txNames = append(cl.txNames[:0], c.txNames...)
 		}
 		c.inMulti = false
 	case info.flags&flagDiscard != 0:

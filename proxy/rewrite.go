@@ -14,6 +14,16 @@ import (
 type rewriter struct {
 	s       *Server
 	scratch []byte
+	// cur is the call whose reply appendReply is rewriting, and inAgg
+	// whether that reply is an aggregate: a value that does not decode
+	// then becomes an error element in its place, and its neighbours
+	// (MGET's other keys, EXEC's other commands, LPOP's other elements)
+	// still reach the client.
+	cur   *call
+	inAgg bool
+	// elemCmd names the queued command whose reply inside EXEC is being
+	// rewritten, "" outside EXEC.
+	elemCmd string
 }
 
 // appendRequest appends the command args to dst as a multibulk request, with
@@ -65,13 +75,20 @@ type DecodeError struct {
 	Cmd string // command whose reply carried the value
 	Key []byte // the key, when the proxy knows it
 	Err error
+	// Kept names the quarantine key that holds the stored bytes of a value
+	// the command took out of Redis (see quarantine.go).
+	Kept string
 }
 
 func (e *DecodeError) Error() string {
-	if e.Key != nil {
-		return fmt.Sprintf("squeeze: %s: stored value of key %q cannot be decoded: %v", e.Cmd, e.Key, e.Err)
+	kept := ""
+	if e.Kept != "" {
+		kept = fmt.Sprintf("; its stored bytes are kept under %q", e.Kept)
 	}
-	return fmt.Sprintf("squeeze: %s: stored value cannot be decoded: %v", e.Cmd, e.Err)
+	if e.Key != nil {
+		return fmt.Sprintf("squeeze: %s: stored value of key %q cannot be decoded: %v%s", e.Cmd, e.Key, e.Err, kept)
+	}
+	return fmt.Sprintf("squeeze: %s: stored value cannot be decoded: %v%s", e.Cmd, e.Err, kept)
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }
@@ -100,7 +117,9 @@ func (r *rewriter) appendReply(dst []byte, c *call) []byte {
 			return append(dst, c.reply[len(dst)-mark:]...)
 		}
 	}
+	r.cur, r.inAgg = c, v.Type.IsAggregate()
 	dst, err = r.walk(dst, v, c.kind, c, c.tx)
+	r.cur, r.inAgg = nil, false
 	if err != nil {
 		r.s.metrics.decodeError()
 		var de *DecodeError
@@ -140,6 +159,33 @@ func (r *rewriter) value(dst []byte, v resp.Value, c *call, i int) ([]byte, erro
 
 // decode appends the frame's original bytes as a bulk string.
 func (r *rewriter) decode(dst, frame []byte, c *call, i int) ([]byte, error) {
+	start := len(dst)
+	out, err := r.decodeValue(dst, frame, c, i)
+	if err == nil {
+		return out, nil
+	}
+	de := err.(*DecodeError)
+	if r.cur != nil {
+		de.Cmd = r.cur.cmd
+		if r.elemCmd != "" {
+			de.Cmd = r.elemCmd
+		}
+		if destructive(de.Cmd) {
+			de.Kept = r.s.quarantine(de.Cmd, de.Key, frame, de.Err)
+		}
+	}
+	if !r.inAgg {
+		return out, err
+	}
+	// One element of an aggregate reply: an error element in its place,
+	// as Redis puts the error of one command inside EXEC's array.
+	r.s.metrics.decodeError()
+	return resp.AppendError(out[:start], "ERR "+de.Error()), nil
+}
+
+// decodeValue appends frame decoded as a bulk string, or fails with a
+// DecodeError naming the key of element i of c's reply.
+func (r *rewriter) decodeValue(dst, frame []byte, c *call, i int) ([]byte, error) {
 	h, err := codec.ParseHeader(frame)
 	if err != nil {
 		return dst, &DecodeError{Key: keyOf(c, i), Err: err}
@@ -291,7 +337,7 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 		if v.Type == resp.BulkString && v.N >= 0 && codec.IsFramed(v.Str) {
 			if _, err := codec.ParseHeader(v.Str); err == nil {
 				mark := len(dst)
-				if out, err := r.decode(dst, v.Str, c, 0); err == nil {
+				if out, err := r.decodeValue(dst, v.Str, c, 0); err == nil {
 					return out, nil
 				}
 				dst = dst[:mark]
@@ -337,7 +383,12 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 			if !ok {
 				return dst, nil
 			}
-			if dst, err = r.walk(dst, e, tx[i], nil, nil); err != nil {
+			if c != nil && i < len(c.txNames) {
+				r.elemCmd = c.txNames[i]
+			}
+			dst, err = r.walk(dst, e, tx[i], nil, nil)
+			r.elemCmd = ""
+			if err != nil {
 				return dst, err
 			}
 		}

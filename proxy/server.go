@@ -66,6 +66,10 @@ type Server struct {
 	// having their reply written, which bounds the memory a slow client can
 	// hold. Zero means 256.
 	MaxInFlight int
+	// QuarantineTTL is how long an undecodable value that a destructive
+	// read took out of Redis is kept under a quarantine key (see
+	// quarantine.go); 0 means DefaultQuarantineTTL.
+	QuarantineTTL time.Duration
 	// MaxReplyBytes bounds the bytes of replies (as Redis sent them, before
 	// decoding) that one client's queue holds because the client does not
 	// read them fast enough: past it, the proxy stops reading the client's
@@ -143,6 +147,9 @@ type Server struct {
 	watchOnce sync.Once // the Sentinel watcher
 	doneOnce  sync.Once // closes done
 	initErr   error
+
+	quarantineOnce sync.Once
+	quarantineQ    chan quarantined
 
 	// upstreamBulk is Redis's proto-max-bulk-len as the newest shared
 	// connection read it, 0 before any did (see MaxBulk).

@@ -235,6 +235,9 @@ type call struct {
 
 	kind  shape   // how to rewrite the reply
 	tx    []shape // for EXEC: the shapes of the queued commands
+	// txNames: for EXEC, the names of the queued commands (for decode
+	// errors, and quarantine of destructive reads).
+	txNames []string
 	args  []byte  // copy of the arguments the reply rewrite may name in errors
 	argv  []int   // end offsets of each argument in args
 	cmd   string  // command name for metrics and errors (static string)
@@ -286,6 +289,7 @@ func (c *call) release() {
 		c.args = nil
 	}
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.cmdID, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", 0, false, false, 0, 0
+	c.txNames = c.txNames[:0]
 	c.args, c.argv = c.args[:0], c.argv[:0]
 	c.notify, c.owner, c.onFinish, c.deferPushes, c.connLost = nil, nil, nil, false, false
 	c.ready.Store(false)

@@ -1,0 +1,135 @@
+package proxy
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/codec"
+)
+
+// corruptFrames returns a good frame of value and the same frame with its
+// checksum broken.
+func corruptFrames(t *testing.T, value string) (good, bad string) {
+	t.Helper()
+	enc, _ := codec.NewEncoder(codec.DefaultAlgorithm, codec.WithMinSize(0))
+	frame := enc.AppendEncode(nil, []byte(value))
+	b := append([]byte(nil), frame...)
+	h, err := codec.ParseHeader(b)
+	if err != nil || !h.HasChecksum {
+		t.Fatalf("frame header: %+v %v", h, err)
+	}
+	b[h.Len-1] ^= 0xFF
+	return string(frame), string(b)
+}
+
+var keptRe = regexp.MustCompile(`kept under "(squeeze:quarantine:[^"]*)"`)
+
+// TestProxy_CorruptValueKeepsNeighbours: one value that does not decode
+// becomes an error element in its place, and every other value of the
+// reply reaches the client: MGET, HMGET, HGETALL, HVALS, LRANGE, LPOP with
+// a count, and EXEC, whose array carries each queued command's own result
+// (a client that retried the failed EXEC would apply its writes twice).
+// A destructive read keeps the undecodable bytes under a quarantine key
+// with a TTL, which its error names.
+func TestProxy_CorruptValueKeepsNeighbours(t *testing.T) {
+	e := startEnv(t)
+	v1, v2 := compressible(3000, 1), compressible(3000, 2)
+	good1, bad := corruptFrames(t, v1)
+	good2, _ := corruptFrames(t, v2)
+	d := dialRaw(t, e.redis.Addr)
+	for _, c := range [][]string{
+		{"SET", "a", good1}, {"SET", "broken", bad}, {"SET", "b", good2},
+		{"HSET", "h", "f1", good1, "f2", bad, "f3", good2},
+		{"RPUSH", "lst", good1, bad, good2},
+		{"RPUSH", "lst2", good1, bad, good2},
+	} {
+		if r := d.do(c...); strings.HasPrefix(r, "-") {
+			t.Fatalf("%q: %q", c[:2], r)
+		}
+	}
+	p := dialRaw(t, e.addr)
+	errElem := func(cmd, key string) string {
+		return "-ERR squeeze: " + cmd + `: stored value of key "` + key + `" cannot be decoded: codec: corrupt frame: checksum mismatch`
+	}
+	for _, tt := range []struct {
+		args  []string
+		elems []string // each element: a bulk value, or the prefix of an error
+	}{
+		{[]string{"MGET", "a", "broken", "b"}, []string{bulk(v1), errElem("MGET", "broken"), bulk(v2)}},
+		{[]string{"HMGET", "h", "f1", "f2", "f3"}, []string{bulk(v1), errElem("HMGET", "h"), bulk(v2)}},
+		{[]string{"LRANGE", "lst", "0", "-1"}, []string{bulk(v1), errElem("LRANGE", "lst"), bulk(v2)}},
+		{[]string{"LPOP", "lst", "3"}, []string{bulk(v1), errElem("LPOP", "lst"), bulk(v2)}},
+	} {
+		got := p.do(tt.args...)
+		rest := strings.TrimPrefix(got, "*"+strconv.Itoa(len(tt.elems))+"\r\n")
+		if rest == got {
+			t.Errorf("%q: %.100q, want %d elements", tt.args, got, len(tt.elems))
+			continue
+		}
+		for i, want := range tt.elems {
+			if !strings.HasPrefix(rest, want) {
+				t.Errorf("%q element %d: %.120q, want %.120q", tt.args, i, rest, want)
+				break
+			}
+			if strings.HasPrefix(want, "-") {
+				rest = rest[strings.Index(rest, "\r\n")+2:]
+			} else {
+				rest = rest[len(want):]
+			}
+		}
+	}
+	// A hash of large values has no order: each value in some place.
+	for _, args := range [][]string{{"HVALS", "h"}, {"HGETALL", "h"}} {
+		got := p.do(args...)
+		if !strings.Contains(got, "\r\n"+bulk(v1)) || !strings.Contains(got, "\r\n"+bulk(v2)) || !strings.Contains(got, "\r\n"+errElem(args[0], "h")) {
+			t.Errorf("%q: %.200q, want both good values and an error element", args, got)
+		}
+	}
+	// LPOP took the three out of Redis: the bad one's bytes are kept, under
+	// the key its error names, with a TTL.
+	if r := d.do("LLEN", "lst"); r != ":0\r\n" {
+		t.Fatalf("LLEN after LPOP 3 = %q", r)
+	}
+	checkKept := func(reply string) {
+		t.Helper()
+		m := keptRe.FindStringSubmatch(reply)
+		if m == nil {
+			t.Fatalf("the error names no quarantine key: %.300q", reply)
+		}
+		var got string
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if got = d.do("GET", m[1]); got == bulk(bad) {
+				break
+			}
+		}
+		if got != bulk(bad) {
+			t.Fatalf("quarantine key %s holds %.80q, want the stored bytes", m[1], got)
+		}
+		if ttl := d.do("TTL", m[1]); !strings.HasPrefix(ttl, ":") || ttl == ":-1\r\n" || ttl == ":-2\r\n" {
+			t.Fatalf("TTL of %s = %q, want one", m[1], ttl)
+		}
+	}
+	p.send([]string{"LPOP", "lst2", "3"})
+	checkKept(p.read())
+	checkKept(p.do("GETDEL", "broken"))
+	if r := d.do("EXISTS", "broken"); r != ":0\r\n" {
+		t.Fatalf("GETDEL left the key: %q", r)
+	}
+	// EXEC: each command's own result; the INCR ran once.
+	d.do("SET", "broken2", bad)
+	p.send([]string{"MULTI"}, []string{"INCR", "cnt"}, []string{"GET", "broken2"}, []string{"GET", "a"}, []string{"EXEC"})
+	for range 4 {
+		p.read()
+	}
+	exec := p.read()
+	if !strings.HasPrefix(exec, "*3\r\n:1\r\n-ERR squeeze: GET: stored value cannot be decoded") || !strings.HasSuffix(exec, bulk(v1)) {
+		t.Fatalf("EXEC = %.200q, want [1, an error for GET broken2, a's value]", exec)
+	}
+	if r := d.do("GET", "cnt"); r != bulk("1") {
+		t.Fatalf("cnt = %q", r)
+	}
+}
+
