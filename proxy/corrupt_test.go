@@ -132,4 +132,3 @@ func TestProxy_CorruptValueKeepsNeighbours(t *testing.T) {
 		t.Fatalf("cnt = %q", r)
 	}
 }
-

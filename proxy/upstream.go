@@ -233,19 +233,19 @@ type call struct {
 	err   error  // upstream failure; reply is then empty
 	done  chan struct{}
 
-	kind  shape   // how to rewrite the reply
-	tx    []shape // for EXEC: the shapes of the queued commands
+	kind shape   // how to rewrite the reply
+	tx   []shape // for EXEC: the shapes of the queued commands
 	// txNames: for EXEC, the names of the queued commands (for decode
 	// errors, and quarantine of destructive reads).
 	txNames []string
-	args  []byte  // copy of the arguments the reply rewrite may name in errors
-	argv  []int   // end offsets of each argument in args
-	cmd   string  // command name for metrics and errors (static string)
-	cmdID int32   // the command's cmdInfo.id when known, for metrics; else 0
-	local bool    // reply prepared by the proxy; nothing was sent
-	close bool    // close the client after writing this reply
-	start time.Time
-	seq   uint64 // order among the client's calls with replies
+	args    []byte // copy of the arguments the reply rewrite may name in errors
+	argv    []int  // end offsets of each argument in args
+	cmd     string // command name for metrics and errors (static string)
+	cmdID   int32  // the command's cmdInfo.id when known, for metrics; else 0
+	local   bool   // reply prepared by the proxy; nothing was sent
+	close   bool   // close the client after writing this reply
+	start   time.Time
+	seq     uint64 // order among the client's calls with replies
 	// notify is the client writer's wake-up channel for queued calls (nil
 	// for round trips, which use done); ready is set when the call is
 	// complete.
