@@ -56,16 +56,19 @@ type client struct {
 	pinID int64
 	// readFull: the poller's last read filled the buffer (loopStep).
 	readFull bool
-	proto    int
-	inMulti  bool
-	tx       []shape     // shapes of the commands queued in MULTI
-	txNames  []string    // and their names
-	txSets   []candidate // values SET in the open transaction
-	txCopies [][2][]byte // {destination, source} of COPY and RENAME queued in it
-	relay    bool        // RESP2 pub/sub or MONITOR: replies are relayed as they come
-	relayGen uint64      // the pinned connection's relayEnds when relay began
-	replyOff bool        // CLIENT REPLY OFF
-	skip     int         // CLIENT REPLY SKIP: commands whose reply Redis skips
+	// inputEnds: the event loop saw the end of input announced (EPOLLRDHUP)
+	// and reads again each round until the client sees it (poller.step).
+	inputEnds bool
+	proto     int
+	inMulti   bool
+	tx        []shape     // shapes of the commands queued in MULTI
+	txNames   []string    // and their names
+	txSets    []candidate // values SET in the open transaction
+	txCopies  [][2][]byte // {destination, source} of COPY and RENAME queued in it
+	relay     bool        // RESP2 pub/sub or MONITOR: replies are relayed as they come
+	relayGen  uint64      // the pinned connection's relayEnds when relay began
+	replyOff  bool        // CLIENT REPLY OFF
+	skip      int         // CLIENT REPLY SKIP: commands whose reply Redis skips
 
 	rbuf   []byte
 	readAt time.Time // when the commands in rbuf were read (with metrics on)
@@ -219,10 +222,29 @@ func (c *client) serve() {
 		}
 	}
 	c.endPinOrder()
-	if end == endGone {
+	switch end {
+	case endGone:
 		// Nobody will read the replies: fail whatever the pinned
 		// connection still owes (a blocked BLPOP) so the writer can end.
 		c.closePinned()
+	case endStop:
+		// Close after the replies; but if the client goes away while a
+		// reply is still owed (a subscription's, a blocked command's),
+		// nobody will read it: then fail what the pinned connection owes,
+		// so the writer ends and nothing stays behind.
+		go func() {
+			buf := make([]byte, 512)
+			for {
+				if _, err := c.nc.Read(buf); err != nil {
+					select {
+					case <-c.writerDone:
+					default:
+						c.closePinned()
+					}
+					return
+				}
+			}
+		}()
 	}
 	c.qmu.Lock()
 	c.qclosed = true
@@ -631,7 +653,17 @@ func (c *client) endPinOrder() {
 // blocking commands and subscriptions take this: the first may come after
 // a dial, and programs wait on the others (a PUBLISH right after another
 // client's SUBSCRIBE reaches it; the first BRPOPLPUSH gets the element).
+//
+// Redis runs a command only after the client's earlier ones: behind a
+// blocked BLPOP, a SUBSCRIBE waits as long as the BLPOP does, and the
+// barrier would hold every client's commands meanwhile. So where this
+// client's private connection still owes replies, the barrier ends when
+// the command is written, as for other commands; and no barrier lasts
+// longer than maxBlockedWait in any case.
 func (c *client) holdUntilRun(cl *call, blocking bool) {
+	if c.pinned != nil && c.pinned.awaiting.Load() > 0 {
+		return // behind an earlier command that has not run yet
+	}
 	if c.pinHeld == nil {
 		c.flush() // what the client sent before goes first
 		c.pinHeld = c.s.pool.raiseOrder()
@@ -639,6 +671,7 @@ func (c *client) holdUntilRun(cl *call, blocking bool) {
 	h := c.pinHeld
 	c.pinByCall, c.pinBlocking = true, blocking
 	cl.onFinish = func() { c.s.pool.endOrder(h) }
+	time.AfterFunc(maxBlockedWait, func() { c.s.pool.endOrder(h) })
 }
 
 // flush sends the batch of rewritten requests upstream.
@@ -679,9 +712,41 @@ func (c *client) roundtrip(req []byte) *call {
 	c.sendOn(up, req, c.one[:])
 	c.endPinOrder() // if a command waited, it is written now
 	c.one[0] = nil
+	stop := c.watchGone()
 	<-cl.done
+	stop()
 	c.notePin(cl.pinSeq)
 	return cl
+}
+
+// watchGone watches, while the client's reader waits on its private
+// connection behind commands that have not run (a blocked BLPOP, then a
+// HELLO or a STRLEN), whether the client leaves: Redis frees a blocked
+// client whose socket ends, so the proxy then closes the private
+// connection, which fails what it owes and ends the wait. It returns the
+// function that stops watching; without a private connection that owes
+// earlier replies it watches nothing.
+func (c *client) watchGone() (stop func()) {
+	if c.pinned == nil || c.pinned.awaiting.Load() <= 1 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if c.peerGone() {
+					c.closePinned()
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // roundtripScript is roundtrip for the script that runs the client's
@@ -716,9 +781,11 @@ func (c *client) roundtripScript(req []byte) *call {
 	both := []*call{ping, cl}
 	c.sendOn(up, append(append(make([]byte, 0, len(pingRequest)+len(req)), pingRequest...), req...), both)
 	c.endPinOrder()
+	stop := c.watchGone()
 	<-ping.done
 	ping.release()
 	<-cl.done
+	stop()
 	return cl
 }
 
@@ -1342,6 +1409,7 @@ func (c *client) writeLoop() {
 // waitWritten waits until the writer has written the reply of call seq.
 // The caller must have flushed: the call must be on its way.
 func (c *client) waitWritten(seq uint64) {
+	defer c.watchGone()()
 	c.writtenMu.Lock()
 	for c.writtenSeq < seq {
 		c.writtenC.Wait()

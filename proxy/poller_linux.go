@@ -180,11 +180,11 @@ func (p *poller) loop() {
 		again := p.again
 		p.next = p.next[:0]
 		for _, pc := range again {
-			held = p.step(pc.c, pc.fd, held)
+			held = p.step(pc.c, pc.fd, false, held)
 		}
 		for i := 0; i < n; i++ {
-			fd := p.events[i].Fd
-			held = p.step(nil, fd, held)
+			ev := p.events[i]
+			held = p.step(nil, ev.Fd, ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0, held)
 		}
 		clear(again)
 		p.again, p.next = p.next, again[:0]
@@ -193,9 +193,13 @@ func (p *poller) loop() {
 }
 
 // step is the loop's turn with the client on descriptor fd (c, if known,
-// must still be the one registered there). It returns the connections
+// must still be the one registered there). hup says the event announced
+// the end of the client's input (EPOLLRDHUP): edge triggered, no later
+// event will come, so a client whose read stopped short of that end (the
+// last bytes and the FIN arrived together: "*1" then close) is read again
+// in the next round, until it sees the end. It returns the connections
 // whose writes the loop holds.
-func (p *poller) step(c *client, fd int32, held []*upConn) []*upConn {
+func (p *poller) step(c *client, fd int32, hup bool, held []*upConn) []*upConn {
 	p.mu.Lock()
 	cur := p.clients[fd]
 	p.mu.Unlock()
@@ -216,7 +220,10 @@ func (p *poller) step(c *client, fd int32, held []*upConn) []*upConn {
 		p.unregister(c, fd)
 		c.handback <- end
 	default:
-		if c.readFull {
+		if c.readFull || hup || c.inputEnds {
+			// Read again next round: more data, or the end of input,
+			// waits that no new edge will announce.
+			c.inputEnds = hup || c.inputEnds
 			p.next = append(p.next, pollerClient{c, fd})
 		}
 		if queuedTooMany(held) {
@@ -276,3 +283,20 @@ const (
 	shutWrite = syscall.SHUT_WR
 	shutBoth  = syscall.SHUT_RDWR
 )
+
+// peerGone reports whether c's socket has reached the end of its input or
+// failed, without reading what it holds (MSG_PEEK): for a reader that waits
+// on something else (a reply behind a blocked command) and must not miss
+// that the client left.
+func (c *client) peerGone() bool {
+	if c.raw == nil {
+		return false
+	}
+	gone := false
+	c.raw.Control(func(fd uintptr) {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		gone = (n == 0 && err == nil) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR)
+	})
+	return gone
+}

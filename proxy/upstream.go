@@ -821,7 +821,7 @@ func (c *upConn) readLoop() {
 			return
 		}
 		start += len(v.Raw)
-		if c.onPush != nil && (v.Type == resp.Push || c.relayMode()) {
+		if c.onPush != nil && (v.Type == resp.Push || c.relayMode() && !c.answersPending(v)) {
 			if c.relayMode() {
 				c.trackRelay(v)
 			}
@@ -917,6 +917,28 @@ func (c *upConn) writeAll(woken []*client) []*client {
 }
 
 func (c *upConn) relayMode() bool { return c.relay.Load() }
+
+// answersPending reports whether v, read while relaying a RESP2
+// subscriber's traffic, is the reply to a call still waiting: a call is
+// pending (its client sent it before it saw the subscribed state begin)
+// and v is not a published message. Redis answers commands in order, so
+// that reply is the call's; relayed, it would leave the call waiting for
+// good, and the order barrier it holds with it (every client's commands
+// would wait behind it). Reader only.
+func (c *upConn) answersPending(v resp.Value) bool {
+	if c.monitor || len(c.pending) == 0 {
+		return false
+	}
+	if v.Type == resp.Array && v.N >= 3 {
+		it := v.Elements()
+		kind, _ := it.Next()
+		switch string(kind.Str) {
+		case "message", "pmessage", "smessage":
+			return false
+		}
+	}
+	return true
+}
 
 // trackRelay follows a RESP2 subscriber's subscription counts in relayed
 // replies and ends relay mode when Redis leaves the subscribed state: when
