@@ -53,3 +53,24 @@ func authenticates(info *cmdInfo, args [][]byte) bool {
 	}
 	return len(args) > 0 && is(args[0], "AUTH")
 }
+
+// authUser returns the ACL user an authenticating command logs in as:
+// AUTH user pass, AUTH pass (the default user), HELLO ... AUTH user pass;
+// nil if it names none.
+func authUser(info *cmdInfo, args [][]byte) []byte {
+	if info.flags&flagHello != 0 {
+		for i, a := range args[1:] {
+			if is(a, "AUTH") && i+3 < len(args) {
+				return bytes.Clone(args[i+2])
+			}
+		}
+		return nil
+	}
+	switch len(args) {
+	case 2:
+		return []byte("default")
+	case 3:
+		return bytes.Clone(args[1])
+	}
+	return nil
+}

@@ -145,3 +145,65 @@ func FuzzUnauthLimit(f *testing.F) {
 		}
 	})
 }
+
+// TestProxy_RequireAuthScriptedCommands: with RequireAuth the user's ACL
+// rights for the command it sent decide, not the proxy's scripts: a user
+// allowed STRLEN, GETRANGE, APPEND, SETRANGE and LPOS but not EVALSHA runs
+// them through the proxy as directly, on compressed values too; one
+// allowed neither gets Redis's own NOPERM; key patterns apply.
+func TestProxy_RequireAuthScriptedCommands(t *testing.T) {
+	e := startEnv(t)
+	ref := testutil.StartRedis(t)
+	for _, addr := range []string{e.redis.Addr, ref.Addr} {
+		admin := dialRaw(t, addr)
+		for _, c := range [][]string{
+			{"ACL", "SETUSER", "reader", "on", ">rpass", "~doc:*", "-@all", "+get", "+set", "+strlen", "+getrange", "+append", "+setrange", "+lpos", "+rpush", "+auth", "+hello", "+ping"},
+			{"ACL", "SETUSER", "nolen", "on", ">npass", "~doc:*", "-@all", "+get", "+set", "+auth", "+ping"},
+			{"CONFIG", "SET", "requirepass", "s3cret"},
+		} {
+			if got := admin.do(c...); got != "+OK\r\n" {
+				t.Fatalf("%q: %q", c, got)
+			}
+		}
+	}
+	p := startProxy(t, "redis://:s3cret@"+e.redis.Addr, e.redis, func(s *Server) { s.RequireAuth = true })
+	big := compressible(5000, 2)
+	steps := [][]string{
+		{"AUTH", "reader", "rpass"},
+		{"SET", "doc:1", big},
+		{"STRLEN", "doc:1"},
+		{"GETRANGE", "doc:1", "0", "20"},
+		{"APPEND", "doc:1", "tail"},
+		{"SETRANGE", "doc:1", "2", "XY"},
+		{"GET", "doc:1"},
+		{"RPUSH", "doc:l", big, "x"},
+		{"LPOS", "doc:l", "x"},
+		{"STRLEN", "other:1"}, // outside the user's keys
+		{"EVAL", "return 1", "0"},
+		{"AUTH", "nolen", "npass"},
+		{"STRLEN", "doc:1"},
+		{"AUTH", "default", "s3cret"},
+		{"AUTH", "nolen", "wrong"}, // fails: still the default user
+		{"STRLEN", "doc:1"},
+		{"AUTH", "nolen", "npass"},
+		{"APPEND", "doc:1", "x"},
+		{"GET", "doc:1"},
+	}
+	direct, via := dialRaw(t, ref.Addr), dialRaw(t, p.addr)
+	for _, c := range steps {
+		want, got := direct.do(c...), via.do(c...)
+		if got != want {
+			t.Errorf("%.60q: direct %.120q, proxy %.120q", c, want, got)
+		}
+	}
+	// Pipelined: a login, then a command its user may not run, sent
+	// together: the command is judged as the new user.
+	for _, c := range []*rawConn{direct, via} {
+		c.send([]string{"AUTH", "default", "s3cret"}, []string{"AUTH", "nolen", "npass"}, []string{"STRLEN", "doc:1"})
+	}
+	for range 3 {
+		if want, got := direct.read(), via.read(); got != want {
+			t.Errorf("pipelined: direct %.120q, proxy %.120q", want, got)
+		}
+	}
+}

@@ -56,6 +56,13 @@ type client struct {
 	pinID int64
 	// readFull: the poller's last read filled the buffer (loopStep).
 	readFull bool
+	// user is the ACL user the client is logged in as, set by the writer
+	// when an AUTH or HELLO ... AUTH succeeds (with RequireAuth), nil
+	// before and after RESET.
+	user atomic.Pointer[[]byte]
+	// scriptUp, when set, is the shared connection the scripts of the
+	// command being handled run on (see aclscript.go).
+	scriptUp *upConn
 	// inputEnds: the event loop saw the end of input announced (EPOLLRDHUP)
 	// and reads again each round until the client sees it (poller.step).
 	inputEnds bool
@@ -757,6 +764,9 @@ func (c *client) watchGone() (stop func()) {
 // Its pinSeq is left for that reply's call to note (see emit).
 func (c *client) roundtripScript(req []byte) *call {
 	c.flush()
+	if c.scriptUp != nil {
+		return roundtripOn(c.scriptUp, req)
+	}
 	cl := newCall()
 	up, err := c.conn()
 	if err != nil {
@@ -998,6 +1008,12 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		cl = newCall()
 		cl.notify, cl.owner = c.ready, c
 		cl.cmd, cl.cmdID, cl.kind, cl.start = info.name, info.id, kind, start
+		if c.s.RequireAuth && authenticates(info, args) {
+			// Until its reply says it succeeded, the client is nobody
+			// the proxy knows (aclscript.go), never the user before.
+			c.user.Store(nil)
+			cl.authUser = authUser(info, args)
+		}
 		c.seq++
 		cl.seq = c.seq
 		if info.flags&flagMulti != 0 {
@@ -1080,6 +1096,11 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	}
 	switch {
 	case cl == nil || c.inMulti:
+	case c.s.RequireAuth && c.authed && authenticates(info, args):
+		// Another login: the commands after it run as whoever it logs in
+		// as, which its reply tells (see client.user).
+		c.flush()
+		c.waitWritten(c.seq)
 	case c.s.RequireAuth && !c.authed && authenticates(info, args):
 		// The connection was dialed without credentials, so its SELECT of
 		// the URL's database failed: select it once the client's own AUTH
@@ -1106,6 +1127,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.flush()
 		c.waitWritten(c.seq)
 		c.authed, c.db = false, c.s.up.DB
+		c.user.Store(nil)
 		c.restoreSetup(c.s.connSetup(!c.s.RequireAuth, c.s.up.DB))
 	}
 	return true
@@ -1211,6 +1233,10 @@ func (c *client) emit(rw *rewriter, cl *call, now *time.Time) bool {
 	}
 	if cl.cmd == "HELLO" && cl.err == nil {
 		c.helloProto.Store(helloReplyProto(cl.reply))
+	}
+	if cl.authUser != nil && cl.err == nil && len(cl.reply) > 0 && cl.reply[0] != '-' {
+		u := cl.authUser
+		c.user.Store(&u) // the login succeeded: the client is this user now
 	}
 	c.notePin(cl.pinSeq)
 	if cl.owner != nil {

@@ -327,6 +327,20 @@ func (s *Server) decodeFrame(f []byte) ([]byte, error) {
 // inspect runs a command that looks inside stored bytes, synchronously on
 // the client's connection, and returns a finished call with its reply.
 func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
+	if c.s.RequireAuth {
+		first, end := inspectKeyArgs(info, args)
+		sha := inspectSHA
+		if info == appendCmd || info == setrangeCmd {
+			sha = growSHA
+		}
+		switch plan, up := c.scriptRoute(args, sha, args[first:end]); plan {
+		case aclDirect:
+			return c.sendAsSent(info.name, args)
+		case aclShared:
+			c.scriptUp = up
+			defer func() { c.scriptUp = nil }()
+		}
+	}
 	if info == appendCmd || info == setrangeCmd {
 		if g := c.grow(info, args); g != nil {
 			return g

@@ -337,6 +337,15 @@ func searchMode(info *cmdInfo) string {
 // synchronously on the client's connection, and returns a finished call
 // with Redis's reply.
 func (c *client) listSearch(info *cmdInfo, args [][]byte) (out *call) {
+	if c.s.RequireAuth && len(args) > 1 {
+		switch plan, up := c.scriptRoute(args, listSearchSHA, args[1:2]); plan {
+		case aclDirect:
+			return c.sendAsSent(info.name, args)
+		case aclShared:
+			c.scriptUp = up
+			defer func() { c.scriptUp = nil }()
+		}
+	}
 	var forms listForms
 	value := args[listSearchArg(info, args)]
 	byName := true

@@ -264,6 +264,9 @@ type call struct {
 	// ended. Redis would have closed the client's connection without a
 	// reply, so the proxy writes none and closes it (see client.emit).
 	connLost bool
+	// authUser: the ACL user an AUTH or HELLO ... AUTH logs in as, for the
+	// writer to note when it succeeds (see client.user).
+	authUser []byte
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -291,7 +294,7 @@ func (c *call) release() {
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.cmdID, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", 0, false, false, 0, 0
 	c.txNames = c.txNames[:0]
 	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify, c.owner, c.onFinish, c.deferPushes, c.connLost = nil, nil, nil, false, false
+	c.notify, c.owner, c.onFinish, c.deferPushes, c.connLost, c.authUser = nil, nil, nil, false, false, nil
 	c.ready.Store(false)
 	callPool.Put(c)
 }
