@@ -141,3 +141,21 @@ func TestTracking_WritesStartNoTracking(t *testing.T) {
 		}
 	})
 }
+
+// TestProxy_SlowlogShowsIncrbyfloat: INCRBYFLOAT reaches Redis as the
+// client sent it, so SLOWLOG (and MONITOR) show the command, not the
+// proxy's script, as without the proxy.
+func TestProxy_SlowlogShowsIncrbyfloat(t *testing.T) {
+	e := startEnv(t)
+	d := dialRaw(t, e.redis.Addr)
+	d.do("CONFIG", "SET", "slowlog-log-slower-than", "0")
+	d.do("SLOWLOG", "RESET")
+	p := dialRaw(t, e.addr)
+	if r := p.do("INCRBYFLOAT", "A", "1.0"); r != bulk("1") {
+		t.Fatalf("INCRBYFLOAT = %q", r)
+	}
+	log := d.do("SLOWLOG", "GET", "20")
+	if !strings.Contains(log, "$11\r\nINCRBYFLOAT\r\n$1\r\nA\r\n$3\r\n1.0\r\n") || strings.Contains(log, "EVALSHA") {
+		t.Fatalf("SLOWLOG does not show INCRBYFLOAT A 1.0 as sent: %.400q", log)
+	}
+}
