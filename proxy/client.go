@@ -1343,8 +1343,7 @@ func (c *client) writeLoop() {
 		}
 	}
 	var held []pushMsg // pushes that came after replies not written yet
-	writePushes := func() {
-		done := c.pinDone.Load()
+	writePushesUpTo := func(done uint64) {
 		for len(held) > 0 && held[0].seq <= done {
 			m := held[0].msg
 			held = held[1:]
@@ -1358,6 +1357,7 @@ func (c *client) writeLoop() {
 			}
 		}
 	}
+	writePushes := func() { writePushesUpTo(c.pinDone.Load()) }
 	// sleep waits for a nudge or a push; pushes are only held here, and
 	// written once the writer owns the output.
 	// lost: the private upstream connection ended (a push without a
@@ -1418,6 +1418,11 @@ func (c *client) writeLoop() {
 			default:
 				break drainPush
 			}
+		}
+		if cl.pinSeq > 0 {
+			// Those that came before this reply on the wire (a push
+			// numbered k came after k calls completed) go before it.
+			writePushesUpTo(cl.pinSeq - 1)
 		}
 		closeAfter := c.emit(&c.wrw, cl, &now)
 		writePushes()
