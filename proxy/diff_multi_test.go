@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"testing"
-	"time"
 
 	"github.com/squeeze-kv/squeeze/internal/difftest"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
@@ -16,11 +15,7 @@ import (
 // replies and pushes. The proxy compresses everything that pays (min size
 // 0).
 func TestDifferential_MultiClient(t *testing.T) {
-	seed := *diffSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -diff.seed=%d)", seed, seed)
+	seed := diffSeedFor(t)
 	direct := testutil.StartRedis(t)
 	e := startEnv(t)
 	scenes := 60

@@ -399,12 +399,19 @@ func canon(reply string, unordered bool, cmd string) string {
 // the same Redis, so values are also read and searched under settings other
 // than the ones that wrote them. On servers with Redis 8's HSETEX it sends
 // the hash field expiry commands too. Run it longer with -diff.n=100000.
-func TestDifferential(t *testing.T) {
+// diffSeedFor returns -diff.seed, or a new seed, and logs how to run it
+// again.
+func diffSeedFor(t *testing.T) uint64 {
 	seed := *diffSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (rerun with -diff.seed=%d)", seed, seed)
+	return seed
+}
+
+func TestDifferential(t *testing.T) {
+	seed := diffSeedFor(t)
 	direct := testutil.StartRedis(t)
 	e := startEnv(t)
 	// Proxies with other write settings in front of the same Redis: each
