@@ -150,3 +150,41 @@ func TestProxy_AppendConcurrent(t *testing.T) {
 		t.Fatalf("log stored as %q, want a frame", stored)
 	}
 }
+
+// TestProxy_BitWritesKeepCompression: SETBIT, BITFIELD (narrow and wide
+// fields) and BITOP on compressed values reply as Redis does and leave the
+// result compressed under the write policy, TTL kept; outside MULTI.
+func TestProxy_BitWritesKeepCompression(t *testing.T) {
+	e := startEnv(t, withMinSize(64))
+	doc := compressible(8000, 4)
+	steps := [][]string{
+		{"SET", "a", doc, "EX", "1000"},
+		{"SET", "b", doc},
+		{"SETBIT", "a", "7", "1"},
+		{"SETBIT", "a", "100000", "1"}, // past the end: zero padding
+		{"BITFIELD", "b", "SET", "u8", "0", "65", "INCRBY", "i64", "64", "9007199254740993"},
+		{"BITOP", "XOR", "c", "a", "b"},
+		{"GET", "a"}, {"GET", "b"}, {"GET", "c"},
+		{"TTL", "a"},
+		{"BITCOUNT", "c"},
+	}
+	var got [2][]string
+	for i, addr := range []string{e.redis.Addr, e.addr} {
+		c := dialRaw(t, addr)
+		c.do("FLUSHALL")
+		for _, s := range steps {
+			got[i] = append(got[i], c.do(s...))
+		}
+	}
+	for j := range got[0] {
+		if got[0][j] != got[1][j] {
+			t.Errorf("%.40q: direct %.80q, proxy %.80q", steps[j], got[0][j], got[1][j])
+		}
+	}
+	raw := dialRaw(t, e.redis.Addr)
+	for _, k := range []string{"a", "b", "c"} {
+		if stored := raw.do("GETRANGE", k, "0", "2"); stored != bulk(codec.Magic) {
+			t.Errorf("%s is stored raw (%q) after a bit write, want a frame", k, stored)
+		}
+	}
+}

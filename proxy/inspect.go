@@ -109,7 +109,7 @@ for i, k in ipairs(KEYS) do
   local cur = framed(k)
   if cur and not orig[k] then
     for j = 0, m - 1 do
-      if ARGV[6 + 3*j] == k and ARGV[7 + 3*j] == cur then dec[k] = ARGV[8 + 3*j] break end
+      if ARGV[7 + 3*j] == k and ARGV[8 + 3*j] == cur then dec[k] = ARGV[9 + 3*j] break end
     end
     if dec[k] == nil then dec[k] = plain(cur) end
     if dec[k] == nil then
@@ -121,7 +121,7 @@ for i, k in ipairs(KEYS) do
   end
 end
 if out then return out end
-if #ARGV < 6 + 3*m then return 'OK' end
+if #ARGV < 7 + 3*m then return 'OK' end
 for k, v in pairs(dec) do put(k, v) end
 local function bits64(k, at) return redis.pcall('BITFIELD', k, 'GET', 'u32', at, 'GET', 'u32', at + 32) end
 local function run(b)
@@ -142,7 +142,7 @@ local function run(b)
   end
   return out
 end
-local r = run(6 + 3*m)
+local r = run(7 + 3*m)
 if restore or (type(r) == 'table' and r.err) then
   for k, v in pairs(orig) do put(k, v) end
 elseif compare then
@@ -153,8 +153,17 @@ elseif field ~= '' then
     if type(now) == 'string' and string.sub(now, 1, 3) == '\193SQ' then put(k, v) end
   end
 else
-  for k, _ in pairs(orig) do wrap(k) end
+  -- Keys only read (BITOP's sources) get their frames back; the written
+  -- key keeps the result.
+  for k, v in pairs(orig) do if k ~= written then put(k, v) else wrap(k) end end
   if orig[written] == nil then wrap(written) end
+  -- A write on compressed values (SETBIT, BITFIELD, BITOP): hand the
+  -- result to the proxy, which compresses it again (see recompress).
+  local min = tonumber(ARGV[6])
+  if written ~= '' and min >= 0 and next(orig) ~= nil then
+    local v = redis.pcall(sget, written)
+    if type(v) == 'string' and #v >= min and string.sub(v, 1, 3) ~= '\193SQ' then return {'\193SQW', r, v} end
+  end
 end
 return r`
 
@@ -224,11 +233,13 @@ func scriptSHA(script string) string {
 
 // appendInspect appends EVAL inspectScript for the command, or EVALSHA
 // with byName. With withCmd false the script only probes: it reports
-// frames and changes nothing.
-func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, withCmd, head, byName bool) []byte {
+// frames and changes nothing. recompressMin >= 0 asks a write command on
+// compressed values to hand back a result of at least that many bytes
+// (see recompress); -1 where the reply cannot wait for that (MULTI).
+func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, withCmd, head, byName bool, recompressMin int) []byte {
 	first, end := inspectKeyArgs(info, args)
 	nkeys := end - first
-	n := 3 + nkeys + 5 + 3*len(cands)
+	n := 3 + nkeys + 6 + 3*len(cands)
 	if withCmd {
 		n += len(args)
 	}
@@ -256,6 +267,7 @@ func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, 
 	dst = resp.AppendBulk(dst, writtenKey(info, args))
 	dst = appendFlag(dst, head)
 	dst = resp.AppendBulkString(dst, strconv.Itoa(len(cands)))
+	dst = resp.AppendBulkString(dst, strconv.Itoa(recompressMin))
 	for _, c := range cands {
 		dst = resp.AppendBulk(dst, c.key)
 		dst = resp.AppendBulk(dst, c.frame)
@@ -355,19 +367,25 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 	var cands []candidate
 	byName := true
 	args = c.storedArgs(info, args)
+	rmin := -1
+	if wk := writtenKey(info, args); wk != nil && !info.compare {
+		if pol := c.s.policyFor(wk); pol.enc != nil && pol.enc.Algorithm().ID != codec.IDNone {
+			rmin = pol.enc.MinSize()
+		}
+	}
 	// Pushes that came while a script ran go after the reply (see
 	// roundtripScript): every reply made here notes the last script's
 	// place among the private connection's replies.
 	var pinSeq uint64
 	defer func() { out.pinSeq = max(out.pinSeq, pinSeq) }()
 	for attempt := 0; attempt < maxInspectRetries; attempt++ {
-		r := c.roundtripScript(appendInspect(nil, info, args, cands, true, false, byName))
+		r := c.roundtripScript(appendInspect(nil, info, args, cands, true, false, byName, rmin))
 		pinSeq = max(pinSeq, r.pinSeq)
 		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
 			// Not cached (a restarted Redis, SCRIPT FLUSH): send the text.
 			r.release()
 			byName = false
-			r = c.roundtripScript(appendInspect(nil, info, args, cands, true, false, false))
+			r = c.roundtripScript(appendInspect(nil, info, args, cands, true, false, false, rmin))
 			pinSeq = max(pinSeq, r.pinSeq)
 		}
 		if r.err != nil {
@@ -379,6 +397,10 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 			return errCall("upstream: " + err.Error())
 		}
 		v, _, err := resp.ReadValue(r.reply)
+		if err == nil && isRecompress(v) {
+			r.reply = c.recompress(writtenKey(info, args), v, r.reply[:0:0])
+			v, _, err = resp.ReadValue(r.reply)
+		}
 		if err != nil || !isMarker(v) {
 			if info.exact {
 				r.reply = exactBitfieldReply(r.reply, c.proto)
@@ -441,7 +463,7 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 	}
 	// Frames the keys hold now, read on a shared connection.
 	if up, err := c.s.pool.getDB(context.Background(), c.db, int(c.id)); err == nil {
-		r := roundtripOn(up, appendInspect(nil, info, args, nil, false, false, false))
+		r := roundtripOn(up, appendInspect(nil, info, args, nil, false, false, false, -1))
 		if r.err == nil {
 			if v, _, err := resp.ReadValue(r.reply); err == nil && isMarker(v) {
 				keys, frames := markerFrames(v)
@@ -451,7 +473,7 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 		r.release()
 	}
 	// By its text: a NOSCRIPT error at EXEC could not be retried.
-	return appendInspect(dst, info, c.storedArgs(info, args), cands, true, false, false)
+	return appendInspect(dst, info, c.storedArgs(info, args), cands, true, false, false, -1)
 }
 
 // storedArgs returns args with the values the command writes (SET ...
@@ -506,7 +528,7 @@ func (c *client) probeFrame(cands []candidate, info *cmdInfo, args [][]byte, key
 	if err != nil {
 		return cands
 	}
-	r := roundtripOn(up, appendInspect(nil, probe, pargs, nil, false, false, false))
+	r := roundtripOn(up, appendInspect(nil, probe, pargs, nil, false, false, false, -1))
 	defer r.release()
 	if r.err != nil {
 		return cands
