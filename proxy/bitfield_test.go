@@ -94,3 +94,31 @@ func TestProxy_BitfieldExactInMulti(t *testing.T) {
 		}
 	}
 }
+
+// FuzzExactBitfield: any BITFIELD arguments either run as one command or
+// pass the exact path's checks with offsets in bounds, and any script
+// reply becomes a reply without a panic.
+func FuzzExactBitfield(f *testing.F) {
+	f.Add("SET i64 0 9007199254740993 GET u63 #1", []byte("*2\r\n$5\r\n\xc1SQB\r\n*3\r\n:4294967295\r\n:1\r\n$3\r\ni64\r\n"))
+	f.Add("OVERFLOW FAIL INCRBY i64 0 -1 GET u8 0", []byte("*3\r\n$5\r\n\xc1SQB\r\n$-1\r\n*3\r\n:1\r\n:2\r\n$2\r\nu8\r\n"))
+	f.Add("GET i65 0", []byte("-ERR x\r\n"))
+	f.Fuzz(func(t *testing.T, argLine string, reply []byte) {
+		args := [][]byte{[]byte("BITFIELD"), []byte("k")}
+		for _, a := range strings.Fields(argLine) {
+			args = append(args, []byte(a))
+		}
+		if ex, sargs, ok := exactBitfield(bitfieldCmd, args); ok {
+			if ex != bitfieldExact || (len(sargs)-2)%6 != 0 {
+				t.Fatalf("exact form %v with %d arguments", ex.name, len(sargs))
+			}
+			for i := 2; i < len(sargs); i += 6 {
+				if n, ok := plainOffset(sargs[i+5]); !ok || n > maxExactBitOffset {
+					t.Fatalf("bit offset %q out of bounds", sargs[i+5])
+				}
+			}
+		}
+		for _, proto := range []int{2, 3} {
+			exactBitfieldReply(reply, proto)
+		}
+	})
+}

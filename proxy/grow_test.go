@@ -43,19 +43,7 @@ func TestProxy_AppendKeepsCompression(t *testing.T) {
 		{"SETRANGE", "h", "0", "x"},
 		{"GET", "doc"},
 	}
-	var got [2][]string
-	for i, addr := range []string{e.redis.Addr, e.addr} {
-		c := dialRaw(t, addr)
-		c.do("FLUSHALL")
-		for _, s := range steps {
-			got[i] = append(got[i], c.do(s...))
-		}
-	}
-	for j := range got[0] {
-		if got[0][j] != got[1][j] {
-			t.Errorf("%.40q: direct %.80q, proxy %.80q", steps[j], got[0][j], got[1][j])
-		}
-	}
+	got := directAndProxy(t, e, steps)
 	if got[1][7] == ":-1\r\n" {
 		t.Errorf("TTL lost: %q", got[1][7])
 	}
@@ -168,6 +156,20 @@ func TestProxy_BitWritesKeepCompression(t *testing.T) {
 		{"TTL", "a"},
 		{"BITCOUNT", "c"},
 	}
+	directAndProxy(t, e, steps)
+	raw := dialRaw(t, e.redis.Addr)
+	for _, k := range []string{"a", "b", "c"} {
+		if stored := raw.do("GETRANGE", k, "0", "2"); stored != bulk(codec.Magic) {
+			t.Errorf("%s is stored raw (%q) after a bit write, want a frame", k, stored)
+		}
+	}
+}
+
+// directAndProxy sends steps, on a flushed server, to Redis directly and
+// through the proxy, reports every reply that differs, and returns the
+// replies: [0] direct, [1] through the proxy.
+func directAndProxy(t *testing.T, e *env, steps [][]string) [2][]string {
+	t.Helper()
 	var got [2][]string
 	for i, addr := range []string{e.redis.Addr, e.addr} {
 		c := dialRaw(t, addr)
@@ -181,10 +183,5 @@ func TestProxy_BitWritesKeepCompression(t *testing.T) {
 			t.Errorf("%.40q: direct %.80q, proxy %.80q", steps[j], got[0][j], got[1][j])
 		}
 	}
-	raw := dialRaw(t, e.redis.Addr)
-	for _, k := range []string{"a", "b", "c"} {
-		if stored := raw.do("GETRANGE", k, "0", "2"); stored != bulk(codec.Magic) {
-			t.Errorf("%s is stored raw (%q) after a bit write, want a frame", k, stored)
-		}
-	}
+	return got
 }
