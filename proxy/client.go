@@ -41,6 +41,9 @@ type client struct {
 	// held is the bytes of replies that arrived for queued calls and are
 	// not written yet.
 	held atomic.Int64
+	// replyEst estimates the size of the client's replies, for its window
+	// of commands in flight (memory.go); 0 before the first reply.
+	replyEst atomic.Int64
 
 	pinMu  sync.Mutex // guards pinned for forceClose
 	pinned *upConn
@@ -56,6 +59,8 @@ type client struct {
 	pinID int64
 	// readFull: the poller's last read filled the buffer (loopStep).
 	readFull bool
+	// looping: an event loop is running process for this client.
+	looping bool
 	// user is the ACL user the client is logged in as, set by the writer
 	// when an AUTH or HELLO ... AUTH succeeds (with RequireAuth), nil
 	// before and after RESET.
@@ -319,7 +324,7 @@ func (c *client) hasRoom() bool {
 // roomLocked is hasRoom for a caller holding qmu.
 func (c *client) roomLocked() bool {
 	n := len(c.queue) - c.qhead
-	return n == 0 || (n < c.s.maxInFlight() && c.held.Load() <= c.s.maxReplyBytes())
+	return n == 0 || (n < c.replyWindow() && c.held.Load() <= c.s.maxReplyBytes() && !c.s.pressure())
 }
 
 // closePinned closes the private upstream connection, failing its calls.
@@ -443,6 +448,8 @@ func readGrowth(n, need int) int {
 // command that may wait and sets handOff. It returns false when the
 // connection must end (QUIT, malformed input).
 func (c *client) process(inLoop bool) bool {
+	c.looping = inLoop
+	defer func() { c.looping = false }()
 	maxBulk := c.s.maxBulk()
 	off := 0
 	if !inLoop {
@@ -562,8 +569,18 @@ func (c *client) wake() {
 // that the calls the writer waits for can end, and the reader waits for
 // room: a slow client stops being read instead of making the proxy buffer
 // its replies.
+//
+// An event loop never waits here: it checked for room before it took the
+// command (loopSafe), and room taken since by other clients' replies
+// (MaxMemory) must not stop the loop.
 func (c *client) enqueue(cl *call) {
 	for {
+		if c.looping {
+			c.qmu.Lock()
+			c.queue = append(c.queue, cl)
+			c.qmu.Unlock()
+			break
+		}
 		c.qmu.Lock()
 		if c.roomLocked() {
 			c.queue = append(c.queue, cl)
@@ -1066,6 +1083,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			c.holdUntilRun(cl, blocking)
 		}
 	}
+	reqMark := len(c.req)
 	if info.flags&flagInspect != 0 {
 		// Commands before MULTI must have run before probing the keys.
 		c.flush()
@@ -1081,8 +1099,11 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.req = c.rw.appendRequest(c.req, info, args)
 	}
 	if cl != nil {
+		held := max(int64(len(c.req)-reqMark), c.expectedReply())
+		cl.held = held
 		c.batch = append(c.batch, cl)
 		c.enqueue(cl) // the writer owns cl from here on
+		c.hold(held)
 	}
 	if info.flags&flagHello != 0 && cl != nil {
 		// The protocol changes only if HELLO succeeds (HELLO 3 AUTH with a
@@ -1240,7 +1261,7 @@ func (c *client) emit(rw *rewriter, cl *call, now *time.Time) bool {
 	}
 	c.notePin(cl.pinSeq)
 	if cl.owner != nil {
-		c.held.Add(-int64(len(cl.reply)))
+		c.hold(-cl.held)
 	}
 	closeAfter := cl.close
 	if cl.seq != 0 {
@@ -1332,10 +1353,15 @@ func (c *client) writeDirect(rw *rewriter) bool {
 func (c *client) writeLoop() {
 	write := func() {
 		if len(c.out) > 0 && !c.broken {
+			// The output counts against the client's bounds while the
+			// socket takes it (memory.go).
+			n := int64(len(c.out))
+			c.hold(n)
 			if _, err := c.nc.Write(c.out); err != nil {
 				c.broken = true
 				c.abort() // ends the reader
 			}
+			c.hold(-n)
 		}
 		c.out = c.out[:0]
 		if cap(c.out) > 1<<20 {

@@ -20,6 +20,7 @@ type Metrics struct {
 	values       *prometheus.CounterVec // by outcome: compressed, raw, wrapped, decoded
 	decodeErrors prometheus.Counter
 	quarantine   *prometheus.CounterVec
+	dropped      *prometheus.CounterVec
 	upErrors     *prometheus.CounterVec
 	redirects    *prometheus.CounterVec
 	failovers    prometheus.Counter
@@ -57,6 +58,7 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 		values:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_values_total", Help: "Values written, by outcome: compressed, raw (too small or incompressible), wrapped (raw but began with the frame magic); and decoded on reads."}, []string{"outcome"}),
 		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_decode_errors_total", Help: "Stored values that failed to decode (corrupt, checksum, too large); the client got an error."}),
 		quarantine:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_quarantined_total", Help: "Undecodable values that a destructive read (LPOP, GETDEL ...) took out of Redis, by outcome: kept (under a squeeze:quarantine: key) or lost (the write failed or the queue was full)."}, []string{"outcome"}),
+		dropped:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_clients_dropped_total", Help: "Client connections the proxy closed because they held more unread replies than a bound allows, by bound: client-buffer-limit or max-memory."}, []string{"bound"}),
 		upErrors:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_upstream_errors_total", Help: "Upstream failures, by kind: dial, tls, conn."}, []string{"kind"}),
 		failovers:    prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_sentinel_failovers_total", Help: "Master switches announced by Redis Sentinel (sentinel:// upstreams); each closes the upstream connections."}),
 		reloads:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_config_reloads_total", Help: "Reloads of the write policy (SIGHUP), by outcome: ok, or failed (the policy in force is unchanged)."}, []string{"outcome"}),
@@ -65,7 +67,7 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "squeeze_proxy_command_seconds", Help: "Time from reading a command to having its reply ready, by command.",
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16)}, []string{"cmd"}),
 	}
-	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.quarantine, m.upErrors, m.redirects, m.failovers, m.reloads, m.upstreamInfo, m.latency)
+	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.quarantine, m.dropped, m.upErrors, m.redirects, m.failovers, m.reloads, m.upstreamInfo, m.latency)
 	m.outcome[codec.Compressed] = m.values.WithLabelValues("compressed")
 	m.outcome[codec.StoredRaw] = m.values.WithLabelValues("raw")
 	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
@@ -100,6 +102,12 @@ func (m *Metrics) decoded(id codec.ID, stored, orig int) {
 func (m *Metrics) quarantined(outcome string) {
 	if m != nil {
 		m.quarantine.WithLabelValues(outcome).Inc()
+	}
+}
+
+func (m *Metrics) clientDropped(bound string) {
+	if m != nil {
+		m.dropped.WithLabelValues(bound).Inc()
 	}
 }
 

@@ -75,6 +75,18 @@ type Server struct {
 	// read them fast enough: past it, the proxy stops reading the client's
 	// commands until it catches up. Zero means 64 MiB.
 	MaxReplyBytes int64
+	// ClientBufferLimit is the hard bound of the bytes one client holds
+	// (requests in flight, replies not written, output being written):
+	// past it, while it holds more than one reply, the proxy closes the
+	// client's connection, as Redis's client-output-buffer-limit does
+	// (see memory.go). Zero means 4 x MaxReplyBytes, at least 256 MiB.
+	ClientBufferLimit int64
+	// MaxMemory bounds the bytes the proxy holds for all clients together:
+	// past half of it each client may have one command in flight; past
+	// all of it the client that holds the most is closed (memory.go).
+	// Zero: no process-wide bound (the squeeze command defaults to
+	// DefaultMaxMemory).
+	MaxMemory int64
 	// MaxBulk is the longest bulk string a client may send (Redis's
 	// proto-max-bulk-len). Zero means Redis's own: the proxy asks for it
 	// (CONFIG GET proto-max-bulk-len) on each new shared connection, the
@@ -158,6 +170,11 @@ type Server struct {
 	// runs inside its inspect script (lacks* bits), as the newest shared
 	// connection learned them (learnCaps); 0 before any did.
 	lacks atomic.Uint32
+
+	// heldTotal is the bytes held for all clients (see memory.go);
+	// shedding: a reader is closing the client that holds the most.
+	heldTotal atomic.Int64
+	shedding  atomic.Bool
 }
 
 // maxBulk is the bulk length limit in force for clients (see MaxBulk).

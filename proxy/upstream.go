@@ -267,6 +267,9 @@ type call struct {
 	// authUser: the ACL user an AUTH or HELLO ... AUTH logs in as, for the
 	// writer to note when it succeeds (see client.user).
 	authUser []byte
+	// held is the bytes counted against the owner for this call (its
+	// request, then its reply too), given back when the reply is written.
+	held int64
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -294,7 +297,7 @@ func (c *call) release() {
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.cmdID, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", 0, false, false, 0, 0
 	c.txNames = c.txNames[:0]
 	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify, c.owner, c.onFinish, c.deferPushes, c.connLost, c.authUser = nil, nil, nil, false, false, nil
+	c.notify, c.owner, c.onFinish, c.deferPushes, c.connLost, c.authUser, c.held = nil, nil, nil, false, false, nil, 0
 	c.ready.Store(false)
 	callPool.Put(c)
 }
@@ -859,7 +862,12 @@ func (c *upConn) readLoop() {
 		// it, so that the next dial asks the Sentinels again.
 		failover := v.Type == resp.Error && len(c.srv.up.Sentinels) > 0 && bytes.HasPrefix(v.Str, []byte("READONLY"))
 		if o := cl.owner; o != nil {
-			o.held.Add(int64(len(cl.reply)))
+			// The reply now counts instead of the request (memory.go).
+			n := int64(len(cl.reply))
+			o.hold(n - cl.held)
+			cl.held = n
+			o.noteReply(n)
+			o.s.checkLimits(o, n)
 		}
 		if cl.kind == shapeRelay {
 			c.monitor = cl.cmd == "MONITOR"

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -143,7 +144,7 @@ type proxyFlags struct {
 	tlsCert, tlsKey, tlsClientCA, upstreamCert, upstreamKey                                    string
 	clusterMap                                                                                 string
 	clusterPortOffset                                                                          int
-	minSize, maxValue, maxBulk, clientBuffer                                                   units.SizeFlag
+	minSize, maxValue, maxBulk, clientBuffer, clientBufferLimit, maxMemory                     units.SizeFlag
 	minGain                                                                                    float64
 	shared, procs, maxInFlight                                                                 int
 	pprof, check, jsonOut, allowRemote                                                         bool
@@ -169,7 +170,10 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.Var(&p.maxValue, "max-value", "refuse to decode values larger than this (e.g. 512MiB)")
 	fs.Var(&p.maxBulk, "max-bulk", "the longest bulk string (value or argument) a client may send, a `SIZE` such as 1GiB; 0, the default: Redis's proto-max-bulk-len, asked on each new upstream connection (512MiB until Redis answers, or if it refuses CONFIG)")
 	p.clientBuffer = 64 << 20
-	fs.Var(&p.clientBuffer, "client-buffer", "stop reading a client's commands while this much of its replies waits to be written (a slow reader)")
+	fs.Var(&p.clientBuffer, "client-buffer", "stop reading a client's commands while it holds this much: requests in flight, replies not yet written (a slow reader)")
+	fs.Var(&p.clientBufferLimit, "client-buffer-limit", "close a client's connection when it holds more than this and more than one reply, as Redis's client-output-buffer-limit does (a client that asks and never reads); 0: 4 x --client-buffer, at least 256MiB")
+	p.maxMemory = units.SizeFlag(proxy.DefaultMaxMemory())
+	fs.Var(&p.maxMemory, "max-memory", "bound the bytes held for all clients: past half, each client gets one command in flight; past all, the client holding the most is closed; also the Go runtime's memory limit. Default: a quarter of this machine's (or cgroup's) memory; 0: no bound")
 	fs.IntVar(&p.maxInFlight, "max-in-flight", 256, "stop reading a client's commands while this many await their replies")
 	fs.StringVar(&p.metrics, "metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9121), with /healthz (the process runs) and /readyz (Redis answers, not shutting down) for probes")
 	fs.StringVar(&p.clientAuth, "client-auth", "pass", "pass (clients act with the --upstream URL's credentials) or require (each client must AUTH to Redis itself, and Redis's ACLs apply to it)")
@@ -372,7 +376,11 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 		return nil, usageError("--max-bulk %s is below 1MiB, the least proto-max-bulk-len Redis takes (0: Redis's own)", p.maxBulk.String())
 	}
 	s := &proxy.Server{Upstream: p.upstream, Encoder: enc, Decoder: dec, SharedConns: p.shared, Logger: logger,
-		MaxInFlight: p.maxInFlight, MaxReplyBytes: int64(p.clientBuffer), MaxBulk: int64(p.maxBulk)}
+		MaxInFlight: p.maxInFlight, MaxReplyBytes: int64(p.clientBuffer), MaxBulk: int64(p.maxBulk),
+		ClientBufferLimit: int64(p.clientBufferLimit), MaxMemory: int64(p.maxMemory)}
+	if p.clientBufferLimit != 0 && p.clientBufferLimit < p.clientBuffer {
+		return nil, usageError("--client-buffer-limit %s is below --client-buffer %s", p.clientBufferLimit.String(), p.clientBuffer.String())
+	}
 	s.Rules = rules
 	s.TLSConfig, err = clientTLS(p.upstreamCA, p.upstreamCert, p.upstreamKey,
 		[3]string{"--upstream-ca", "--upstream-cert", "--upstream-key"})
@@ -458,6 +466,10 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	if p.maxMemory > 0 && !p.check {
+		// Collect garbage before the heap reaches the bound (memory.go).
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(p.maxMemory)))
+	}
 	logger, err := newLogger(e.Stderr, p.logLevel, p.logFormat)
 	if err != nil {
 		return err

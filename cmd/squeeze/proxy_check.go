@@ -96,6 +96,9 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 		upstreamCert = line
 	}
 
+	if p.maxMemory > 0 && int64(p.maxValue) > int64(p.maxMemory)/2 {
+		warnings = append(warnings, fmt.Sprintf("--max-value %s is over half of --max-memory %s: one value decoded at its largest takes more than the bound leaves room for", p.maxValue.String(), p.maxMemory.String()))
+	}
 	if name := laterCodec(srv.Encoder, srv.Rules); name != "" {
 		warnings = append(warnings, name+": "+laterCodecWarning)
 	}
@@ -126,6 +129,7 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 		Codec: codecLabel(srv.Encoder), MinSizeBytes: int64(p.minSize), MinGain: p.minGain, Dict: p.dict,
 		MaxValueBytes: int64(p.maxValue), MaxBulkBytes: inForce, MaxBulk: bulkLine,
 		Scripts: p.scripts, ListSearch: p.listSearch, Procs: procs, Metrics: p.metrics, Warnings: warnings,
+		ClientBufferBytes: int64(p.clientBuffer), ClientBufferLimitBytes: srv.ClientBufferLimitInForce(), MaxMemoryBytes: int64(p.maxMemory),
 	}
 	if rules := p.rules.String(); rules != "" {
 		res.Rules = strings.Split(rules, ";")
@@ -154,6 +158,8 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 	}
 	row("max-value", p.maxValue.String())
 	row("max-bulk", bulkLine)
+	row("buffers", fmt.Sprintf("client-buffer %s (stop reading), client-buffer-limit %s (close)", p.clientBuffer.String(), sizeString(srv.ClientBufferLimitInForce())))
+	row("max-memory", maxMemoryLine(p.maxMemory))
 	row("scripts", res.Scripts)
 	row("list-search", res.ListSearch)
 	row("procs", fmt.Sprint(procs))
@@ -189,8 +195,12 @@ type checkResult struct {
 	Scripts       string   `json:"scripts"`
 	ListSearch    string   `json:"list_search"`
 	Procs         int      `json:"procs"`
-	Metrics       string   `json:"metrics,omitempty"`
-	Warnings      []string `json:"warnings"`
+
+	ClientBufferBytes      int64    `json:"client_buffer_bytes"`
+	ClientBufferLimitBytes int64    `json:"client_buffer_limit_bytes"`
+	MaxMemoryBytes         int64    `json:"max_memory_bytes"` // 0: no bound
+	Metrics                string   `json:"metrics,omitempty"`
+	Warnings               []string `json:"warnings"`
 }
 
 // checkAddr checks that addr is a host:port, or a unix socket path (one
@@ -328,4 +338,18 @@ func upstreamServer(ctx context.Context, p *proxyFlags, srv *proxy.Server) (serv
 		return serverInfo{}, fmt.Errorf("INFO server: %w", err)
 	}
 	return parseServerInfo(info)
+}
+
+// maxMemoryLine says the process bound in force.
+func maxMemoryLine(n units.SizeFlag) string {
+	if n <= 0 {
+		return "none (--max-memory 0)"
+	}
+	return n.String() + " (half: one command in flight per client; all: the client holding the most is closed)"
+}
+
+// sizeString prints n bytes as the size flags print them.
+func sizeString(n int64) string {
+	f := units.SizeFlag(n)
+	return f.String()
 }

@@ -1,0 +1,203 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Memory bounds.
+//
+// Every byte the proxy holds for a client is counted against that client
+// (client.held) and against the process (Server.heldTotal): for each
+// command from when it is read until its reply arrives, its request bytes
+// or, if larger, the size its reply is expected to have (so that the
+// bounds act before the replies come, not after); then the reply as Redis
+// sent it, until it is written; and the output being written (decoded
+// values included) while the socket takes it. Three bounds act on those counts:
+//
+//   - Soft, per client (MaxReplyBytes, --client-buffer): past it the proxy
+//     stops reading the client's commands, and so stops sending them to
+//     Redis, until the client has read enough of its replies.
+//   - Hard, per client (ClientBufferLimit, --client-buffer-limit): replies
+//     to requests already sent cannot be refused, so a client that keeps
+//     asking and does not read (300 pipelined GETs of 8 MiB on a socket it
+//     never reads) goes past the soft bound anyway. Past the hard one the
+//     proxy closes the connection, as Redis's client-output-buffer-limit
+//     does, logs it and counts it (squeeze_proxy_clients_dropped_total);
+//     the replies still on their way are let go, unwritten, as they come. A single
+//     reply is never cut: a client that holds nothing else (less than
+//     minOtherHeld) may receive a value of any size up to --max-value.
+//   - Process (MaxMemory, --max-memory): past half of it every client may
+//     have only one command in flight (the pressure rule, which keeps
+//     pipelines from filling memory while clients still make progress);
+//     past all of it the client holding the most is closed, as above,
+//     among those with more than one command in flight. So the bound
+//     is MaxMemory plus at most one reply (or request) per client.
+//     --max-memory also becomes the Go runtime's soft memory limit
+//     (debug.SetMemoryLimit, set by the squeeze command), so garbage is
+//     collected before RSS reaches the bound.
+
+// Replies cannot be refused once their requests are sent, and on a shared
+// connection they come in order: a client's 300 pipelined GETs of 8 MiB
+// would put 2.4 GB in front of every other client's next reply. So each
+// client also has a window of commands in flight sized by the replies it
+// gets (replyWindow): MaxReplyBytes divided by an estimate of its reply
+// size (the largest recent one, decaying by an eighth per reply), between
+// 1 and MaxInFlight. A new client starts as if its replies were
+// MaxReplyBytes/16 long: 16 commands in flight until its replies show
+// they are small.
+
+// minOtherHeld is what a client may hold besides one reply without the
+// hard limit applying: small requests and replies in flight.
+const minOtherHeld = 64 << 10
+
+// hold counts n more (or, negative, fewer) bytes held for the client.
+func (c *client) hold(n int64) {
+	c.held.Add(n)
+	c.s.heldTotal.Add(n)
+}
+
+// noteReply updates the client's reply size estimate with a reply of n
+// bytes. Only the reader of the connection that carries the client's
+// replies calls it.
+func (c *client) noteReply(n int64) {
+	est := c.replyEst.Load()
+	est -= est / 8
+	c.replyEst.Store(max(est, n, 1))
+}
+
+// expectedReply is the size the client's next reply is expected to have.
+func (c *client) expectedReply() int64 {
+	if est := c.replyEst.Load(); est > 0 {
+		return est
+	}
+	return c.s.maxReplyBytes() / 16
+}
+
+// replyWindow is how many commands the client may have in flight.
+func (c *client) replyWindow() int {
+	return int(min(max(c.s.maxReplyBytes()/c.expectedReply(), 1), int64(c.s.maxInFlight())))
+}
+
+// clientBufferLimit is the hard per-client bound (see ClientBufferLimit).
+func (s *Server) clientBufferLimit() int64 {
+	if s.ClientBufferLimit > 0 {
+		return s.ClientBufferLimit
+	}
+	return max(4*s.maxReplyBytes(), 256<<20)
+}
+
+// ClientBufferLimitInForce returns the hard per-client bound in force
+// (ClientBufferLimit, or its default).
+func (s *Server) ClientBufferLimitInForce() int64 { return s.clientBufferLimit() }
+
+// pressure reports whether the process holds more than half of
+// MaxMemory: clients then get one command in flight each.
+func (s *Server) pressure() bool {
+	return s.MaxMemory > 0 && s.heldTotal.Load() > s.MaxMemory/2
+}
+
+// HeldBytes returns the bytes the proxy holds for its clients now:
+// requests not answered, replies not written, output being written.
+func (s *Server) HeldBytes() int64 { return s.heldTotal.Load() }
+
+// checkLimits runs when a reply of n bytes for o has arrived and been
+// counted (own is what the call holds): it closes o if it is past its
+// hard limit, and the client that holds the most if the process is past
+// MaxMemory.
+func (s *Server) checkLimits(o *client, own int64) {
+	if h := o.held.Load(); h > s.clientBufferLimit() && h-own >= minOtherHeld {
+		o.drop("client-buffer-limit", h)
+	}
+	if s.MaxMemory > 0 && s.heldTotal.Load() > s.MaxMemory {
+		s.shed()
+	}
+}
+
+// shed closes the client that holds the most, once the process is past
+// MaxMemory.
+func (s *Server) shed() {
+	if !s.shedding.CompareAndSwap(false, true) {
+		return // another reader is at it
+	}
+	defer s.shedding.Store(false)
+	var worst *client
+	var most int64
+	s.mu.Lock()
+	for c := range s.clients {
+		if h := c.held.Load(); h > most && !c.aborted.Load() && c.queued() > 1 {
+			worst, most = c, h
+		}
+	}
+	s.mu.Unlock()
+	if worst != nil {
+		worst.drop("max-memory", most)
+	}
+}
+
+// queued is the number of the client's commands whose replies are not
+// written yet.
+func (c *client) queued() int {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	return len(c.queue) - c.qhead
+}
+
+// drop closes a client that went past a memory bound: its connection ends
+// (as Redis ends a client past client-output-buffer-limit) and the replies
+// it holds are let go as its writer pops them.
+func (c *client) drop(reason string, held int64) {
+	if c.aborted.Swap(true) {
+		return
+	}
+	c.s.metrics.clientDropped(reason)
+	c.s.logger().Warn("client closed: it holds more unread replies than the proxy allows",
+		"remote", c.nc.RemoteAddr().String(), "bound", reason, "held_bytes", held,
+		"client_buffer_limit", c.s.clientBufferLimit(), "max_memory", c.s.MaxMemory)
+	if !c.shutdownSocket(shutBoth) {
+		c.nc.Close()
+	}
+}
+
+// DefaultMaxMemory is the process bound the squeeze command uses when
+// --max-memory is not given: a quarter of the memory this process may use
+// (the cgroup's memory.max when set, else the machine's RAM), at least
+// 256 MiB. Zero when neither can be read.
+func DefaultMaxMemory() int64 {
+	total := machineMemory()
+	if total <= 0 {
+		return 0
+	}
+	return max(total/4>>20<<20, 256<<20) // whole MiB, as flags print them
+}
+
+// machineMemory is the memory available to this process: the cgroup v2 or
+// v1 limit, if lower than MemTotal from /proc/meminfo.
+func machineMemory() int64 {
+	var total int64
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				total = kb << 10
+				break
+			}
+		}
+		f.Close()
+	}
+	for _, p := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+		if err == nil && n > 0 && (total == 0 || n < total) {
+			total = n
+		}
+	}
+	return total
+}

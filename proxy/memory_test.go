@@ -1,0 +1,288 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// sampleHeld records the most the proxy held for its clients until stop.
+func sampleHeld(s *Server) (peak func() int64, stop func()) {
+	var most atomic.Int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			if h := s.HeldBytes(); h > most.Load() {
+				most.Store(h)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	var once sync.Once
+	return most.Load, func() { once.Do(func() { close(done); wg.Wait() }) }
+}
+
+// waitHeldZero waits until the proxy holds nothing for its clients: the
+// accounting of every request and reply returns what it took.
+func waitHeldZero(t *testing.T, s *Server) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.HeldBytes() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy still counts %d bytes held with no command in flight", s.HeldBytes())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestProxy_NonReadingClientClosedAtLimit: one socket with a small receive
+// buffer pipelines 300 GETs of an 8 MiB value and reads nothing. Before the
+// hard limit, the proxy held every reply that came (1.5-2.3 GB of RSS).
+// Now it closes that client once it holds more than ClientBufferLimit,
+// counts it, and holds little more than the limit meanwhile; another
+// client's PINGs go on being answered, and the accounting returns to zero.
+func TestProxy_NonReadingClientClosedAtLimit(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, codec.DefaultAlgorithm)
+	e := startEnv(t, func(s *Server) { s.MaxReplyBytes = 1 << 20; s.ClientBufferLimit = 16 << 20; s.Metrics = m })
+	noise := make([]byte, 8<<20)
+	rand.NewChaCha8([32]byte{8}).Read(noise)
+	if got := dialRaw(t, e.redis.Addr).do("SET", "big", string(noise)); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	peak, stop := sampleHeld(e.srv)
+	defer stop()
+
+	nc, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// (A smaller receive buffer makes loopback TCP crawl: the replies
+	// the kernel took would then take minutes to drain.)
+	nc.(*net.TCPConn).SetReadBuffer(64 << 10)
+	var pipeline []byte
+	for range 300 {
+		pipeline = resp.AppendCommand(pipeline, []byte("GET"), []byte("big"))
+	}
+	if _, err := nc.Write(pipeline); err != nil {
+		t.Fatal(err)
+	}
+
+	// Meanwhile another client is answered.
+	other := dialRaw(t, e.addr)
+	deadline := time.Now().Add(20 * time.Second)
+	for testutil.ToFloat64(m.dropped.WithLabelValues("client-buffer-limit")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the non-reading client was not closed; the proxy holds %d bytes", e.srv.HeldBytes())
+		}
+		if got := other.do("PING"); got != "+PONG\r\n" {
+			t.Fatalf("PING of another client: %q", got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The client sees its connection end after the replies it was sent.
+	nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	n, err := io.Copy(io.Discard, nc)
+	if err != nil && !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("reading the closed client's socket: %v after %d bytes", err, n)
+	}
+	if n >= 300*(8<<20) {
+		t.Fatalf("the client got all %d bytes of its replies: not closed", n)
+	}
+	waitHeldZero(t, e.srv)
+	stop()
+	// The limit, plus the reply that crossed it and the one being written.
+	if bound := int64(16<<20 + 2*(8<<20+64<<10)); peak() > bound {
+		t.Fatalf("the proxy held %d bytes at most for a client limited to %d; want at most %d", peak(), e.srv.ClientBufferLimit, bound)
+	}
+	t.Logf("held at most %d bytes; the client read %d bytes before its connection ended", peak(), n)
+	if got := other.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING after: %q", got)
+	}
+}
+
+// TestProxy_OneBigReplyNeverCut: a client that holds nothing else may
+// receive a value larger than its hard limit, and a slow reader that asks
+// one value at a time is never closed.
+func TestProxy_OneBigReplyNeverCut(t *testing.T) {
+	e := startEnv(t, func(s *Server) { s.MaxReplyBytes = 256 << 10; s.ClientBufferLimit = 1 << 20; s.MaxMemory = 2 << 20 })
+	noise := make([]byte, 6<<20)
+	rand.NewChaCha8([32]byte{9}).Read(noise)
+	big := string(noise)
+	c := dialRaw(t, e.addr)
+	c.nc.(*net.TCPConn).SetReadBuffer(16 << 10)
+	if got := c.do("SET", "big", big); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	for i := range 3 {
+		if got := c.do("GET", "big"); got != bulk(big) {
+			t.Fatalf("GET %d: %d bytes", i, len(got))
+		}
+	}
+	waitHeldZero(t, e.srv)
+}
+
+// TestProxy_MemoryPressureOneInFlight: past half of MaxMemory each client
+// gets one command in flight. Four clients pipelining 40 GETs of a 1 MiB
+// value (160 MiB of replies; each client's window allows all 40) and
+// reading them all get every reply, correct, none is closed, and the proxy
+// holds within the bound: their first 16 GETs each (the window of a new
+// client) make 64 MiB, past half of it, and from then on they wait.
+func TestProxy_MemoryPressureOneInFlight(t *testing.T) {
+	const maxMem = 96 << 20
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, codec.DefaultAlgorithm)
+	e := startEnv(t, func(s *Server) { s.MaxMemory = maxMem; s.Metrics = m })
+	noise := make([]byte, 1<<20)
+	rand.NewChaCha8([32]byte{10}).Read(noise)
+	big := string(noise)
+	if got := dialRaw(t, e.redis.Addr).do("SET", "big", big); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	peak, stop := sampleHeld(e.srv)
+	defer stop()
+	const clients, gets = 4, 40
+	var wg sync.WaitGroup
+	errs := make(chan string, clients)
+	for range clients {
+		c := dialRaw(t, e.addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmds := make([][]string, gets)
+			for i := range cmds {
+				cmds[i] = []string{"GET", "big"}
+			}
+			c.send(cmds...)
+			for i := range gets {
+				if got := c.read(); got != bulk(big) {
+					errs <- fmt.Sprintf("reply %d: %d bytes, want %d", i, len(got), len(bulk(big)))
+					return
+				}
+				time.Sleep(time.Millisecond) // a slowish reader
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	waitHeldZero(t, e.srv)
+	stop()
+	if peak() > maxMem {
+		t.Fatalf("held %d bytes at most under MaxMemory %d", peak(), maxMem)
+	}
+	if n := testutil.ToFloat64(m.dropped.WithLabelValues("max-memory")); n != 0 {
+		t.Fatalf("%v clients closed; they all read their replies", n)
+	}
+	t.Logf("held at most %d bytes for %d clients pipelining %d GETs of 1 MiB", peak(), clients, gets)
+}
+
+// TestProxy_MaxMemoryClosesTheLargest: with several non-reading clients
+// past MaxMemory, the proxy closes the one holding the most, and the
+// process holds within the bound afterwards.
+func TestProxy_MaxMemoryClosesTheLargest(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, codec.DefaultAlgorithm)
+	e := startEnv(t, func(s *Server) {
+		s.Metrics = m
+		s.MaxMemory = 24 << 20
+		s.ClientBufferLimit = 1 << 30 // only the process bound acts
+	})
+	noise := make([]byte, 4<<20)
+	rand.NewChaCha8([32]byte{11}).Read(noise)
+	if got := dialRaw(t, e.redis.Addr).do("SET", "big", string(noise)); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	var pipeline []byte
+	for range 64 {
+		pipeline = resp.AppendCommand(pipeline, []byte("GET"), []byte("big"))
+	}
+	for range 3 {
+		nc, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.(*net.TCPConn).SetReadBuffer(4 << 10)
+		if _, err := nc.Write(pipeline); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for testutil.ToFloat64(m.dropped.WithLabelValues("max-memory")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no client closed past MaxMemory; the proxy holds %d bytes", e.srv.HeldBytes())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := dialRaw(t, e.addr).do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING: %q", got)
+	}
+	t.Logf("closed %v clients; holds %d bytes", testutil.ToFloat64(m.dropped.WithLabelValues("max-memory")), e.srv.HeldBytes())
+}
+
+// TestProxy_RequestsBoundedWhileRedisWaits: while Redis runs nothing
+// (CLIENT PAUSE), a client that pipelines 100 SETs of 1 MiB stops being
+// read once its requests in flight reach MaxReplyBytes, instead of the
+// proxy holding all 100 MiB; when Redis goes on, every SET is answered.
+func TestProxy_RequestsBoundedWhileRedisWaits(t *testing.T) {
+	const soft = 4 << 20
+	e := startEnv(t, func(s *Server) { s.MaxReplyBytes = soft; s.Encoder = nil })
+	noise := make([]byte, 1<<20)
+	rand.NewChaCha8([32]byte{12}).Read(noise)
+	c := dialRaw(t, e.addr)
+	if got := c.do("PING"); got != "+PONG\r\n" {
+		t.Fatal(got)
+	}
+	if got := dialRaw(t, e.redis.Addr).do("CLIENT", "PAUSE", "1500", "ALL"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	peak, stop := sampleHeld(e.srv)
+	defer stop()
+	const n = 100
+	wrote := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; i < n && err == nil; i++ {
+			_, err = c.nc.Write(resp.AppendCommand(nil, []byte("SET"), []byte(fmt.Sprint("k", i)), noise))
+		}
+		wrote <- err
+	}()
+	for i := range n {
+		if got := c.read(); got != "+OK\r\n" {
+			t.Fatalf("SET %d: %q", i, got)
+		}
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	waitHeldZero(t, e.srv)
+	stop()
+	// The bound, the request that crossed it, and the reservation of the
+	// commands read with it.
+	if bound := int64(soft + 2<<20); peak() > bound {
+		t.Fatalf("held %d bytes at most for requests waiting for Redis; want at most %d", peak(), bound)
+	}
+	t.Logf("held at most %d bytes while Redis was paused", peak())
+}
