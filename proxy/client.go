@@ -1307,8 +1307,8 @@ func (c *client) writeDirect(rw *rewriter) bool {
 			cl = c.queue[c.qhead]
 		}
 		c.qmu.Unlock()
-		if cl == nil || !cl.ready.Load() || cl.close || cl.cmd == "HELLO" {
-			break
+		if cl == nil || !cl.ready.Load() || cl.close || cl.cmd == "HELLO" || len(cl.reply) >= handOverReply {
+			break // large replies: the writer goroutine writes them from their buffer
 		}
 		c.pop()
 		c.emit(rw, cl, &now)
@@ -1449,6 +1449,18 @@ func (c *client) writeLoop() {
 			// Those that came before this reply on the wire (a push
 			// numbered k came after k calls completed) go before it.
 			writePushesUpTo(cl.pinSeq - 1)
+		}
+		if verbatimReply(cl) && !c.broken {
+			// Written from the reply's own buffer, after what is before it.
+			// (No second copy: the reply counts as held until emit.)
+			write()
+			if _, err := c.nc.Write(cl.reply); err != nil {
+				c.broken = true
+				c.abort()
+			}
+			putBig(cl.reply)
+			cl.local = true // the reply is written: emit only does the bookkeeping
+			cl.reply = nil
 		}
 		closeAfter := c.emit(&c.wrw, cl, &now)
 		writePushes()

@@ -802,10 +802,11 @@ func (c *upConn) readLoop() {
 				start = 0
 			}
 			if len(buf) == cap(buf) {
-				// Double, or jump toward the end of a large bulk reply
-				// (readGrowth).
-				nb := make([]byte, len(buf), readGrowth(len(buf), resp.PendingValueEnd(buf)))
+				// Double, or jump to the end of a large bulk reply
+				// (upstreamGrowth).
+				nb := getBig(upstreamGrowth(len(buf), resp.PendingValueEnd(buf)))[:len(buf)]
 				copy(nb, buf)
+				putBig(buf)
 				buf = nb
 			}
 			n, rerr := c.nc.Read(buf[len(buf):cap(buf)])
@@ -896,6 +897,7 @@ func (c *upConn) readLoop() {
 		if start == len(buf) {
 			buf, start = buf[:0], 0
 			if cap(buf) > 1<<20 { // do not keep a huge buffer after a big reply
+				putBig(buf)
 				buf = make([]byte, 0, 32<<10)
 			}
 		}

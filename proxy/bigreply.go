@@ -1,0 +1,80 @@
+package proxy
+
+import (
+	"bytes"
+	"math/bits"
+	"sync"
+
+	"github.com/squeeze-kv/squeeze/codec"
+)
+
+// Large replies that need no rewriting are written from the buffer the
+// upstream reader handed the call (handOverReply) instead of being copied
+// into the client's output first: for a 4 MB GET of a raw value that is
+// one copy of 4 MB less, and no 4 MB output buffer to allocate and zero.
+
+// verbatimReply reports whether the reply of cl is large and goes to the
+// client byte for byte as Redis sent it: a bulk string that is not a frame,
+// in a reply shape that would copy it unchanged.
+func verbatimReply(cl *call) bool {
+	r := cl.reply
+	if cl.err != nil || cl.local || len(r) < handOverReply || r[0] != '$' {
+		return false
+	}
+	switch cl.kind {
+	case shapeNone:
+		return true
+	case shapeValue, shapeAny, shapeSniff:
+		i := bytes.IndexByte(r[:min(len(r), 24)], '\n')
+		if i < 0 {
+			return false
+		}
+		// shapeSniff decodes a frame anywhere in the reply; a bulk string
+		// that is not a frame is all the reply is.
+		return !codec.IsFramed(r[i+1:])
+	}
+	return false
+}
+
+// Buffers of 1 MiB and more, reused by size class (a power of two) rather
+// than allocated and zeroed for each large value: the upstream reader's
+// buffer as it grows toward a large reply, and a large reply once written.
+const (
+	minBigClass = 20 // 1 MiB
+	maxBigClass = 30 // 1 GiB
+)
+
+var bigBufs [maxBigClass + 1]sync.Pool // of *[]byte
+
+// getBig returns an empty buffer with room for n bytes.
+func getBig(n int) []byte {
+	k := bits.Len(uint(n - 1)) // 2^k >= n
+	if n < 1<<minBigClass || k > maxBigClass {
+		return make([]byte, 0, n)
+	}
+	if p, _ := bigBufs[k].Get().(*[]byte); p != nil {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, 1<<k)
+}
+
+// putBig keeps b for reuse; the caller must hold no other reference to it.
+func putBig(b []byte) {
+	k := bits.Len(uint(cap(b))) - 1 // 2^k <= cap
+	if k < minBigClass || k > maxBigClass {
+		return
+	}
+	b = b[:0]
+	bigBufs[k].Put(&b)
+}
+
+// upstreamGrowth is the capacity the upstream reader's full buffer of n
+// bytes grows to when the reply in it ends at need (0: unknown): Redis is
+// trusted, so a large reply gets its whole size at once, with room for the
+// start of the next.
+func upstreamGrowth(n, need int) int {
+	if need > 2*n {
+		return need + 16<<10
+	}
+	return max(2*n, 4<<10)
+}
