@@ -15,11 +15,11 @@ import (
 
 // The phases of the fault part, in the order of one cycle.
 const (
-	phaseSteady   = iota // Redis up
-	phaseKilled          // after kill -9, until the new Redis accepts connections
-	phaseRestart         // after the restart
-	phasePaused          // after SIGSTOP
-	phaseResumed         // after SIGCONT
+	phaseSteady  = iota // Redis up
+	phaseKilled         // after kill -9, until the new Redis accepts connections
+	phaseRestart        // after the restart
+	phasePaused         // after SIGSTOP
+	phaseResumed        // after SIGCONT
 	phaseCount
 )
 

@@ -64,7 +64,9 @@ func (r resources) leaked(idle resources) resources {
 	return resources{r.goroutines - idle.goroutines, r.upstream - idle.upstream, r.fds - idle.fds, r.clients - idle.clients}
 }
 
-func (r resources) any() bool { return r.goroutines > 0 || r.upstream > 0 || r.fds > 0 || r.clients > 0 }
+func (r resources) any() bool {
+	return r.goroutines > 0 || r.upstream > 0 || r.fds > 0 || r.clients > 0
+}
 
 // runLeaks is part c: many short connections send mutated state
 // sequences and leave; the proxy must come back to its idle goroutines,
