@@ -30,8 +30,7 @@ func start(ctx context.Context, name, addr, bin string, args ...string) (*proces
 	p := &process{name: name, addr: addr, cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.log
 	cmd.Stdout = p.log
-	// The kernel kills it if the suite dies: nothing is left behind.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -47,7 +46,7 @@ func start(ctx context.Context, name, addr, bin string, args ...string) (*proces
 		case <-ctx.Done():
 			p.kill()
 			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(5 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			p.kill()

@@ -45,8 +45,11 @@ func dial(addr string, timeout time.Duration, rcvbuf int) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}, nil
+	return &conn{nc: nc, br: newReader(nc)}, nil
 }
+
+// newReader buffers a connection's replies.
+func newReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, 64<<10) }
 
 func (c *conn) Close() error { return c.nc.Close() }
 
