@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,8 +37,12 @@ It exits 1 when a value was wrong or lost, or something leaked, and when the
 peak RSS or the PING p99 is over a bound given (--rss-limit or the proxy's
 --max-memory, --ping-p99). Without --duration each part takes a few seconds.
 
-PROXY_FLAGS (split at spaces) and --proxy-flag add flags to every proxy, e.g.
-  PROXY_FLAGS="--client-buffer 1MiB --max-memory 512MiB" squeeze abuse
+PROXY_FLAGS (split at spaces) and --proxy-flag add flags to every proxy.
+
+Examples:
+  squeeze abuse                                    # short form, about 20 s
+  squeeze abuse --duration 30s --part faults       # long form of one part
+  PROXY_FLAGS="--client-buffer 1MiB --max-memory 512MiB" squeeze abuse --ping-p99 50ms
 `
 
 // stringsFlag is a repeatable flag whose values may also be several
@@ -61,7 +66,7 @@ func runAbuse(ctx context.Context, e env, args []string) error {
 	pingP99 := fs.Duration("ping-p99", 0, "fail when another client's PING p99 in a memory case is over this (e.g. 50ms); 0: print only")
 	squeeze := fs.String("squeeze", "", "the squeeze binary to run as the proxy (default: this one)")
 	server := fs.String("redis-server", "", "the redis-server binary (default: $SQUEEZE_REDIS_SERVER, or redis-server in PATH)")
-	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the values and mutations (printed, to repeat a run)")
+	seed := fs.Uint64("seed", 0, "seed of the values and mutations; 0: a new one each run (printed, to repeat it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -71,12 +76,18 @@ func runAbuse(ctx context.Context, e env, args []string) error {
 	if *duration < 0 {
 		return usageError("--duration must not be negative, got %s", *duration)
 	}
+	if *seed == 0 {
+		*seed = uint64(time.Now().UnixNano())
+	}
 	cfg := abuse.Config{Duration: *duration, RSSLimit: int64(rssLimit), PingP99: *pingP99, Seed: *seed,
 		ProxyFlags: append(strings.Fields(os.Getenv("PROXY_FLAGS")), proxyFlags...)}
 	for _, p := range strings.Split(*parts, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			cfg.Parts = append(cfg.Parts, p)
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		} else if !slices.Contains(abuse.PartNames, p) {
+			return usageError("--part: unknown part %q (want %s)", p, strings.Join(abuse.PartNames, ", "))
 		}
+		cfg.Parts = append(cfg.Parts, p)
 	}
 	var err error
 	if cfg.Squeeze = *squeeze; cfg.Squeeze == "" {
