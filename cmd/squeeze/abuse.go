@@ -58,7 +58,7 @@ func (s *stringsFlag) Set(v string) error {
 func runAbuse(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "abuse", abuseUsage)
 	parts := fs.String("part", strings.Join(abuse.PartNames, ","), "the parts to run, comma-separated: "+strings.Join(abuse.PartNames, ", "))
-	duration := fs.Duration("duration", 0, "long form: load time of each fault cycle and memory case (e.g. 2m); 0: the short form")
+	duration := fs.Duration("duration", 0, "long form: repeat the fault cycle, hold each memory case and open leak-part connections this long (e.g. 2m); 0: the short form")
 	var proxyFlags stringsFlag
 	fs.Var(&proxyFlags, "proxy-flag", "a flag for every proxy the suite starts (repeat it); after PROXY_FLAGS")
 	var rssLimit units.SizeFlag

@@ -163,8 +163,7 @@ func runFaults(ctx context.Context, w io.Writer, e *environment) ([]string, erro
 	stopWriters := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer stopWriters()
 
-	step := e.cfg.phase(time.Second)
-	down := step / 2
+	step, down, pause := time.Second, 500*time.Millisecond, time.Second
 	sleep := func(d time.Duration) error {
 		select {
 		case <-ctx.Done():
@@ -176,15 +175,17 @@ func runFaults(ctx context.Context, w io.Writer, e *environment) ([]string, erro
 	var upRec, killRec, pauseRec []time.Duration
 	var missed []string
 	// One cycle in the short form; in the long form, cycles until
-	// Duration has passed, each phase lasting Duration/5.
-	cycleStep, deadline := step, time.Now()
+	// Duration has passed, each phase lasting Duration/5 (Redis down or
+	// paused half as long).
+	deadline := time.Now()
 	if e.cfg.long() {
-		cycleStep, down = max(e.cfg.Duration/5, time.Second), max(e.cfg.Duration/10, 500*time.Millisecond)
+		step = max(e.cfg.Duration/5, time.Second)
+		down, pause = step/2, step/2
 		deadline = time.Now().Add(e.cfg.Duration)
 	}
 	for cycle := 0; cycle == 0 || time.Now().Before(deadline); cycle++ {
 		f.phase.Store(phaseSteady)
-		if err := sleep(cycleStep); err != nil {
+		if err := sleep(step); err != nil {
 			return nil, err
 		}
 		f.phase.Store(phaseKilled)
@@ -201,14 +202,14 @@ func runFaults(ctx context.Context, w io.Writer, e *environment) ([]string, erro
 		}
 		upRec = append(upRec, time.Since(launched))
 		killRec = append(killRec, f.recovery(10*time.Second))
-		if err := sleep(cycleStep); err != nil {
+		if err := sleep(step); err != nil {
 			return nil, err
 		}
 		f.phase.Store(phasePaused)
 		if err := redis.signal(syscall.SIGSTOP); err != nil {
 			return nil, err
 		}
-		if err := sleep(step); err != nil {
+		if err := sleep(pause); err != nil {
 			redis.signal(syscall.SIGCONT)
 			return nil, err
 		}
@@ -218,14 +219,15 @@ func runFaults(ctx context.Context, w io.Writer, e *environment) ([]string, erro
 		}
 		f.phase.Store(phaseResumed)
 		pauseRec = append(pauseRec, f.recovery(10*time.Second))
-		if err := sleep(cycleStep); err != nil {
+		if err := sleep(step); err != nil {
 			return nil, err
 		}
 	}
 	stopWriters()
 
 	fmt.Fprintf(w, "%d clients write distinct values (half compressible, 1-6 kB; half 8-55 random bytes) and read each back;\n", faultWriters)
-	fmt.Fprintf(w, "Redis runs with appendonly yes, appendfsync always.\n")
+	fmt.Fprintf(w, "Redis runs with appendonly yes, appendfsync always; each phase %s, killed for %s, paused for %s.\n", step, down, pause)
+	fmt.Fprintf(w, "A command counts in the phase it started in.\n")
 	fmt.Fprintf(w, "%-20s %10s %8s %6s %8s\n", "phase", "verified", "errors", "wrong", "missing")
 	var total faultTotals
 	for i := range phaseCount {
