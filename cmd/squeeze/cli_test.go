@@ -9,7 +9,7 @@ import (
 
 // everyCommand lists every command and subcommand line of squeeze.
 var everyCommand = [][]string{
-	{"encode"}, {"decode"}, {"inspect"}, {"demo"}, {"proxy"}, {"compact"}, {"advise"},
+	{"encode"}, {"decode"}, {"inspect"}, {"demo"}, {"proxy"}, {"compact"}, {"advise"}, {"abuse"},
 	{"archive", "put"}, {"archive", "get"}, {"archive", "list"}, {"archive", "extract"},
 	{"counters", "get"}, {"counters", "incr"}, {"counters", "migrate"},
 	{"bench", "codecs"}, {"bench", "redis"}, {"bench", "docs"}, {"bench", "counters"}, {"bench", "compact"}, {"bench", "archive"},

@@ -30,6 +30,7 @@ type env struct {
 type command struct {
 	Name    string
 	Summary string // one line for "squeeze help"
+	Hidden  bool   // a maintainer's command, left out of "squeeze help"
 	Run     func(ctx context.Context, e env, args []string) error
 }
 
@@ -132,7 +133,10 @@ Frame format: docs/FORMAT.md. Architecture: docs/ARCHITECTURE.md.
 
 func printTable(w io.Writer, m map[string]command) {
 	names := make([]string, 0, len(m))
-	for n := range m {
+	for n, c := range m {
+		if c.Hidden {
+			continue
+		}
 		names = append(names, n)
 	}
 	sort.Strings(names)

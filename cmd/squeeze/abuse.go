@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/abuse"
+	"github.com/squeeze-kv/squeeze/internal/units"
+)
+
+func init() {
+	// A maintainer's command: not in "squeeze help" (scripts/abuse.sh runs it).
+	register(command{Name: "abuse", Summary: "the proxy's fault and abuse suite (maintainers)", Hidden: true, Run: runAbuse})
+}
+
+const abuseUsage = `Usage:
+  squeeze abuse [--part faults,memory,leaks] [--duration D] [--proxy-flag F]...
+
+The proxy's fault and abuse suite. It starts redis-server and this binary's
+"squeeze proxy" as separate processes and prints:
+  faults  verified replies, errors, wrong values and lost acknowledged writes
+          while Redis is killed with kill -9 and restarted (appendonly yes,
+          appendfsync always) and paused with SIGSTOP/SIGCONT; recovery times
+  memory  the proxy's peak RSS while a client with a small receive buffer
+          pipelines 300 GETs of an 8 MiB value and never reads, and while a
+          13 kB frame that decodes to 400 MiB is read six times; another
+          client's PING p99 and maximum meanwhile
+  leaks   goroutines, upstream connections and open files after many short
+          connections sent mutated HELLO 3 / SUBSCRIBE / MULTI sequences,
+          against their idle values
+It exits 1 when a value was wrong or lost, or something leaked, and when the
+peak RSS or the PING p99 is over a bound given (--rss-limit or the proxy's
+--max-memory, --ping-p99). Without --duration each part takes a few seconds.
+
+PROXY_FLAGS (split at spaces) and --proxy-flag add flags to every proxy.
+
+Examples:
+  squeeze abuse                                    # short form, about 20 s
+  squeeze abuse --duration 30s --part faults       # long form of one part
+  PROXY_FLAGS="--client-buffer 1MiB --max-memory 512MiB" squeeze abuse --ping-p99 50ms
+`
+
+// stringsFlag is a repeatable flag whose values may also be several
+// flags in one, split at spaces ("--client-buffer 1MiB").
+type stringsFlag []string
+
+func (s *stringsFlag) String() string { return strings.Join(*s, " ") }
+func (s *stringsFlag) Set(v string) error {
+	*s = append(*s, strings.Fields(v)...)
+	return nil
+}
+
+func runAbuse(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "abuse", abuseUsage)
+	parts := fs.String("part", strings.Join(abuse.PartNames, ","), "the parts to run, comma-separated: "+strings.Join(abuse.PartNames, ", "))
+	duration := fs.Duration("duration", 0, "long form: repeat the fault cycle, hold each memory case and open leak-part connections this long (e.g. 2m); 0: the short form")
+	var proxyFlags stringsFlag
+	fs.Var(&proxyFlags, "proxy-flag", "a flag for every proxy the suite starts (repeat it); after PROXY_FLAGS")
+	var rssLimit units.SizeFlag
+	fs.Var(&rssLimit, "rss-limit", "fail when the proxy's peak RSS in a memory case is over this `SIZE` (default: the proxy's --max-memory, if given)")
+	pingP99 := fs.Duration("ping-p99", 0, "fail when another client's PING p99 in a memory case is over this (e.g. 50ms); 0: print only")
+	squeeze := fs.String("squeeze", "", "the squeeze binary to run as the proxy (default: this one)")
+	server := fs.String("redis-server", "", "the redis-server binary (default: $SQUEEZE_REDIS_SERVER, or redis-server in PATH)")
+	seed := fs.Uint64("seed", 0, "seed of the values and mutations; 0: a new one each run (printed, to repeat it)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("abuse takes no arguments, got %q", fs.Args())
+	}
+	if *duration < 0 {
+		return usageError("--duration must not be negative, got %s", *duration)
+	}
+	if *seed == 0 {
+		*seed = uint64(time.Now().UnixNano())
+	}
+	cfg := abuse.Config{Duration: *duration, RSSLimit: int64(rssLimit), PingP99: *pingP99, Seed: *seed,
+		ProxyFlags: append(strings.Fields(os.Getenv("PROXY_FLAGS")), proxyFlags...)}
+	for _, p := range strings.Split(*parts, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		} else if !slices.Contains(abuse.PartNames, p) {
+			return usageError("--part: unknown part %q (want %s)", p, strings.Join(abuse.PartNames, ", "))
+		}
+		cfg.Parts = append(cfg.Parts, p)
+	}
+	var err error
+	if cfg.Squeeze = *squeeze; cfg.Squeeze == "" {
+		if cfg.Squeeze, err = os.Executable(); err != nil {
+			return fmt.Errorf("find this binary: %w", err)
+		}
+	}
+	if cfg.RedisServer, err = redisServerBinary(*server); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "seed %d (--seed to repeat)\n", cfg.Seed)
+	return abuse.Run(ctx, e.Stdout, cfg)
+}
+
+// redisServerBinary finds the redis-server to start: name if given, else
+// the one SQUEEZE_REDIS_SERVER names, else redis-server in PATH.
+func redisServerBinary(name string) (string, error) {
+	if name == "" {
+		name = os.Getenv("SQUEEZE_REDIS_SERVER")
+	}
+	if name == "" {
+		name = "redis-server"
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found (Debian: apt-get install -y redis-server; or --redis-server PATH): %w", name, err)
+	}
+	return p, nil
+}
