@@ -78,3 +78,19 @@ func upstreamGrowth(n, need int) int {
 	}
 	return max(2*n, 4<<10)
 }
+
+// bigDecode reports whether the reply of cl is a frame that decodes to
+// 1 MiB or more: the upstream reader leaves it to the client's writer, so
+// that other clients' replies are not held up behind the decoding.
+func bigDecode(cl *call) bool {
+	r := cl.reply
+	if len(r) == 0 || r[0] != '$' || cl.kind == shapeNone || cl.local {
+		return false
+	}
+	i := bytes.IndexByte(r[:min(len(r), 24)], '\n')
+	if i < 0 || !codec.IsFramed(r[i+1:]) {
+		return false
+	}
+	h, err := codec.ParseHeader(r[i+1:])
+	return err == nil && h.OriginalLen >= handOverReply
+}

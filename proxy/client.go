@@ -44,6 +44,10 @@ type client struct {
 	// replyEst estimates the size of the client's replies, for its window
 	// of commands in flight (memory.go); 0 before the first reply.
 	replyEst atomic.Int64
+	// writing is the bytes of output the writer is writing now; expected
+	// the part of held that commands in flight reserved (memory.go).
+	writing  atomic.Int64
+	expected atomic.Int64
 
 	pinMu  sync.Mutex // guards pinned for forceClose
 	pinned *upConn
@@ -1100,10 +1104,11 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	}
 	if cl != nil {
 		held := max(int64(len(c.req)-reqMark), c.expectedReply())
-		cl.held = held
+		cl.held, cl.reserved = held, held
 		c.batch = append(c.batch, cl)
 		c.enqueue(cl) // the writer owns cl from here on
 		c.hold(held)
+		c.expect(held)
 	}
 	if info.flags&flagHello != 0 && cl != nil {
 		// The protocol changes only if HELLO succeeds (HELLO 3 AUTH with a
@@ -1243,6 +1248,9 @@ func (c *client) emit(rw *rewriter, cl *call, now *time.Time) bool {
 	} else if cl.err != nil {
 		c.s.metrics.upstreamError("reply")
 		c.out = resp.AppendError(c.out, "ERR squeeze: upstream: "+cl.err.Error())
+	} else if c.broken && !destructive(cl.cmd) && cl.kind != shapeExec {
+		// The client is gone: nothing to write, and no value to decode
+		// (a destructive read is still decoded: see quarantine.go).
 	} else {
 		c.out = rw.appendReply(c.out, cl)
 	}
@@ -1262,6 +1270,9 @@ func (c *client) emit(rw *rewriter, cl *call, now *time.Time) bool {
 	c.notePin(cl.pinSeq)
 	if cl.owner != nil {
 		c.hold(-cl.held)
+		if cl.reserved != 0 { // no reply came (a failure, a local reply)
+			c.expect(-cl.reserved)
+		}
 	}
 	closeAfter := cl.close
 	if cl.seq != 0 {
@@ -1307,8 +1318,10 @@ func (c *client) writeDirect(rw *rewriter) bool {
 			cl = c.queue[c.qhead]
 		}
 		c.qmu.Unlock()
-		if cl == nil || !cl.ready.Load() || cl.close || cl.cmd == "HELLO" || len(cl.reply) >= handOverReply {
-			break // large replies: the writer goroutine writes them from their buffer
+		if cl == nil || !cl.ready.Load() || cl.close || cl.cmd == "HELLO" || len(cl.reply) >= handOverReply || bigDecode(cl) {
+			// Large replies: the writer goroutine writes them from their
+			// buffer, or decodes them, while this reader goes on.
+			break
 		}
 		c.pop()
 		c.emit(rw, cl, &now)
@@ -1357,14 +1370,17 @@ func (c *client) writeLoop() {
 			// socket takes it (memory.go).
 			n := int64(len(c.out))
 			c.hold(n)
+			c.writing.Store(n)
 			if _, err := c.nc.Write(c.out); err != nil {
 				c.broken = true
 				c.abort() // ends the reader
 			}
+			c.writing.Store(0)
 			c.hold(-n)
 		}
 		c.out = c.out[:0]
 		if cap(c.out) > 1<<20 {
+			putBig(c.out) // only the writer held it
 			c.out = nil
 		}
 	}

@@ -43,12 +43,12 @@ import (
 // Replies cannot be refused once their requests are sent, and on a shared
 // connection they come in order: a client's 300 pipelined GETs of 8 MiB
 // would put 2.4 GB in front of every other client's next reply. So each
-// client also has a window of commands in flight sized by the replies it
-// gets (replyWindow): MaxReplyBytes divided by an estimate of its reply
-// size (the largest recent one, decaying by an eighth per reply), between
-// 1 and MaxInFlight. A new client starts as if its replies were
-// MaxReplyBytes/16 long: 16 commands in flight until its replies show
-// they are small.
+// client also has a window of commands in flight sized by its replies
+// (replyWindow): inFlightBudget (MaxReplyBytes, at most 16 MiB) divided by
+// an estimate of its reply size (the largest recent one, halved by each
+// reply after it), between 1 and MaxInFlight. A new client starts as if
+// its replies were a quarter of the budget: 4 commands in flight, doubling
+// with each round of small replies, as TCP's slow start does.
 
 // minOtherHeld is what a client may hold besides one reply without the
 // hard limit applying: small requests and replies in flight.
@@ -60,26 +60,35 @@ func (c *client) hold(n int64) {
 	c.s.heldTotal.Add(n)
 }
 
+// expect counts n more (or fewer) bytes of the held ones as expected: a
+// command's reservation until its reply arrives. The hard bounds act on
+// what is held in fact, the windows on what is held and expected.
+func (c *client) expect(n int64) {
+	c.expected.Add(n)
+	c.s.expectedTotal.Add(n)
+}
+
 // noteReply updates the client's reply size estimate with a reply of n
 // bytes. Only the reader of the connection that carries the client's
 // replies calls it.
 func (c *client) noteReply(n int64) {
-	est := c.replyEst.Load()
-	est -= est / 8
-	c.replyEst.Store(max(est, n, 1))
+	c.replyEst.Store(max(c.expectedReply()/2, n, 1))
 }
+
+// inFlightBudget is the reply bytes a client may have on their way.
+func (s *Server) inFlightBudget() int64 { return min(s.maxReplyBytes(), 16<<20) }
 
 // expectedReply is the size the client's next reply is expected to have.
 func (c *client) expectedReply() int64 {
 	if est := c.replyEst.Load(); est > 0 {
 		return est
 	}
-	return c.s.maxReplyBytes() / 16
+	return c.s.inFlightBudget() / 4
 }
 
 // replyWindow is how many commands the client may have in flight.
 func (c *client) replyWindow() int {
-	return int(min(max(c.s.maxReplyBytes()/c.expectedReply(), 1), int64(c.s.maxInFlight())))
+	return int(min(max(c.s.inFlightBudget()/c.expectedReply(), 1), int64(c.s.maxInFlight())))
 }
 
 // clientBufferLimit is the hard per-client bound (see ClientBufferLimit).
@@ -109,10 +118,12 @@ func (s *Server) HeldBytes() int64 { return s.heldTotal.Load() }
 // hard limit, and the client that holds the most if the process is past
 // MaxMemory.
 func (s *Server) checkLimits(o *client, own int64) {
-	if h := o.held.Load(); h > s.clientBufferLimit() && h-own >= minOtherHeld {
+	// The reply being written (a value decoded to its full size, say) is
+	// the one that is never cut, as is the one that just came.
+	if h := o.held.Load() - o.expected.Load(); h > s.clientBufferLimit() && h-own-o.writing.Load() >= minOtherHeld {
 		o.drop("client-buffer-limit", h)
 	}
-	if s.MaxMemory > 0 && s.heldTotal.Load() > s.MaxMemory {
+	if s.MaxMemory > 0 && s.heldTotal.Load()-s.expectedTotal.Load() > s.MaxMemory {
 		s.shed()
 	}
 }
@@ -128,7 +139,7 @@ func (s *Server) shed() {
 	var most int64
 	s.mu.Lock()
 	for c := range s.clients {
-		if h := c.held.Load(); h > most && !c.aborted.Load() && c.queued() > 1 {
+		if h := c.held.Load() - c.expected.Load(); h > most && !c.aborted.Load() && c.queued() > 1 {
 			worst, most = c, h
 		}
 	}

@@ -45,9 +45,9 @@ func sampleHeld(s *Server) (peak func() int64, stop func()) {
 func waitHeldZero(t *testing.T, s *Server) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for s.HeldBytes() != 0 {
+	for s.HeldBytes() != 0 || s.expectedTotal.Load() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the proxy still counts %d bytes held with no command in flight", s.HeldBytes())
+			t.Fatalf("the proxy still counts %d bytes held, %d expected, with no command in flight", s.HeldBytes(), s.expectedTotal.Load())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

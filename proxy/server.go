@@ -173,8 +173,9 @@ type Server struct {
 
 	// heldTotal is the bytes held for all clients (see memory.go);
 	// shedding: a reader is closing the client that holds the most.
-	heldTotal atomic.Int64
-	shedding  atomic.Bool
+	heldTotal     atomic.Int64
+	expectedTotal atomic.Int64
+	shedding      atomic.Bool
 }
 
 // maxBulk is the bulk length limit in force for clients (see MaxBulk).

@@ -270,6 +270,9 @@ type call struct {
 	// held is the bytes counted against the owner for this call (its
 	// request, then its reply too), given back when the reply is written.
 	held int64
+	// reserved is the part of held that is the reservation made when the
+	// call was queued, until its reply arrives (memory.go).
+	reserved int64
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -297,7 +300,7 @@ func (c *call) release() {
 	c.reply, c.err, c.kind, c.tx, c.cmd, c.cmdID, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", 0, false, false, 0, 0
 	c.txNames = c.txNames[:0]
 	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify, c.owner, c.onFinish, c.deferPushes, c.connLost, c.authUser, c.held = nil, nil, nil, false, false, nil, 0
+	c.notify, c.owner, c.onFinish, c.deferPushes, c.connLost, c.authUser, c.held, c.reserved = nil, nil, nil, false, false, nil, 0, 0
 	c.ready.Store(false)
 	callPool.Put(c)
 }
@@ -866,7 +869,8 @@ func (c *upConn) readLoop() {
 			// The reply now counts instead of the request (memory.go).
 			n := int64(len(cl.reply))
 			o.hold(n - cl.held)
-			cl.held = n
+			o.expect(-cl.reserved)
+			cl.held, cl.reserved = n, 0
 			o.noteReply(n)
 			o.s.checkLimits(o, n)
 		}
