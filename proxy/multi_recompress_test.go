@@ -201,7 +201,8 @@ func TestProxy_MultiAppendHeavy(t *testing.T) {
 			c.do("MULTI")
 			var lens []string
 			for j := range each {
-				rec := fmt.Sprintf(`{"seq":%06d,"kind":"page_view","path":"/docs/guide/proxy.md","ok":true},`, b*each+j)
+				n := b*each + j // the records of TestProxy_AppendHeavy
+				rec := fmt.Sprintf(`{"seq":%06d,"kind":"page_view","path":"/docs/guide/proxy.md","agent":"squeeze-test","ms":%03d,"ok":true},`, n, n%997)
 				rec = (rec + strings.Repeat(" ", 200))[:200]
 				want.WriteString(rec)
 				lens = append(lens, ":"+strconv.Itoa(want.Len())+"\r\n")
@@ -346,5 +347,35 @@ func TestProxy_MultiRecompressResp3Tracking(t *testing.T) {
 	want := bulkValue(t, got[0][9])
 	if v := storedDecoded(t, e, "doc"); string(v) != string(want) {
 		t.Errorf("doc decodes to %d bytes that differ from Redis's %d", len(v), len(want))
+	}
+}
+
+// BenchmarkMultiAppend measures one transaction of 10 APPENDs of 200 bytes
+// to a compressed 20 kB JSON value (SET again before each, so the value
+// does not grow with b.N), through the proxy against a real redis-server:
+// the queued scripts, EXEC and the recompression after it. Compare runs
+// side by side (benchstat).
+//
+//	go test ./proxy -run '^$' -bench MultiAppend -count 6
+func BenchmarkMultiAppend(b *testing.B) {
+	e := startEnv(b, withMinSize(64))
+	c := dialRaw(b, e.addr)
+	doc := compressible(20000, 1)
+	rec := strings.Repeat(`{"kind":"page_view","ok":true},`, 7)[:200]
+	cmds := [][]string{{"SET", "doc", doc}, {"MULTI"}}
+	for range 10 {
+		cmds = append(cmds, []string{"APPEND", "doc", rec})
+	}
+	cmds = append(cmds, []string{"EXEC"})
+	b.ResetTimer()
+	for range b.N {
+		c.send(cmds...)
+		var last string
+		for range cmds {
+			last = c.read()
+		}
+		if !strings.HasPrefix(last, "*10\r\n:20200\r\n") {
+			b.Fatalf("EXEC = %.60q", last)
+		}
 	}
 }
