@@ -86,6 +86,10 @@ type client struct {
 	replyOff  bool        // CLIENT REPLY OFF
 	skip      int         // CLIENT REPLY SKIP: commands whose reply Redis skips
 
+	// txRaw: the writes of the open transaction that may leave values raw,
+	// recompressed after EXEC (recompress.go).
+	txRaw txRecompress
+
 	rbuf   []byte
 	readAt time.Time // when the commands in rbuf were read (with metrics on)
 	// authed: the private connection is authenticated (Server.RequireAuth;
@@ -1021,6 +1025,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	}
 	queued := c.inMulti && info.flags&flagNotQueued == 0
 	if queued {
+		c.txRaw.note(c.s, len(c.tx), info, args)
 		c.tx, c.txNames = append(c.tx, kind), append(c.txNames, info.name)
 		kind = shapeNone // the reply now is +QUEUED
 	}
@@ -1058,6 +1063,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			c.txDB = c.db
 		}
 		c.inMulti, c.tx, c.txNames, c.txSets, c.txCopies = true, c.tx[:0], c.txNames[:0], nil, nil
+		c.txRaw.reset()
 	case info.flags&flagExec != 0:
 		if cl != nil && c.inMulti {
 			cl.tx = append(cl.tx[:0], c.tx...)
@@ -1088,6 +1094,10 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		}
 	}
 	reqMark := len(c.req)
+	var owed *execRecompress // recompression after EXEC (recompress.go)
+	if info.flags&flagExec != 0 && cl != nil && len(cl.tx) > 0 {
+		owed = c.txRaw.arm(cl, len(cl.tx), c.dbQueued)
+	}
 	if info.flags&flagInspect != 0 {
 		// Commands before MULTI must have run before probing the keys.
 		c.flush()
@@ -1155,6 +1165,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.authed, c.db = false, c.s.up.DB
 		c.user.Store(nil)
 		c.restoreSetup(c.s.connSetup(!c.s.RequireAuth, c.s.up.DB))
+	}
+	if owed != nil {
+		c.recompressAfterExec(owed)
 	}
 	return true
 }
