@@ -10,6 +10,9 @@
 # Each measurement alternates direct and proxied runs ROUNDS times and takes
 # the median rate, because a shared 2-core machine is noisy.
 #
+# Large values (0.1-10 MB), with twemproxy as a second column: bash
+# scripts/bench-large.sh (issue 21's size sweep).
+#
 # Usage: bash scripts/bench-proxy.sh            (N=200000 ROUNDS=3)
 #        N=50000 ROUNDS=1 bash scripts/bench-proxy.sh   (quick look)
 #        DOC=path/to/doc.json bash scripts/bench-proxy.sh
