@@ -94,3 +94,15 @@ func bigDecode(cl *call) bool {
 	h, err := codec.ParseHeader(r[i+1:])
 	return err == nil && h.OriginalLen >= handOverReply
 }
+
+// appendBig appends src to dst, which the caller owns alone: when that
+// takes 1 MiB or more of room dst has not, the bytes move to a reused
+// buffer and dst's goes back to the pool.
+func appendBig(dst, src []byte) []byte {
+	if need := len(dst) + len(src); need > cap(dst) && need >= 1<<minBigClass {
+		nb := append(getBig(need), dst...)
+		putBig(dst)
+		dst = nb
+	}
+	return append(dst, src...)
+}

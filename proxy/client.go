@@ -431,8 +431,9 @@ func (c *client) growRead() {
 	if len(c.rbuf) < cap(c.rbuf) {
 		return
 	}
-	nb := make([]byte, len(c.rbuf), readGrowth(len(c.rbuf), resp.PendingBulkEnd(c.rbuf)))
+	nb := getBig(readGrowth(len(c.rbuf), resp.PendingBulkEnd(c.rbuf)))[:len(c.rbuf)]
 	copy(nb, c.rbuf)
+	putBig(c.rbuf) // between two runs of process: no argument points into it
 	c.rbuf = nb
 }
 
@@ -726,6 +727,7 @@ func (c *client) flush() {
 	c.batch = c.batch[:0]
 	c.req = c.req[:0]
 	if cap(c.req) > 1<<20 {
+		putBig(c.req) // sent: the connection wrote it or copied it
 		c.req = nil
 	}
 }
@@ -1110,6 +1112,10 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	} else if by, alpha, patterns, ok := sortNeedsCheck(info, args); ok {
 		c.req = appendSortCheck(c.req, by, alpha, patterns, args)
 	} else {
+		if m := len(c.rbuf); m >= 1<<20 && cap(c.req)-len(c.req) < m {
+			// A large command: room for it from the reused buffers.
+			c.req = append(getBig(len(c.req)+m), c.req...)
+		}
 		c.req = c.rw.appendRequest(c.req, info, args)
 	}
 	if cl != nil {

@@ -640,7 +640,7 @@ func (c *upConn) send(req []byte, calls []*call) {
 		}
 	}
 	if c.writing || (c.onPush == nil && c.awaiting.Load() > c.queued) {
-		c.wbuf = append(c.wbuf, req...)
+		c.wbuf = appendBig(c.wbuf, req)
 		c.queued += int64(len(calls))
 		c.awaiting.Add(int64(len(calls)))
 		c.mu.Unlock()
@@ -662,7 +662,7 @@ func (c *upConn) send(req []byte, calls []*call) {
 			return
 		}
 	} else {
-		c.wbuf = append(c.wbuf, req...)
+		c.wbuf = appendBig(c.wbuf, req)
 	}
 	c.writeQueued()
 }
@@ -681,6 +681,8 @@ func (c *upConn) writeQueued() {
 		c.inWrite = false
 		if cap(buf) <= 1<<20 {
 			c.spare = buf[:0]
+		} else {
+			putBig(buf) // written: nothing else points into it
 		}
 		if err != nil {
 			c.writing = false
