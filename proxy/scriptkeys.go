@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/internal/luaguard"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -31,12 +32,7 @@ const scriptPrefixRefresh = 10 * time.Second
 
 // ScriptPrefix returns the prefix a key used by a script stands for: the
 // key up to and including its last ':', or the whole key without one.
-func ScriptPrefix(key []byte) []byte {
-	if i := bytes.LastIndexByte(key, ':'); i >= 0 {
-		return key[:i+1]
-	}
-	return key
-}
+func ScriptPrefix(key []byte) []byte { return luaguard.Prefix(key) }
 
 // scriptKeys is what the proxy knows about the keys scripts use.
 type scriptKeys struct {

@@ -5,53 +5,12 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/squeeze-kv/squeeze/internal/luaguard"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
-// plainScript turns the frames at its keys back into the plain values they
-// encode, with compare-and-set: ARGV[1] 'S' carries ARGV[2] candidates of
-// five arguments (key, kind, field or index, frame, decoded value), each
-// written only where the key still holds that very frame (a string with SET
-// KEEPTTL; a hash field with HSET, its own expiry kept; a list element with
-// LSET). Then, and for 'P' at once, it looks at every key and returns the
-// frames left, as {magic, key, kind, where, frame, ...}, at most
-// maxPlainBatch of them, or 'OK' when there are none. Streams, sets and
-// sorted sets are left as they are: their entries or members cannot be
-// replaced in place (the proxy does not compress set members).
-const plainScript = `local function framed(v) return type(v) == 'string' and string.sub(v, 1, 3) == '\193SQ' end
-if ARGV[1] == 'S' then
-  for i = 0, tonumber(ARGV[2]) - 1 do
-    local k, kind, at, f, d = ARGV[3+5*i], ARGV[4+5*i], ARGV[5+5*i], ARGV[6+5*i], ARGV[7+5*i]
-    if kind == 's' then
-      if redis.pcall('GET', k) == f then redis.call('SET', k, d, 'KEEPTTL') end
-    elseif kind == 'h' then
-      if redis.pcall('HGET', k, at) == f then
-        local t = redis.pcall('HPEXPIRETIME', k, 'FIELDS', 1, at)
-        redis.call('HSET', k, at, d)
-        if type(t) == 'table' and type(t[1]) == 'number' and t[1] > 0 then redis.call('HPEXPIREAT', k, t[1], 'FIELDS', 1, at) end
-      end
-    elseif kind == 'l' then
-      if redis.pcall('LINDEX', k, at) == f then redis.call('LSET', k, at, d) end
-    end
-  end
-end
-local out, max = {'\193SQ'}, tonumber(ARGV[#ARGV])
-local function add(k, kind, at, v) if #out < 1 + 4*max then out[#out+1] = k; out[#out+1] = kind; out[#out+1] = at; out[#out+1] = v end end
-for _, k in ipairs(KEYS) do
-  local t = redis.call('TYPE', k).ok
-  if t == 'string' then
-    local v = redis.call('GET', k)
-    if framed(v) then add(k, 's', '', v) end
-  elseif t == 'hash' then
-    local all = redis.call('HGETALL', k)
-    for i = 1, #all, 2 do if framed(all[i+1]) then add(k, 'h', all[i], all[i+1]) end end
-  elseif t == 'list' then
-    local all = redis.call('LRANGE', k, 0, -1)
-    for i, v in ipairs(all) do if framed(v) then add(k, 'l', tostring(i-1), v) end end
-  end
-end
-if #out == 1 then return 'OK' end
-return out`
+// plainScript is luaguard.PlainScript, run by the proxy.
+const plainScript = luaguard.PlainScript
 
 var plainSHA = scriptSHA(plainScript)
 
@@ -208,7 +167,7 @@ func (s *Server) scriptArgs(info *cmdInfo, args [][]byte) (out [][]byte, origSHA
 	case len(args) >= 3 && is(args[0], "FUNCTION") && is(args[1], "LOAD"):
 		out = append([][]byte(nil), args...)
 		last := len(out) - 1 // FUNCTION LOAD [REPLACE] code
-		out[last] = wrapScript(args[last], functionPrologue)
+		out[last] = luaguard.Wrap(args[last], luaguard.FunctionPrologue)
 		return out, ""
 	}
 	return args, ""
@@ -246,7 +205,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 			}
 			return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: upstream: "+err.Error()))
 		}
-		if ok && attempt < maxInspectRetries && bytes.HasPrefix(r.reply, []byte(scriptFrameErr)) && bytes.Contains(r.reply, []byte(scriptRetryable)) {
+		if ok && attempt < maxInspectRetries && bytes.HasPrefix(r.reply, []byte(luaguard.FrameErr)) && bytes.Contains(r.reply, []byte(luaguard.Retryable)) {
 			c.s.scriptKeys.setClean(keys, false)
 			if e := c.prepareScript(keys, c.roundtripScript); e != nil {
 				r.release()

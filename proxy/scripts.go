@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"sync"
+
+	"github.com/squeeze-kv/squeeze/internal/luaguard"
 )
 
 // Lua scripts and compressed values (issue 22).
@@ -13,7 +15,7 @@ import (
 // (see docs/ARCHITECTURE.md, "Scripts"):
 //
 //   - Every script it forwards (EVAL, EVAL_RO, SCRIPT LOAD, FUNCTION LOAD)
-//     gets a prologue (guardPrologue) that shadows redis with a local table
+//     gets a prologue (luaguard.EvalPrologue) that shadows redis with a local table
 //     whose call and pcall check what the real ones return: a string that
 //     begins with the frame magic, alone or inside an array, raises a
 //     script error naming the key instead of reaching the script.
@@ -27,66 +29,6 @@ import (
 // The prologue is one line, put in front of the script's first line (after
 // the #! line, which must stay first), so that line numbers in Redis's
 // error messages stay those of the script as the client wrote it.
-
-// guardBody is the prologue's shared part. It is a function of the real
-// redis table, the keys the script declares (a function returning them),
-// and returns the shadow. A command outside readOnlyCommands counts as a
-// write: after one, a frame read at a declared key cannot be undone by
-// decoding and running the script again, and the error says so.
-const guardBody = `local wrote, ro = false, ' get mget strlen getrange substr exists type ttl pttl expiretime pexpiretime hget hmget hgetall hvals hkeys hexists hlen hstrlen hrandfield hscan lrange lindex llen lpos smembers sismember smismember scard srandmember sscan zscore zmscore zrange zrangebyscore zrangebylex zrevrange zrevrangebyscore zrevrangebylex zrank zrevrank zcard zcount zlexcount zscan zrandmember xrange xrevrange xlen xread xinfo xpending object scan keys dbsize time echo ping getbit bitcount bitpos bitfield_ro lcs dump randomkey sunion sinter sintercard sdiff zunion zinter zdiff zintercard hpexpiretime httl hpttl hexpiretime touch memory '; ` +
-	`local function declared(k) for _, d in ipairs(keys()) do if d == k then return true end end return false end; ` +
-	`local function fail(k, w) k = tostring(k); ` +
-	`if not declared(k) then error({err = 'ERR squeeze: script read a compressed value at ' .. k .. ', which it does not declare in KEYS: declare every key a script reads, so that the proxy decodes it before the script runs'}) end; ` +
-	`if w then error({err = 'ERR squeeze: script read a compressed value at declared key ' .. k .. ' after writing: the proxy decodes declared keys before a script runs; run it again through the proxy outside MULTI'}) end; ` +
-	`error({err = 'ERR squeeze: script read a compressed value at declared key ' .. k .. ' before writing: the proxy decodes declared keys before a script runs; run it again through the proxy outside MULTI'}) end; ` +
-	`local function check(v, key, depth, w) if type(v) == 'string' then if string.sub(v, 1, 3) == '\193SQ' then fail(key, w) end elseif type(v) == 'table' and depth < 4 and v.err == nil then for _, e in pairs(v) do check(e, key, depth + 1, w) end end end; ` +
-	`local function guard(f) return function(...) local name = string.lower(tostring((...))); local w = wrote or not string.find(ro, ' ' .. name .. ' ', 1, true); if w then wrote = true end; local r = f(...); ` +
-	`if name == 'mget' and type(r) == 'table' then for i, e in ipairs(r) do check(e, select(i + 1, ...), 3, w) end else check(r, select(2, ...), 0, w) end; return r end end; `
-
-// evalPrologue is the prologue of an EVAL script: its keys are KEYS.
-const evalPrologue = `local redis = (function(real, keys) ` + guardBody +
-	`return setmetatable({call = guard(real.call), pcall = guard(real.pcall)}, {__index = real}) end)(redis, function() return KEYS end); `
-
-// functionPrologue is the prologue of a FUNCTION LOAD library: each
-// registered function's keys are those FCALL passed it, so register_function
-// wraps the callback to note them (and to start each call with no write).
-// While the library loads, Redis lets it reach no global but redis (not
-// even type or setmetatable), so what needs them runs in the callbacks;
-// the fields a library may use while it loads are copied, and the redis
-// of the calls is the global one at the first call (the one the library
-// loaded with has no call).
-const functionPrologue = `local redis = (function(real) local current, shadow, ready = {}, {}, false; local function keys() return current end; ` + guardBody +
-	`local gcall, gpcall; local function wrap(fn) return function(k, a) if not ready then real = redis; gcall, gpcall = guard(real.call), guard(real.pcall); setmetatable(shadow, {__index = real}); ready = true end; current, wrote = k, false; return fn(k, a) end end; ` +
-	`shadow.call = function(...) return gcall(...) end; shadow.pcall = function(...) return gpcall(...) end; ` +
-	`shadow.log, shadow.LOG_DEBUG, shadow.LOG_VERBOSE, shadow.LOG_NOTICE, shadow.LOG_WARNING = real.log, real.LOG_DEBUG, real.LOG_VERBOSE, real.LOG_NOTICE, real.LOG_WARNING; ` +
-	`shadow.REDIS_VERSION, shadow.REDIS_VERSION_NUM = real.REDIS_VERSION, real.REDIS_VERSION_NUM; ` +
-	`shadow.register_function = function(a, b) if b == nil and a ~= nil and a.callback ~= nil then a.callback = wrap(a.callback); return real.register_function(a) end; ` +
-	`if b ~= nil then b = wrap(b) end; return real.register_function(a, b) end; ` +
-	`return shadow end)(redis); `
-
-// Error texts of the prologue the proxy reads (see runScript).
-const (
-	scriptFrameErr  = "-ERR squeeze: script read a compressed value at "
-	scriptRetryable = " before writing: "
-)
-
-// wrapScript returns body with prologue inserted after its #! line, if it
-// has one, else in front of its first line.
-func wrapScript(body []byte, prologue string) []byte {
-	out := make([]byte, 0, len(body)+len(prologue))
-	if bytes.HasPrefix(body, []byte("#!")) {
-		nl := bytes.IndexByte(body, '\n')
-		if nl < 0 {
-			// A shebang line alone: Redis's own error (or an empty script)
-			// is the reply; nothing to guard.
-			return append(out, body...)
-		}
-		out = append(out, body[:nl+1]...)
-		body = body[nl+1:]
-	}
-	out = append(out, prologue...)
-	return append(out, body...)
-}
 
 // maxScriptSHAs bounds the map from the SHA-1 a client knows to the one
 // Redis knows: past it, it is emptied (a client's EVALSHA then gets Redis's
@@ -104,7 +46,7 @@ type scriptSHAs struct {
 // wrap returns the wrapped form of an EVAL script or SCRIPT LOAD body, and
 // notes both SHA-1s.
 func (m *scriptSHAs) wrap(body []byte) (wrapped []byte, origSHA, wrappedSHA string) {
-	wrapped = wrapScript(body, evalPrologue)
+	wrapped = luaguard.Wrap(body, luaguard.EvalPrologue)
 	origSHA, wrappedSHA = scriptSHA(string(body)), scriptSHA(string(wrapped))
 	m.mu.RLock()
 	known := m.wrapped[origSHA] == wrappedSHA

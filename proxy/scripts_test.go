@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/internal/luaguard"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -266,7 +267,7 @@ func TestScripts_SHAs(t *testing.T) {
 		}
 	}
 	got := p.do("EVAL", "error('boom')", "0")
-	if !strings.Contains(got, "boom") || strings.Contains(got, scriptSHA(string(wrapScript([]byte("error('boom')"), evalPrologue)))) {
+	if !strings.Contains(got, "boom") || strings.Contains(got, scriptSHA(string(luaguard.Wrap([]byte("error('boom')"), luaguard.EvalPrologue)))) {
 		t.Fatalf("error = %q: want Redis's, without the wrapped script's SHA-1", got)
 	}
 }
@@ -351,7 +352,7 @@ func TestWrapScript(t *testing.T) {
 		{"", "P;"},
 	}
 	for _, tc := range tests {
-		if got := string(wrapScript([]byte(tc.in), "P;")); got != tc.want {
+		if got := string(luaguard.Wrap([]byte(tc.in), "P;")); got != tc.want {
 			t.Errorf("wrapScript(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
