@@ -85,7 +85,8 @@ type Server struct {
 	// failing other clients' commands in flight on it).
 	MaxBulk int64
 	// RejectScripts makes EVAL, EVALSHA, FCALL and their _RO forms fail with
-	// an error, for teams that do not want scripts to see compressed bytes.
+	// an error, for teams that prefer a refusal to the handling of scripts
+	// described in scripts.go.
 	RejectScripts bool
 	// scriptSHAs and scriptKeys: what the proxy knows of the scripts it
 	// forwards and of the keys they use (scripts.go, scriptkeys.go).
