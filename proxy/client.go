@@ -304,7 +304,7 @@ func (c *client) loopSafe(info *cmdInfo, args [][]byte) bool {
 // a script after a round trip.
 func (c *client) mustWait(info *cmdInfo, args [][]byte) bool {
 	return info.flags&(flagInspect|flagHello) != 0 || needsPin(info, args) || c.exactListSearch(info, args) ||
-		(!c.s.RejectScripts && (info.flags&flagScript != 0 || isScriptAdmin(args)))
+		(!c.s.RejectScripts && (info.flags&flagScript != 0 || isScriptAdmin(args)) && !c.s.scriptFast(info, args))
 }
 
 // hasRoom reports whether the reply queue may take one more call: fewer
@@ -933,9 +933,16 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.enqueue(cl)
 		return true
 	}
+	var fastScriptKeys [][]byte
+	fastScript := false
 	if !c.s.RejectScripts && (info.flags&flagScript != 0 || isScriptAdmin(args)) {
 		// Scripts: see scripts.go.
-		if !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
+		fast := c.s.scriptFast(info, args)
+		if fast && !c.inMulti {
+			fastScript = true
+			fastScriptKeys, _ = scriptKeysOf(args)
+		}
+		if !fast && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
 			cl := c.runScript(info, args)
 			cl.start = start
 			c.enqueue(cl)
@@ -1097,6 +1104,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.req = appendSortCheck(c.req, by, alpha, patterns, args)
 	} else {
 		c.req = c.rw.appendRequest(c.req, info, args)
+	}
+	if cl != nil && fastScript {
+		c.s.noteFastScript(cl, fastScriptKeys)
 	}
 	if cl != nil {
 		c.batch = append(c.batch, cl)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/squeeze-kv/squeeze/internal/luaguard"
@@ -240,4 +241,44 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) []byte {
 		return resp.AppendError(nil, "ERR squeeze: decoding the script's keys: upstream: "+err.Error())
 	}
 	return c.prepareScript(keys, func(req []byte) *call { return roundtripOn(up, req) })
+}
+
+// scriptFast reports whether a script command needs no round trip first:
+// EVAL, EVALSHA or FCALL whose declared keys are all known clean (none, or
+// made plain before, under prefixes kept plain). It then goes upstream with
+// the others, in the pipeline; if the prologue still finds a frame at a
+// declared key (a writer that compresses them, such as another proxy that
+// has not read the prefixes yet), the client gets its error, and the keys
+// are made plain before the next script that declares them (noteFastScript).
+func (s *Server) scriptFast(info *cmdInfo, args [][]byte) bool {
+	if info.flags&flagScript == 0 {
+		return false
+	}
+	keys, ok := scriptKeysOf(args)
+	if !ok {
+		return false
+	}
+	return len(keys) == 0 || len(s.scriptKeys.dirty(keys)) == 0
+}
+
+// noteFastScript makes the keys of a script sent on the fast path count as
+// not clean again when its reply is the prologue's error about one of them,
+// and names the client's SHA-1 in an error reply (scriptSHAs.toClient).
+func (s *Server) noteFastScript(cl *call, keys [][]byte) {
+	keys = slices.Clone(keys)
+	for i := range keys {
+		keys[i] = bytes.Clone(keys[i])
+	}
+	prev := cl.onFinish
+	cl.onFinish = func() {
+		if len(cl.reply) > 0 && cl.reply[0] == '-' {
+			if bytes.HasPrefix(cl.reply, []byte(luaguard.FrameErr)) {
+				s.scriptKeys.setClean(keys, false)
+			}
+			cl.reply = s.scriptSHAs.toClient(cl.reply)
+		}
+		if prev != nil {
+			prev()
+		}
+	}
 }

@@ -358,3 +358,33 @@ func TestWrapScript(t *testing.T) {
 	}
 	_ = resp.AppendBulk
 }
+
+// TestScripts_FrameFromAnotherWriter: a key the proxy made plain, then
+// compressed again by another writer (here: the frame written directly):
+// the script sent on the fast path gets the prologue's error, never the
+// frame, and the next one runs on the value.
+func TestScripts_FrameFromAnotherWriter(t *testing.T) {
+	e := startEnv(t)
+	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	v := compressible(300, 9)
+	const get = "return redis.call('GET', KEYS[1])"
+	p.do("SET", "shared:a", v)
+	if got := p.do("EVAL", get, "1", "shared:a"); got != bulk(v) {
+		t.Fatalf("first EVAL = %.60q", got)
+	}
+	// Another writer stores a frame: take one the proxy makes elsewhere.
+	p.do("SET", "elsewhere:a", v)
+	frame := direct.do("GET", "elsewhere:a")
+	fv, _, err := resp.ReadValue([]byte(frame))
+	if err != nil || !strings.HasPrefix(string(fv.Str), string(magic)) {
+		t.Fatalf("no frame to copy: %.40q", frame)
+	}
+	direct.do("SET", "shared:a", string(fv.Str))
+	got := p.do("EVAL", get, "1", "shared:a")
+	if !strings.HasPrefix(got, "-ERR squeeze: script read a compressed value at declared key shared:a before writing") {
+		t.Fatalf("EVAL on the new frame = %.120q, want the prologue's error", got)
+	}
+	if got := p.do("EVAL", get, "1", "shared:a"); got != bulk(v) {
+		t.Fatalf("EVAL after = %.60q, want the value", got)
+	}
+}
