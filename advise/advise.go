@@ -143,6 +143,26 @@ type Report struct {
 	// prefixes whose advice differs from Overall's their own codec and
 	// min size (see ProxyRules).
 	ProxyRules []string `json:"proxy_rules"`
+	// ScriptPrefixes are the key prefixes scripts use, as squeeze proxy
+	// and the go-redis hook keep them in ScriptPrefixesKey: values under
+	// them are stored as written (scripts compare and copy their bytes),
+	// whatever the advice, and squeeze compact skips them.
+	ScriptPrefixes []string `json:"script_prefixes"`
+}
+
+// ScriptPrefixesKey is the set of the key prefixes scripts use (see
+// Report.ScriptPrefixes).
+const ScriptPrefixesKey = "squeeze:script-prefixes"
+
+// ScriptUsed reports whether the advise prefix p overlaps a prefix scripts
+// use: one of them begins with the other.
+func ScriptUsed(p string, scriptPrefixes []string) bool {
+	for _, sp := range scriptPrefixes {
+		if strings.HasPrefix(sp, p) || strings.HasPrefix(p, sp) {
+			return true
+		}
+	}
+	return false
 }
 
 // ProxyRules returns the squeeze proxy --rule values
@@ -205,6 +225,9 @@ type Prefix struct {
 	Codecs      []CodecFit `json:"codecs"`
 	Dict        *DictFit   `json:"dict,omitempty"`
 	Advice      Advice     `json:"advice"`
+	// ScriptUsed: the prefix overlaps one scripts use (Report.ScriptPrefixes):
+	// values written there by scripts, or read by them, stay uncompressed.
+	ScriptUsed bool `json:"script_used,omitempty"`
 }
 
 // CodecFit is one candidate codec over a prefix's values.
@@ -278,6 +301,12 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 		return Report{}, err
 	}
 	var rep Report
+	sp, err := rdb.SMembers(ctx, ScriptPrefixesKey).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return rep, fmt.Errorf("advise: SMEMBERS %s: %w", ScriptPrefixesKey, err)
+	}
+	slices.Sort(sp)
+	rep.ScriptPrefixes = sp
 	groups := map[string]*group{}
 	sample := func(ctx context.Context, node redis.Cmdable, keys int) error {
 		return sampleNode(ctx, node, res, o, keys, &rep, groups)
@@ -308,6 +337,7 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 		}
 		p.Keys, p.Types, p.Framed, p.MemoryUsage = g.keys, g.types, g.framed, g.memory
 		p.StoredCodecs, p.Undecodable, p.UndecodableWhy = g.stored, g.bad, g.badWhy
+		p.ScriptUsed = ScriptUsed(name, rep.ScriptPrefixes)
 		rep.Prefixes = append(rep.Prefixes, p)
 		if o.Progress != nil {
 			o.Progress(i+1, len(names)+1)

@@ -42,9 +42,9 @@
 // ErrUnsupported, never answered wrong: STRLEN and HSTRLEN are served exactly
 // (from the frame header, atomically, with a small script), and so are
 // GETRANGE and SUBSTR (from the decoded value); APPEND, SETRANGE, the bit
-// commands, LCS, LINSERT, LREM, LPOS, SORT and scripts (EVAL, FCALL...) are
-// refused unless Config.Raw says every key they touch is stored uncompressed
-// (or, for scripts, Config.AllowScripts is set). SET and DELEX with IFEQ,
+// commands, LCS, LINSERT, LREM, LPOS and SORT are refused unless Config.Raw
+// says every key they touch is stored uncompressed. Scripts (EVAL, EVALSHA,
+// FCALL, redis.NewScript) run on values as written: see scripts.go. SET and DELEX with IFEQ,
 // IFNE, IFDEQ or IFDNE (Redis 8.4, Valkey 8.1), DIGEST (Redis 8.4) and
 // DELIFEQ (Valkey 9) are served exactly and atomically, inside a small
 // script that runs them on the value: as it is where it is stored raw, on
@@ -97,9 +97,10 @@ type Config struct {
 	// commands on them. Use it for keys that byte-level commands must see
 	// as they are, such as the series of the counters package.
 	Raw func(key string) bool
-	// AllowScripts lets EVAL, EVALSHA, FCALL and their _RO forms through
-	// even on keys that are not Raw. Scripts then see stored bytes, which
-	// may be compressed frames.
+	// AllowScripts sends EVAL, EVALSHA, FCALL and their _RO forms as they
+	// are: scripts then see stored bytes, which may be compressed frames.
+	// Without it the hook guards them (scripts.go): declared keys are made
+	// plain first, and a frame a script reads is an error.
 	AllowScripts bool
 	// Dictionaries resolves the zstd dictionaries that stored frames name:
 	// the first frame naming an id the hook does not know yet makes it load
@@ -164,6 +165,8 @@ type Hook struct {
 	dicts        *dictstore.Resolver
 	raw          func(string) bool
 	allowScripts bool
+	scripts      scriptState    // scripts.go
+	plainEnc     *codec.Encoder // keys scripts use: stored as written
 }
 
 var _ redis.Hook = (*Hook)(nil)
@@ -216,6 +219,11 @@ func NewHook(cfg Config) (*Hook, error) {
 		}
 		seen[r.Prefix] = true
 	}
+	plain, err := codec.NewEncoder(codec.MustParseAlgorithm("none"))
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	h.plainEnc = plain
 	h.rules = slices.Clone(cfg.Rules)
 	slices.SortStableFunc(h.rules, func(a, b Rule) int { return len(b.Prefix) - len(a.Prefix) })
 	if h.dec == nil {
@@ -253,6 +261,15 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if err != nil {
 			cmd.SetErr(err)
 			return err
+		}
+		if p.script {
+			if err := h.runScript(ctx, next, cmd, p); err != nil {
+				h.undo(cmd, p)
+				cmd.SetErr(err)
+				return err
+			}
+			h.finish(cmd, p)
+			return cmd.Err()
 		}
 		if p.guarded {
 			sub, err := h.runGuarded(ctx, next, cmd, p.sub)
@@ -296,6 +313,11 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 			}
 			p, err := h.prepare(ctx, cmd)
 			preps[i] = p
+			if p.script && len(p.scriptKeys) > 0 {
+				// No round trip here: the prefixes are kept, the frames
+				// at the keys are the prologue's error (scripts.go).
+				h.scripts.add(scriptPrefixes(p.scriptKeys))
+			}
 			if err != nil {
 				cmd.SetErr(err)
 				if refused == nil {
@@ -354,6 +376,11 @@ type prepared struct {
 	guarded  bool // runs inside guardScript: it compares or hashes the stored value
 	noDecode bool // the command's key is raw
 	rawIdx   []bool
+	// script: a script command (scripts.go), with the keys it declares;
+	// scriptSHA: the SHA-1 a SCRIPT LOAD answers, the body's as written.
+	script     bool
+	scriptKeys []string
+	scriptSHA  string
 }
 
 type savedArg struct {
@@ -543,24 +570,14 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 				return p, &Error{Command: p.name, Key: k, Err: ErrUnsupported}
 			}
 		}
-	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function":
 		if h.allowScripts {
-			return p, nil
+			return p, nil // as it is: the script sees stored bytes
 		}
-		n := 0
-		if len(args) > 2 {
-			n, _ = strconv.Atoi(argString(args[2]))
+		if h.prepareScript(args, &p) {
+			p.noDecode = true // the prologue keeps frames out of replies
 		}
-		if n <= 0 {
-			p.refused = true
-			return p, &Error{Command: p.name, Key: "", Err: fmt.Errorf("%w (a script with no declared keys may read any key; set Config.AllowScripts)", ErrUnsupported)}
-		}
-		for i := 3; i < 3+n && i < len(args); i++ {
-			if k := argString(args[i]); !h.isRaw(k) {
-				p.refused = true
-				return p, &Error{Command: p.name, Key: k, Err: fmt.Errorf("%w (or set Config.AllowScripts)", ErrUnsupported)}
-			}
-		}
+		return p, nil
 	case "mget":
 		// Raw keys are checked one by one below.
 	default:
@@ -717,6 +734,9 @@ func (h *Hook) isRaw(key string) bool {
 // encoderFor returns the encoder of key's values: its longest matching
 // rule's, or the default.
 func (h *Hook) encoderFor(key string) *codec.Encoder {
+	if h.scripts.uses(key) {
+		return h.plainEnc
+	}
 	for _, r := range h.rules {
 		if strings.HasPrefix(key, r.Prefix) {
 			return r.Encoder
@@ -785,6 +805,14 @@ func (h *Hook) undo(cmd redis.Cmder, p prepared) {
 func (h *Hook) finish(cmd redis.Cmder, p prepared) {
 	h.undo(cmd, p)
 	args := cmd.Args()
+	if p.scriptSHA != "" && cmd.Err() == nil {
+		switch c := cmd.(type) {
+		case *redis.StringCmd:
+			c.SetVal(p.scriptSHA)
+		case *redis.Cmd:
+			c.SetVal(p.scriptSHA)
+		}
+	}
 	if p.sub != nil {
 		if p.guarded {
 			h.finishGuarded(cmd, p.sub)

@@ -57,6 +57,9 @@
 // counted as SkipNotString: set and sorted-set members are never
 // compressed, and a stream's entries are immutable.
 //
+// Keys under a prefix of ScriptPrefixesKey (those scripts use) are
+// skipped as SkipScript: a script compares and copies their stored bytes.
+//
 // Compacted list elements hold their values in new bytes. squeeze proxy
 // finds list elements by value (LREM, LPOS, LINSERT), whatever their form;
 // a client that searches a list by stored bytes, such as a proxy run with
@@ -115,6 +118,10 @@ var ErrIdleUnavailable = errors.New("compact: OBJECT IDLETIME is unavailable: th
 
 // Options configures Run. Zero fields have the defaults documented on each.
 type Options struct {
+	// scriptPrefixes, when set, are the members of ScriptPrefixesKey read
+	// already (a cluster's, read through the cluster client).
+	scriptPrefixes *[]string
+
 	// Encoder writes the compacted values (the target codec, and its
 	// dictionary if any). Required. Its minimum size and gain apply: a value
 	// it would store raw is not rewritten.
@@ -179,6 +186,7 @@ const (
 	SkipHot         = "hot"                  // used less than MinIdle ago
 	SkipNotString   = "not-a-string"         // set, zset, stream (strings, hashes and lists are compacted)
 	SkipReserved    = "squeeze-key"          // squeeze's own keys (dictionaries)
+	SkipScript      = "script-prefix"        // under a prefix scripts use (ScriptPrefixesKey)
 	SkipRaw         = "raw"                  // not a frame, and IncludeRaw is off
 	SkipNoGain      = "no-gain"              // the new form saves less than MinGain
 	SkipChanged     = "changed-concurrently" // written, deleted or expired after the read
@@ -260,6 +268,11 @@ func runCluster(ctx context.Context, cc *redis.ClusterClient, opts Options) (Sta
 	}
 	total := Stats{DryRun: opts.DryRun, Skipped: map[string]int{}}
 	progress := opts.Progress
+	prefixes, err := cc.SMembers(ctx, ScriptPrefixesKey).Result()
+	if err != nil && err != redis.Nil {
+		return total, fmt.Errorf("compact: SMEMBERS %s: %w", ScriptPrefixesKey, err)
+	}
+	opts.scriptPrefixes = &prefixes
 	for _, node := range masters {
 		done := total
 		if progress != nil {
@@ -340,6 +353,19 @@ func Run(ctx context.Context, rdb redis.UniversalClient, opts Options) (Stats, e
 		}
 	}
 	r := &runner{rdb: rdb, o: &opts, st: &st, start: start}
+	// Keys scripts use stay as written: a script compares and copies
+	// their bytes (see ScriptPrefixesKey).
+	var prefixes []string
+	var err error
+	if opts.scriptPrefixes != nil {
+		prefixes = *opts.scriptPrefixes
+	} else if prefixes, err = rdb.SMembers(ctx, ScriptPrefixesKey).Result(); err != nil && err != redis.Nil {
+		return st, fmt.Errorf("compact: SMEMBERS %s: %w", ScriptPrefixesKey, err)
+	}
+	r.scriptPrefixes = map[string]bool{}
+	for _, p := range prefixes {
+		r.scriptPrefixes[p] = true
+	}
 	var cursor uint64
 	for {
 		keys, next, err := rdb.Scan(ctx, cursor, opts.Pattern, opts.ScanCount).Result()
@@ -370,6 +396,29 @@ type runner struct {
 	o     *Options
 	st    *Stats
 	start time.Time
+	// scriptPrefixes: the members of ScriptPrefixesKey when the run began.
+	scriptPrefixes map[string]bool
+}
+
+// ScriptPrefixesKey is the set in which squeeze proxy and the go-redis
+// hook keep the key prefixes scripts use (a key's prefix: up to and
+// including its last ':', or the whole key). Their values stay as written,
+// so Run skips them (SkipScript), and so does the set itself.
+const ScriptPrefixesKey = "squeeze:script-prefixes"
+
+// scriptKey reports whether key falls under a prefix scripts use.
+func (r *runner) scriptKey(k string) bool {
+	if k == ScriptPrefixesKey {
+		return true
+	}
+	if len(r.scriptPrefixes) == 0 {
+		return false
+	}
+	p := k
+	if i := strings.LastIndexByte(k, ':'); i >= 0 {
+		p = k[:i+1]
+	}
+	return r.scriptPrefixes[p]
 }
 
 // batch handles the keys of one SCAN reply.
@@ -400,6 +449,10 @@ func (r *runner) batch(ctx context.Context, keys []string) error {
 	for i, k := range keys {
 		if dictstore.IsStoreKey(k) {
 			r.st.skip(SkipReserved)
+			continue
+		}
+		if r.scriptKey(k) {
+			r.st.skip(SkipScript)
 			continue
 		}
 		t := types[i].Val()

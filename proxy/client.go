@@ -316,7 +316,8 @@ func (c *client) loopSafe(info *cmdInfo, args [][]byte) bool {
 // of, going upstream with the others: it pins a private connection, or runs
 // a script after a round trip.
 func (c *client) mustWait(info *cmdInfo, args [][]byte) bool {
-	return info.flags&(flagInspect|flagHello) != 0 || needsPin(info, args) || c.exactListSearch(info, args)
+	return info.flags&(flagInspect|flagHello) != 0 || needsPin(info, args) || c.exactListSearch(info, args) ||
+		(!c.s.RejectScripts && (info.flags&flagScript != 0 || isScriptAdmin(args)) && !c.s.scriptFast(info, args))
 }
 
 // hasRoom reports whether the reply queue may take one more call: fewer
@@ -959,6 +960,30 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.enqueue(cl)
 		return true
 	}
+	var fastScriptKeys [][]byte
+	fastScript := false
+	if !c.s.RejectScripts && (info.flags&flagScript != 0 || isScriptAdmin(args)) {
+		// Scripts: see scripts.go.
+		fast := c.s.scriptFast(info, args)
+		if fast && !c.inMulti {
+			fastScript = true
+			fastScriptKeys, _ = scriptKeysOf(args)
+		}
+		if !fast && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
+			cl := c.runScript(info, args)
+			cl.start = start
+			c.enqueue(cl)
+			return true
+		}
+		if c.inMulti && !c.relay {
+			// An error here leaves the frames, which the prologue then
+			// reports at EXEC: the command is queued all the same.
+			c.flush()
+			c.waitWritten(c.multiSeq)
+			_ = c.queueScriptPrep(info, args)
+		}
+		args, _ = c.s.scriptArgs(info, args)
+	}
 	listSearch := c.exactListSearch(info, args) && !c.relay // subscribed: Redis refuses it by name
 	if listSearch && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
 		cl := c.listSearch(info, args)
@@ -1117,6 +1142,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			c.req = append(getBig(len(c.req)+m), c.req...)
 		}
 		c.req = c.rw.appendRequest(c.req, info, args)
+	}
+	if cl != nil && fastScript {
+		c.s.noteFastScript(cl, fastScriptKeys)
 	}
 	if cl != nil {
 		held := max(int64(len(c.req)-reqMark), c.expectedReply())

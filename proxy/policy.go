@@ -36,6 +36,7 @@ type policy struct {
 type policies struct {
 	def   *policy
 	rules []*policy
+	plain *policy // keys scripts use: stored as written (keyPolicy)
 }
 
 // initPolicies puts the Server's Encoder and Rules in force.
@@ -75,7 +76,11 @@ func (s *Server) buildPolicies(enc *codec.Encoder, rules []Rule) (*policies, err
 			return nil, err
 		}
 	}
-	ps := &policies{def: s.newPolicy("", enc)}
+	none, err := codec.NewEncoder(codec.MustParseAlgorithm("none"))
+	if err != nil {
+		return nil, err
+	}
+	ps := &policies{def: s.newPolicy("", enc), plain: s.newPolicy("", none)}
 	seen := map[string]bool{}
 	for _, r := range rules {
 		switch {
@@ -116,7 +121,17 @@ func (ps *policies) lookup(key []byte) *policy {
 
 // policyFor returns the write policy of key's values under the policy in
 // force now.
-func (s *Server) policyFor(key []byte) *policy { return s.writePolicy().lookup(key) }
+func (s *Server) policyFor(key []byte) *policy { return s.keyPolicy(s.writePolicy(), key) }
+
+// keyPolicy returns the write policy of key's values under ps: ps's own,
+// or none for a key under a prefix scripts use (scriptkeys.go), so that
+// scripts read it as it was written.
+func (s *Server) keyPolicy(ps *policies, key []byte) *policy {
+	if s.scriptKeys.uses(key) {
+		return ps.plain
+	}
+	return ps.lookup(key)
+}
 
 // encode appends to dst what the policy stores for value, and counts it.
 func (p *policy) encode(m *Metrics, dst, value []byte) ([]byte, codec.Outcome) {

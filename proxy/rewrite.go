@@ -36,7 +36,7 @@ func (r *rewriter) appendRequest(dst []byte, info *cmdInfo, args [][]byte) []byt
 	if info.vals != argsNone && len(args) > 1 {
 		first, step, end = valueArgs(info.vals, args)
 		ps = r.s.writePolicy() // one policy for the whole command
-		pol = ps.lookup(args[1])
+		pol = r.s.keyPolicy(ps, args[1])
 	}
 	perKey := ps != nil && (info.vals == argsEvery2 || info.vals == argsMsetex) && len(ps.rules) > 0 // MSET k1 v1 k2 v2
 	dst = resp.AppendArray(dst, len(args))
@@ -46,7 +46,7 @@ func (r *rewriter) appendRequest(dst []byte, info *cmdInfo, args [][]byte) []byt
 			continue
 		}
 		if perKey {
-			pol = ps.lookup(args[i-1])
+			pol = r.s.keyPolicy(ps, args[i-1])
 		}
 		dst = r.appendStored(dst, r.s.metrics, pol, a)
 	}

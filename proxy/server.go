@@ -97,8 +97,14 @@ type Server struct {
 	// failing other clients' commands in flight on it).
 	MaxBulk int64
 	// RejectScripts makes EVAL, EVALSHA, FCALL and their _RO forms fail with
-	// an error, for teams that do not want scripts to see compressed bytes.
+	// an error, for teams that prefer a refusal to the handling of scripts
+	// described in scripts.go.
 	RejectScripts bool
+	// scriptSHAs and scriptKeys: what the proxy knows of the scripts it
+	// forwards and of the keys they use (scripts.go, scriptkeys.go).
+	scriptSHAs  scriptSHAs
+	scriptsOnce sync.Once
+	scriptKeys  scriptKeys
 	// StoredListSearch makes LREM, LPOS and LINSERT compare list elements
 	// by their stored bytes, with Redis's own commands: faster, but an
 	// element stored with other settings (codec, level, min size or gain,
@@ -316,6 +322,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer cancel()
 		s.pool.get(dctx, 0)
 	}()
+	if !s.RejectScripts {
+		s.scriptsOnce.Do(func() { go s.loadScriptPrefixes(context.Background()) })
+	}
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

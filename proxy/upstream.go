@@ -886,6 +886,10 @@ func (c *upConn) readLoop() {
 			cl.pinSeq = c.completed
 		}
 		if o := cl.owner; o != nil && c.onPush == nil {
+			if f := cl.onFinish; f != nil { // a script's (noteFastScript)
+				cl.onFinish = nil
+				f()
+			}
 			// Write the client's replies once per read, after every reply
 			// in it is ready, so they go out with one call.
 			cl.ready.Store(true)

@@ -12,11 +12,13 @@
 # A ref is a git revision (built in a temporary worktree) or the path of a
 # squeeze binary; NEW_REF defaults to the working tree. -n is required.
 # FLAGS adds proxy flags to both (default: --min-size 1GiB, compression off).
+# PRE, when set, is a redis-cli command run on direct, A and B before the
+# rounds (PRE="SCRIPT LOAD 'return 1'" for an EVALSHA workload).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 R=${R:-5}
 FLAGS=${FLAGS:---min-size 1GiB}
-[ $# -ge 2 ] || { sed -n '2,15p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,17p' "$0"; exit 2; }
 A=$1; shift
 B=.
 if [ "$1" != "--" ]; then B=$1; shift; fi
@@ -54,6 +56,10 @@ start_proxy() { # BIN PORT UPSTREAM_PORT
 RD=$(freeport); start_redis "$RD"
 RA=$(freeport); start_redis "$RA"; PA=$(freeport); start_proxy "$work/a" "$PA" "$RA"; PA_PID=${pids[-1]}
 RB=$(freeport); start_redis "$RB"; PB=$(freeport); start_proxy "$work/b" "$PB" "$RB"; PB_PID=${pids[-1]}
+
+if [ -n "${PRE:-}" ]; then
+  for port in "$RD" "$PA" "$PB"; do eval "redis-cli -p $port $PRE" >/dev/null; done
+fi
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rate() { local port=$1; shift; redis-benchmark -p "$port" --csv "$@" 2>/dev/null | awk -F',' 'END {gsub(/"/, "", $2); print $2}'; }

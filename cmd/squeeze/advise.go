@@ -162,6 +162,18 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 		}
 	}
 
+	if len(rep.ScriptPrefixes) > 0 {
+		fmt.Fprintf(w, "\nscripts use these prefixes (%s): their values stay uncompressed, whatever the advice, and squeeze compact skips them:\n", advise.ScriptPrefixesKey)
+		for _, sp := range rep.ScriptPrefixes {
+			fmt.Fprintf(w, "  %s\n", sp)
+		}
+		for _, p := range rep.Prefixes {
+			if p.ScriptUsed && p.Advice.Compress {
+				fmt.Fprintf(w, "  prefix %q: %s of values would save %.1f%% compressed, but scripts use it\n", p.Prefix, units.FormatSize(p.MemoryRaw), p.Advice.SavedPct)
+			}
+		}
+	}
+
 	o := rep.Overall
 	fmt.Fprintf(w, "\n%s\n", "codecs over the sampled values of the prefixes that compress (memory saved; encode and decode speed on this machine):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

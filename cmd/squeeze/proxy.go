@@ -177,7 +177,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.IntVar(&p.maxInFlight, "max-in-flight", 256, "stop reading a client's commands while this many await their replies")
 	fs.StringVar(&p.metrics, "metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9121), with /healthz (the process runs) and /readyz (Redis answers, not shutting down) for probes")
 	fs.StringVar(&p.clientAuth, "client-auth", "pass", "pass (clients act with the --upstream URL's credentials) or require (each client must AUTH to Redis itself, and Redis's ACLs apply to it)")
-	fs.StringVar(&p.scripts, "scripts", "pass", "EVAL/EVALSHA/FCALL: pass (scripts see stored, compressed bytes) or reject")
+	fs.StringVar(&p.scripts, "scripts", "pass", "EVAL/EVALSHA/FCALL: pass (scripts run on values as written: declared keys are decoded first, prefixes scripts use stay uncompressed, a compressed value a script reads is an error) or reject")
 	fs.StringVar(&p.listSearch, "list-search", "exact", "LREM/LPOS/LINSERT: exact (find elements by value, whatever codec or settings stored them) or stored (Redis's own byte comparison: faster, misses elements written with other settings)")
 	fs.StringVar(&p.clusterMap, "cluster-map", "", "Redis Cluster: `NODE=PROXY,...`, each node's address as the cluster announces it and the address of the squeeze proxy in front of it, so redirections and CLUSTER SLOTS/SHARDS/NODES name proxies")
 	fs.IntVar(&p.clusterPortOffset, "cluster-port-offset", 0, "Redis Cluster: the proxy in front of node host:port listens at host:port+`N` (for nodes not in --cluster-map)")

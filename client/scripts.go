@@ -1,0 +1,321 @@
+package client
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/luaguard"
+)
+
+// Scripts (EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO, and
+// redis.NewScript, which runs EVALSHA then EVAL) work on values as the
+// application wrote them, as through the proxy (docs/ARCHITECTURE.md,
+// "Scripts"):
+//
+//   - every script body the hook sends (EVAL, SCRIPT LOAD, FUNCTION LOAD)
+//     gets the prologue of package luaguard: a compressed value a script
+//     reads raises an error naming the key, never reaches the script;
+//   - a script sent alone first has the frames at its declared keys made
+//     plain, under compare-and-set (luaguard.PlainScript); in a pipeline
+//     or transaction it does not, and a frame there is the prologue's error;
+//   - the prefixes of the keys scripts declare (luaguard.Prefix) are kept
+//     in ScriptPrefixesKey and values under them are stored uncompressed
+//     from then on, by this hook and by the proxy.
+//
+// EVALSHA and SCRIPT EXISTS take the SHA-1 of the script as written:
+// the hook maps it to its wrapped form's, and SCRIPT LOAD answers it.
+
+// ScriptPrefixesKey is the set of the key prefixes scripts use, shared
+// with the proxy (proxy.ScriptPrefixesKey).
+const ScriptPrefixesKey = "squeeze:script-prefixes"
+
+// Bounds of what the hook keeps about scripts.
+const (
+	maxScriptPrefixes = 4096
+	maxScriptSHAs     = 4096
+	maxCleanKeys      = 1 << 16
+	maxPlainRounds    = 4096
+	maxPlainBatch     = 256
+)
+
+// scriptState is what the hook knows of scripts and of the keys they use.
+type scriptState struct {
+	loaded   atomic.Bool // ScriptPrefixesKey read once
+	any      atomic.Bool
+	mu       sync.RWMutex
+	prefixes map[string]struct{}
+	clean    map[string]struct{}
+	wrapped  map[string]string // client's SHA-1 -> wrapped form's
+	orig     map[string]string
+}
+
+func sha1hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// uses reports whether key is under a prefix scripts use.
+func (s *scriptState) uses(key string) bool {
+	if !s.any.Load() {
+		return false
+	}
+	s.mu.RLock()
+	_, ok := s.prefixes[string(luaguard.Prefix([]byte(key)))]
+	s.mu.RUnlock()
+	return ok
+}
+
+// add notes prefixes and returns the new ones.
+func (s *scriptState) add(ps []string) (added []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prefixes == nil {
+		s.prefixes = map[string]struct{}{}
+	}
+	for _, p := range ps {
+		if _, ok := s.prefixes[p]; !ok && len(s.prefixes) < maxScriptPrefixes {
+			s.prefixes[p] = struct{}{}
+			added = append(added, p)
+		}
+	}
+	if len(s.prefixes) > 0 {
+		s.any.Store(true)
+	}
+	return added
+}
+
+// dirty returns the keys not known to hold no frame.
+func (s *scriptState) dirty(keys []string) (out []string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, k := range keys {
+		if _, ok := s.clean[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (s *scriptState) setClean(keys []string, clean bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clean == nil || len(s.clean)+len(keys) > maxCleanKeys {
+		s.clean = map[string]struct{}{}
+	}
+	for _, k := range keys {
+		if !clean {
+			delete(s.clean, k)
+		} else if _, ok := s.prefixes[string(luaguard.Prefix([]byte(k)))]; ok {
+			s.clean[k] = struct{}{}
+		}
+	}
+}
+
+// wrap returns the wrapped form of an EVAL or SCRIPT LOAD body and notes
+// the SHA-1s.
+func (s *scriptState) wrap(body string) (wrapped, origSHA string) {
+	wrapped = string(luaguard.Wrap([]byte(body), luaguard.EvalPrologue))
+	origSHA = sha1hex(body)
+	s.mu.Lock()
+	if s.wrapped == nil || len(s.wrapped) >= maxScriptSHAs {
+		s.wrapped, s.orig = map[string]string{}, map[string]string{}
+	}
+	w := sha1hex(wrapped)
+	s.wrapped[origSHA], s.orig[w] = w, origSHA
+	s.mu.Unlock()
+	return wrapped, origSHA
+}
+
+// toRedis returns the SHA-1 Redis knows for a client's: unchanged when the
+// hook never saw the script.
+func (s *scriptState) toRedis(sha string) string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if w, ok := s.wrapped[strings.ToLower(sha)]; ok {
+		return w
+	}
+	return sha
+}
+
+// scriptKeys returns the keys a script command declares (nil, false when
+// numkeys does not fit: Redis answers with its error).
+func scriptKeys(args []any) ([]string, bool) {
+	if len(args) < 3 {
+		return nil, false
+	}
+	n, err := strconv.Atoi(argString(args[2]))
+	if err != nil || n < 0 || n > len(args)-3 {
+		return nil, false
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = argString(args[3+i])
+	}
+	return keys, true
+}
+
+// prepareScript rewrites a script command's arguments (saved in p for
+// undo) and notes the keys to make plain first. It reports whether the
+// command is a script command.
+func (h *Hook) prepareScript(args []any, p *prepared) bool {
+	swap := func(i int, v any) {
+		sa := savedArg{i: i, v: args[i]}
+		if p.nsaved == 0 {
+			p.first = sa
+		} else {
+			p.more = append(p.more, sa)
+		}
+		p.nsaved++
+		args[i] = v
+	}
+	switch {
+	case p.name == "script" && len(args) >= 3 && strings.EqualFold(argString(args[1]), "load"):
+		w, sha := h.scripts.wrap(argString(args[2]))
+		swap(2, w)
+		p.scriptSHA = sha
+		return true
+	case p.name == "script" && len(args) >= 3 && strings.EqualFold(argString(args[1]), "exists"):
+		for i := 2; i < len(args); i++ {
+			swap(i, h.scripts.toRedis(argString(args[i])))
+		}
+		return true
+	case p.name == "function" && len(args) >= 3 && strings.EqualFold(argString(args[1]), "load"):
+		last := len(args) - 1
+		swap(last, string(luaguard.Wrap([]byte(argString(args[last])), luaguard.FunctionPrologue)))
+		return true
+	}
+	switch p.name {
+	case "eval", "eval_ro":
+		w, _ := h.scripts.wrap(argString(args[1]))
+		swap(1, w)
+	case "evalsha", "evalsha_ro":
+		swap(1, h.scripts.toRedis(argString(args[1])))
+	case "fcall", "fcall_ro":
+	default:
+		return false
+	}
+	if keys, ok := scriptKeys(args); ok {
+		p.scriptKeys = keys
+	}
+	p.script = true
+	return true
+}
+
+// learnScriptKeys notes the prefixes of keys, reading ScriptPrefixesKey
+// the first time and adding the new ones to it (one round trip each, the
+// first time only).
+func (h *Hook) learnScriptKeys(ctx context.Context, next redis.ProcessHook, keys []string) {
+	if h.scripts.loaded.CompareAndSwap(false, true) {
+		c := redis.NewStringSliceCmd(ctx, "smembers", ScriptPrefixesKey)
+		if next(ctx, c) == nil {
+			h.scripts.add(c.Val())
+		}
+	}
+	if added := h.scripts.add(scriptPrefixes(keys)); len(added) > 0 {
+		a := []any{"sadd", ScriptPrefixesKey}
+		for _, p := range added {
+			a = append(a, p)
+		}
+		_ = next(ctx, redis.NewIntCmd(ctx, a...)) // best effort: the hook keeps them anyway
+	}
+}
+
+// makePlain turns the frames at keys into plain values (see
+// luaguard.PlainScript).
+func (h *Hook) makePlain(ctx context.Context, next redis.ProcessHook, keys []string) error {
+	type cand struct{ key, kind, at, frame, dec string }
+	var cands []cand
+	for range maxPlainRounds {
+		a := []any{"eval", luaguard.PlainScript, len(keys)}
+		for _, k := range keys {
+			a = append(a, k)
+		}
+		mode := "P"
+		if len(cands) > 0 {
+			mode = "S"
+		}
+		a = append(a, mode, len(cands))
+		for _, c := range cands {
+			a = append(a, c.key, c.kind, c.at, c.frame, c.dec)
+		}
+		a = append(a, maxPlainBatch)
+		cmd := redis.NewCmd(ctx, a...)
+		if err := next(ctx, cmd); err != nil && cmd.Err() == nil {
+			cmd.SetErr(err)
+		}
+		if err := cmd.Err(); err != nil {
+			return fmt.Errorf("decoding the script's keys: %w", err)
+		}
+		list, ok := cmd.Val().([]any)
+		if !ok {
+			return nil // "OK": no frame left
+		}
+		cands = cands[:0]
+		for i := 1; i+3 < len(list); i += 4 {
+			k, _ := list[i].(string)
+			kind, _ := list[i+1].(string)
+			at, _ := list[i+2].(string)
+			f, _ := list[i+3].(string)
+			d, err := h.decodeString(f)
+			if err != nil {
+				return &Error{Command: "eval", Key: k, Err: err}
+			}
+			if strings.HasPrefix(d, codec.Magic) {
+				continue // stored plain it would read as a frame: it stays one
+			}
+			cands = append(cands, cand{k, kind, at, f, d})
+		}
+		if len(cands) == 0 {
+			return nil
+		}
+	}
+	return errors.New("the script's keys kept changing under concurrent writes; try again")
+}
+
+// runScript sends a script command alone: declared keys made plain first,
+// and once more if the prologue found a frame at one before the script
+// wrote anything.
+func (h *Hook) runScript(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder, p prepared) error {
+	keys := p.scriptKeys
+	if len(keys) > 0 {
+		h.learnScriptKeys(ctx, next, keys)
+	}
+	for attempt := 0; ; attempt++ {
+		if dirty := h.scripts.dirty(keys); len(dirty) > 0 {
+			if err := h.makePlain(ctx, next, dirty); err != nil {
+				return &Error{Command: p.name, Key: dirty[0], Err: err}
+			}
+			h.scripts.setClean(dirty, true)
+		}
+		err := next(ctx, cmd)
+		if err != nil && cmd.Err() == nil {
+			cmd.SetErr(err)
+		}
+		e := cmd.Err()
+		if e == nil || attempt >= maxGuardRetries || len(keys) == 0 ||
+			!strings.HasPrefix("-"+e.Error(), luaguard.FrameErr) || !strings.Contains(e.Error(), luaguard.Retryable) {
+			return nil
+		}
+		h.scripts.setClean(keys, false)
+		cmd.SetErr(nil)
+	}
+}
+
+// scriptPrefixes returns the prefixes of keys (luaguard.Prefix).
+func scriptPrefixes(keys []string) []string {
+	ps := make([]string, len(keys))
+	for i, k := range keys {
+		ps[i] = string(luaguard.Prefix([]byte(k)))
+	}
+	return ps
+}

@@ -1,0 +1,158 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/squeeze-kv/squeeze/codec"
+)
+
+// redis-py's Lock release and extend scripts (redis/lock.py), the pattern
+// every lock library uses: compare the stored token in Lua.
+const (
+	lockRelease = `
+        local token = redis.call('get', KEYS[1])
+        if not token or token ~= ARGV[1] then
+            return 0
+        end
+        redis.call('del', KEYS[1])
+        return 1
+    `
+	lockExtend = `
+        local token = redis.call('get', KEYS[1])
+        if not token or token ~= ARGV[1] then
+            return 0
+        end
+        local expiration = redis.call('pttl', KEYS[1])
+        if not expiration then
+            expiration = 0
+        end
+        if expiration < 0 then
+            return 0
+        end
+
+        local newttl = ARGV[2]
+        if ARGV[3] == "0" then
+            newttl = ARGV[2] + expiration
+        end
+        redis.call('pexpire', KEYS[1], newttl)
+        return 1
+    `
+)
+
+// TestScripts_Lock: a lock with a 300-byte compressible token, stored
+// compressed, extended and released with redis.NewScript; the next lock
+// under the same prefix is stored as written.
+func TestScripts_Lock(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{MinSize: -1})
+	token := big("token")[:300]
+	if err := p.hooked.SetNX(ctx, "lock:orders", token, 10e9).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustFramed(t, p.plain.Get(ctx, "lock:orders").Val(), "the lock's token")
+	extend, release := redis.NewScript(lockExtend), redis.NewScript(lockRelease)
+	if n, err := extend.Run(ctx, p.hooked, []string{"lock:orders"}, token, 60000, "1").Int(); err != nil || n != 1 {
+		t.Fatalf("extend = %d, %v", n, err)
+	}
+	if ms := p.plain.PTTL(ctx, "lock:orders").Val().Milliseconds(); ms <= 10000 {
+		t.Fatalf("PTTL after extend = %d ms", ms)
+	}
+	if n, err := release.Run(ctx, p.hooked, []string{"lock:orders"}, "another token").Int(); err != nil || n != 0 {
+		t.Fatalf("release with another token = %d, %v", n, err)
+	}
+	if n, err := release.Run(ctx, p.hooked, []string{"lock:orders"}, token).Int(); err != nil || n != 1 {
+		t.Fatalf("release = %d, %v", n, err)
+	}
+	if p.plain.Exists(ctx, "lock:orders").Val() != 0 {
+		t.Fatal("the lock is still held")
+	}
+	p.hooked.SetNX(ctx, "lock:invoices", token, 10e9)
+	if codec.IsFramed([]byte(p.plain.Get(ctx, "lock:invoices").Val())) {
+		t.Fatal("a key under a prefix scripts use was stored compressed")
+	}
+	if !p.plain.SIsMember(ctx, ScriptPrefixesKey, "lock:").Val() {
+		t.Fatalf("%s lacks lock:", ScriptPrefixesKey)
+	}
+	// SCRIPT LOAD answers the SHA-1 of the script as written; EVALSHA and
+	// SCRIPT EXISTS take it.
+	sha, err := p.hooked.ScriptLoad(ctx, lockRelease).Result()
+	if err != nil || sha != release.Hash() {
+		t.Fatalf("SCRIPT LOAD = %q, %v; want %q", sha, err, release.Hash())
+	}
+	if ex, err := p.hooked.ScriptExists(ctx, sha, strings.Repeat("0", 40)).Result(); err != nil || !ex[0] || ex[1] {
+		t.Fatalf("SCRIPT EXISTS = %v, %v", ex, err)
+	}
+}
+
+// TestScripts_CompareAndDelete: a hash field and list elements written
+// compressed, compared in Lua and inside Redis (LREM).
+func TestScripts_CompareAndDelete(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{MinSize: -1})
+	v1, v2 := big("one"), big("two")
+	p.hooked.HSet(ctx, "jobs:h", "a", v1, "b", v2)
+	p.hooked.RPush(ctx, "queue:l", v1, v2, v1)
+	mustFramed(t, p.plain.HGet(ctx, "jobs:h", "b").Val(), "hash field")
+	hdel := `if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0`
+	if n, err := p.hooked.Eval(ctx, hdel, []string{"jobs:h"}, "b", v2).Int(); err != nil || n != 1 {
+		t.Fatalf("compare-and-delete on a hash field = %d, %v", n, err)
+	}
+	if n, err := p.hooked.Eval(ctx, `return redis.call('LREM', KEYS[1], 0, ARGV[1])`, []string{"queue:l"}, v1).Int(); err != nil || n != 2 {
+		t.Fatalf("LREM in a script = %d, %v", n, err)
+	}
+	if p.plain.HLen(ctx, "jobs:h").Val() != 1 || p.plain.LLen(ctx, "queue:l").Val() != 1 {
+		t.Fatal("wrong elements left")
+	}
+}
+
+// TestScripts_Undeclared: reading a compressed value at a key the script
+// does not declare is an error naming it: alone, in a pipeline, in MULTI.
+func TestScripts_Undeclared(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{MinSize: -1})
+	p.hooked.Set(ctx, "cache:page", big("page"), 0)
+	const script = `return redis.call('GET', 'cache:page')`
+	const want = "squeeze: script read a compressed value at cache:page, which it does not declare in KEYS"
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", what, err, want)
+		}
+	}
+	check("alone", p.hooked.Eval(ctx, script, nil).Err())
+	var c1, c2 *redis.Cmd
+	p.hooked.Pipelined(ctx, func(pl redis.Pipeliner) error { c1 = pl.Eval(ctx, script, nil); return nil })
+	check("pipeline", c1.Err())
+	p.hooked.TxPipelined(ctx, func(pl redis.Pipeliner) error { c2 = pl.Eval(ctx, script, nil); return nil })
+	check("MULTI", c2.Err())
+	// A declared key holding a frame in a pipeline: the prologue's error
+	// too (the hook makes keys plain before scripts sent alone only).
+	var c3 *redis.Cmd
+	p.hooked.Set(ctx, "doc:a", big("doc"), 0)
+	p.hooked.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		c3 = pl.Eval(ctx, `return redis.call('GET', KEYS[1])`, []string{"doc:a"})
+		return nil
+	})
+	if err := c3.Err(); err == nil || !strings.Contains(err.Error(), "compressed value at declared key doc:a") {
+		t.Errorf("declared key in a pipeline: %v", err)
+	}
+	// Alone, it runs; then, in a pipeline, too.
+	if got, err := p.hooked.Eval(ctx, `return redis.call('GET', KEYS[1])`, []string{"doc:a"}).Text(); err != nil || got != big("doc") {
+		t.Errorf("declared key alone: %.40q, %v", got, err)
+	}
+	p.hooked.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		c3 = pl.Eval(ctx, `return redis.call('GET', KEYS[1])`, []string{"doc:a"})
+		return nil
+	})
+	if got, err := c3.Text(); err != nil || got != big("doc") {
+		t.Errorf("declared key in a pipeline after: %.40q, %v", got, err)
+	}
+	if errors.Is(c3.Err(), ErrUnsupported) {
+		t.Error("scripts are no longer refused")
+	}
+}
