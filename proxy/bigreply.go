@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/squeeze-kv/squeeze/codec"
 )
@@ -37,20 +38,49 @@ func verbatimReply(cl *call) bool {
 }
 
 // Buffers of 1 MiB and more, reused by size class (a power of two) rather
-// than allocated and zeroed for each large value: the upstream reader's
-// buffer as it grows toward a large reply, and a large reply once written.
+// than allocated and zeroed for each large value: the read buffers as they
+// grow toward a large command or reply, requests, queued upstream writes,
+// replies once written, decoded values. Up to bigKeepBytes of classes up to
+// 16 MiB stay in free lists that the garbage collector does not empty (a
+// sync.Pool is emptied by every other collection, and with values of
+// megabytes collections come every request or two); beyond that, and for
+// larger classes, a sync.Pool.
 const (
-	minBigClass = 20 // 1 MiB
-	maxBigClass = 30 // 1 GiB
+	minBigClass  = 20 // 1 MiB
+	maxBigClass  = 30 // 1 GiB
+	maxKeptClass = 24 // 16 MiB
+	bigKeepBytes = 64 << 20
 )
 
-var bigBufs [maxBigClass + 1]sync.Pool // of *[]byte
+var (
+	bigBufs   [maxBigClass + 1]sync.Pool // of *[]byte
+	bigKept   [maxKeptClass + 1]chan []byte
+	bigKeptN  atomic.Int64 // bytes in the free lists
+	bigKeptMk sync.Once
+)
+
+func keptList(k int) chan []byte {
+	bigKeptMk.Do(func() {
+		for i := minBigClass; i <= maxKeptClass; i++ {
+			bigKept[i] = make(chan []byte, bigKeepBytes>>i)
+		}
+	})
+	return bigKept[k]
+}
 
 // getBig returns an empty buffer with room for n bytes.
 func getBig(n int) []byte {
 	k := bits.Len(uint(n - 1)) // 2^k >= n
 	if n < 1<<minBigClass || k > maxBigClass {
 		return make([]byte, 0, n)
+	}
+	if k <= maxKeptClass {
+		select {
+		case b := <-keptList(k):
+			bigKeptN.Add(-int64(cap(b)))
+			return b
+		default:
+		}
 	}
 	if p, _ := bigBufs[k].Get().(*[]byte); p != nil {
 		return (*p)[:0]
@@ -65,6 +95,14 @@ func putBig(b []byte) {
 		return
 	}
 	b = b[:0]
+	if k <= maxKeptClass && bigKeptN.Load()+int64(cap(b)) <= bigKeepBytes {
+		select {
+		case keptList(k) <- b:
+			bigKeptN.Add(int64(cap(b)))
+			return
+		default:
+		}
+	}
 	bigBufs[k].Put(&b)
 }
 

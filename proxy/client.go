@@ -478,7 +478,9 @@ func (c *client) process(inLoop bool) bool {
 		rest := copy(c.rbuf, c.rbuf[off:])
 		c.rbuf = c.rbuf[:rest]
 		if cap(c.rbuf) > 1<<20 && rest < 16<<10 {
+			old := c.rbuf
 			c.rbuf = append(make([]byte, 0, 16<<10), c.rbuf...)
+			putBig(old) // every command in it is handled: its calls hold copies
 		}
 	}()
 	for off < len(c.rbuf) {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -233,7 +234,25 @@ func (c *upConn) sendAhead(req []byte, calls []*call) {
 	for _, cl := range calls {
 		c.pending <- cl
 	}
-	c.wbuf = append(c.wbuf, req...)
+	if !c.writing && len(c.wbuf) == 0 {
+		// Nothing queued: write req without copying it (a large value).
+		c.awaiting.Add(int64(len(calls)))
+		c.writing, c.inWrite = true, true
+		c.mu.Unlock()
+		_, err := c.nc.Write(req)
+		c.mu.Lock()
+		c.inWrite = false
+		if err != nil {
+			c.writing = false
+			c.written.Broadcast()
+			c.mu.Unlock()
+			c.fail(fmt.Errorf("write to upstream: %w", err))
+			return
+		}
+		c.writeQueued()
+		return
+	}
+	c.wbuf = appendBig(c.wbuf, req)
 	c.queued += int64(len(calls))
 	c.awaiting.Add(int64(len(calls)))
 	if c.writing {
