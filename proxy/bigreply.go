@@ -37,7 +37,7 @@ func verbatimReply(cl *call) bool {
 	return false
 }
 
-// Buffers of 1 MiB and more, reused by size class (a power of two) rather
+// Buffers of 256 KiB and more, reused by size class (a power of two) rather
 // than allocated and zeroed for each large value: the read buffers as they
 // grow toward a large command or reply, requests, queued upstream writes,
 // replies once written, decoded values. Up to bigKeepBytes of classes up to
@@ -46,7 +46,7 @@ func verbatimReply(cl *call) bool {
 // megabytes collections come every request or two); beyond that, and for
 // larger classes, a sync.Pool.
 const (
-	minBigClass  = 20 // 1 MiB
+	minBigClass  = 18 // 256 KiB
 	maxBigClass  = 30 // 1 GiB
 	maxKeptClass = 24 // 16 MiB
 	bigKeepBytes = 64 << 20
@@ -95,15 +95,40 @@ func putBig(b []byte) {
 		return
 	}
 	b = b[:0]
-	if k <= maxKeptClass && bigKeptN.Load()+int64(cap(b)) <= bigKeepBytes {
-		select {
-		case keptList(k) <- b:
-			bigKeptN.Add(int64(cap(b)))
-			return
-		default:
+	if k <= maxKeptClass {
+		if bigKeptN.Load()+int64(cap(b)) > bigKeepBytes {
+			evictKept(k) // the sizes in use now win over those of before
+		}
+		if bigKeptN.Load()+int64(cap(b)) <= bigKeepBytes {
+			select {
+			case keptList(k) <- b:
+				bigKeptN.Add(int64(cap(b)))
+				return
+			default:
+			}
 		}
 	}
 	bigBufs[k].Put(&b)
+}
+
+// evictKept moves one buffer from the free list that holds the most bytes,
+// other than class k's, to its sync.Pool.
+func evictKept(k int) {
+	most, from := 0, -1
+	for i := minBigClass; i <= maxKeptClass; i++ {
+		if n := len(keptList(i)) << i; i != k && n > most {
+			most, from = n, i
+		}
+	}
+	if from < 0 {
+		return
+	}
+	select {
+	case b := <-keptList(from):
+		bigKeptN.Add(-int64(cap(b)))
+		bigBufs[from].Put(&b)
+	default:
+	}
 }
 
 // upstreamGrowth is the capacity the upstream reader's full buffer of n
@@ -118,7 +143,7 @@ func upstreamGrowth(n, need int) int {
 }
 
 // bigDecode reports whether the reply of cl is a frame that decodes to
-// 1 MiB or more: the upstream reader leaves it to the client's writer, so
+// 256 KiB or more: the upstream reader leaves it to the client's writer, so
 // that other clients' replies are not held up behind the decoding.
 func bigDecode(cl *call) bool {
 	r := cl.reply
@@ -134,7 +159,7 @@ func bigDecode(cl *call) bool {
 }
 
 // appendBig appends src to dst, which the caller owns alone: when that
-// takes 1 MiB or more of room dst has not, the bytes move to a reused
+// takes 256 KiB or more of room dst has not, the bytes move to a reused
 // buffer and dst's goes back to the pool.
 func appendBig(dst, src []byte) []byte {
 	if need := len(dst) + len(src); need > cap(dst) && need >= 1<<minBigClass {

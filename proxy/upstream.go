@@ -284,7 +284,7 @@ func newCall() *call {
 
 // handOverReply is the reply size from which the upstream reader hands its
 // read buffer to the call rather than copying the reply out of it.
-const handOverReply = 1 << 20
+const handOverReply = 256 << 10
 
 // maxPooledReply caps the reply buffer kept by a released call, so a single
 // huge reply does not stay in memory forever.
@@ -856,7 +856,10 @@ func (c *upConn) readLoop() {
 			// A large reply: the call takes the read buffer it lies in
 			// instead of a copy, and the reader goes on in a new buffer
 			// with whatever followed the reply.
-			cl.reply = v.Raw[:len(v.Raw):len(v.Raw)]
+			// The reply keeps the buffer's room after it (the rest is
+			// copied out below), so the buffer returns to its own size
+			// class when the reply is written (bigreply.go).
+			cl.reply = buf[start-len(v.Raw) : start : cap(buf)]
 			rest := buf[start:]
 			buf = append(make([]byte, 0, max(32<<10, len(rest))), rest...)
 			start = 0
