@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -237,19 +236,8 @@ func (c *upConn) sendAhead(req []byte, calls []*call) {
 	if !c.writing && len(c.wbuf) == 0 {
 		// Nothing queued: write req without copying it (a large value).
 		c.awaiting.Add(int64(len(calls)))
-		c.writing, c.inWrite = true, true
-		c.mu.Unlock()
-		_, err := c.nc.Write(req)
-		c.mu.Lock()
-		c.inWrite = false
-		if err != nil {
-			c.writing = false
-			c.written.Broadcast()
-			c.mu.Unlock()
-			c.fail(fmt.Errorf("write to upstream: %w", err))
-			return
-		}
-		c.writeQueued()
+		c.writing = true
+		c.writeNow(req)
 		return
 	}
 	c.wbuf = appendBig(c.wbuf, req)

@@ -649,20 +649,27 @@ func (c *upConn) send(req []byte, calls []*call) {
 	c.awaiting.Add(int64(len(calls)))
 	c.writing = true
 	if len(c.wbuf) == 0 { // nothing queued: write req without copying it
-		c.inWrite = true
+		c.writeNow(req)
+		return
+	}
+	c.wbuf = appendBig(c.wbuf, req)
+	c.writeQueued()
+}
+
+// writeNow writes req, then what was queued meanwhile, and unlocks mu. The
+// caller holds mu, has set writing, and nothing was queued before req.
+func (c *upConn) writeNow(req []byte) {
+	c.inWrite = true
+	c.mu.Unlock()
+	_, err := c.nc.Write(req)
+	c.mu.Lock()
+	c.inWrite = false
+	if err != nil {
+		c.writing = false
+		c.written.Broadcast()
 		c.mu.Unlock()
-		_, err := c.nc.Write(req)
-		c.mu.Lock()
-		c.inWrite = false
-		if err != nil {
-			c.writing = false
-			c.written.Broadcast()
-			c.mu.Unlock()
-			c.fail(fmt.Errorf("write to upstream: %w", err))
-			return
-		}
-	} else {
-		c.wbuf = appendBig(c.wbuf, req)
+		c.fail(fmt.Errorf("write to upstream: %w", err))
+		return
 	}
 	c.writeQueued()
 }
