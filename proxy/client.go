@@ -39,7 +39,7 @@ type client struct {
 	// writer or by the reader's own round trips.
 	pinDone atomic.Uint64
 	// held is the bytes of replies that arrived for queued calls and are
-	// not written yet.
+	// not written yet, and of large output being written (memory.go).
 	held atomic.Int64
 	// replyEst estimates the size of the client's replies, for its window
 	// of commands in flight (memory.go); 0 before the first reply.
@@ -333,7 +333,7 @@ func (c *client) hasRoom() bool {
 // roomLocked is hasRoom for a caller holding qmu.
 func (c *client) roomLocked() bool {
 	n := len(c.queue) - c.qhead
-	return n == 0 || (n < c.replyWindow() && c.held.Load() <= c.s.maxReplyBytes() && !c.s.pressure())
+	return n == 0 || (n < c.replyWindow() && c.held.Load()+c.expected.Load() <= c.s.maxReplyBytes() && !c.s.pressure())
 }
 
 // closePinned closes the private upstream connection, failing its calls.
@@ -1150,10 +1150,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	}
 	if cl != nil {
 		held := max(int64(len(c.req)-reqMark), c.expectedReply())
-		cl.held, cl.reserved = held, held
+		cl.reserved = held
 		c.batch = append(c.batch, cl)
 		c.enqueue(cl) // the writer owns cl from here on
-		c.hold(held)
 		c.expect(held)
 	}
 	if info.flags&flagHello != 0 && cl != nil {
@@ -1417,15 +1416,25 @@ func (c *client) writeLoop() {
 		if len(c.out) > 0 && !c.broken {
 			// The output counts against the client's bounds while the
 			// socket takes it (memory.go).
+			// Large output counts against the client's bounds while
+			// the socket takes it (memory.go); small output is not
+			// worth the bookkeeping.
 			n := int64(len(c.out))
-			c.hold(n)
-			c.writing.Store(n)
+			if n < minOtherHeld {
+				n = 0
+			}
+			if n > 0 {
+				c.hold(n)
+				c.writing.Store(n)
+			}
 			if _, err := c.nc.Write(c.out); err != nil {
 				c.broken = true
 				c.abort() // ends the reader
 			}
-			c.writing.Store(0)
-			c.hold(-n)
+			if n > 0 {
+				c.writing.Store(0)
+				c.hold(-n)
+			}
 		}
 		c.out = c.out[:0]
 		if cap(c.out) > 1<<20 {

@@ -11,7 +11,8 @@ import (
 // Memory bounds.
 //
 // Every byte the proxy holds for a client is counted against that client
-// (client.held) and against the process (Server.heldTotal): for each
+// (client.held and client.expected) and against the process (Server.heldTotal,
+// Server.expectedTotal): for each
 // command from when it is read until its reply arrives, its request bytes
 // or, if larger, the size its reply is expected to have (so that the
 // bounds act before the replies come, not after); then the reply as Redis
@@ -54,15 +55,17 @@ import (
 // hard limit applying: small requests and replies in flight.
 const minOtherHeld = 64 << 10
 
-// hold counts n more (or, negative, fewer) bytes held for the client.
+// hold counts n more (or, negative, fewer) bytes held for the client in
+// fact: replies not written, large output being written.
 func (c *client) hold(n int64) {
 	c.held.Add(n)
 	c.s.heldTotal.Add(n)
 }
 
-// expect counts n more (or fewer) bytes of the held ones as expected: a
-// command's reservation until its reply arrives. The hard bounds act on
-// what is held in fact, the windows on what is held and expected.
+// expect counts n more (or fewer) bytes expected: a command's reservation
+// (its request's size, or its reply's expected size if larger) until its
+// reply arrives. The hard bounds act on what is held in fact, the soft
+// ones and the windows on what is held and expected.
 func (c *client) expect(n int64) {
 	c.expected.Add(n)
 	c.s.expectedTotal.Add(n)
@@ -106,12 +109,12 @@ func (s *Server) ClientBufferLimitInForce() int64 { return s.clientBufferLimit()
 // pressure reports whether the process holds more than half of
 // MaxMemory: clients then get one command in flight each.
 func (s *Server) pressure() bool {
-	return s.MaxMemory > 0 && s.heldTotal.Load() > s.MaxMemory/2
+	return s.MaxMemory > 0 && s.heldTotal.Load()+s.expectedTotal.Load() > s.MaxMemory/2
 }
 
 // HeldBytes returns the bytes the proxy holds for its clients now:
 // requests not answered, replies not written, output being written.
-func (s *Server) HeldBytes() int64 { return s.heldTotal.Load() }
+func (s *Server) HeldBytes() int64 { return s.heldTotal.Load() + s.expectedTotal.Load() }
 
 // checkLimits runs when a reply of n bytes for o has arrived and been
 // counted (own is what the call holds): it closes o if it is past its
@@ -120,10 +123,10 @@ func (s *Server) HeldBytes() int64 { return s.heldTotal.Load() }
 func (s *Server) checkLimits(o *client, own int64) {
 	// The reply being written (a value decoded to its full size, say) is
 	// the one that is never cut, as is the one that just came.
-	if h := o.held.Load() - o.expected.Load(); h > s.clientBufferLimit() && h-own-o.writing.Load() >= minOtherHeld {
+	if h := o.held.Load(); h > s.clientBufferLimit() && h-own-o.writing.Load() >= minOtherHeld {
 		o.drop("client-buffer-limit", h)
 	}
-	if s.MaxMemory > 0 && s.heldTotal.Load()-s.expectedTotal.Load() > s.MaxMemory {
+	if s.MaxMemory > 0 && s.heldTotal.Load() > s.MaxMemory {
 		s.shed()
 	}
 }
@@ -139,7 +142,7 @@ func (s *Server) shed() {
 	var most int64
 	s.mu.Lock()
 	for c := range s.clients {
-		if h := c.held.Load() - c.expected.Load(); h > most && !c.aborted.Load() && c.queued() > 1 {
+		if h := c.held.Load(); h > most && !c.aborted.Load() && c.queued() > 1 {
 			worst, most = c, h
 		}
 	}

@@ -267,12 +267,10 @@ type call struct {
 	// authUser: the ACL user an AUTH or HELLO ... AUTH logs in as, for the
 	// writer to note when it succeeds (see client.user).
 	authUser []byte
-	// held is the bytes counted against the owner for this call (its
-	// request, then its reply too), given back when the reply is written.
-	held int64
-	// reserved is the part of held that is the reservation made when the
-	// call was queued, until its reply arrives (memory.go).
-	reserved int64
+	// held is the bytes of the reply counted against the owner, given back
+	// when it is written; reserved the reservation made when the call was
+	// queued, until its reply arrives (memory.go).
+	held, reserved int64
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -880,8 +878,8 @@ func (c *upConn) readLoop() {
 		if o := cl.owner; o != nil {
 			// The reply now counts instead of the request (memory.go).
 			n := int64(len(cl.reply))
-			o.hold(n - cl.held)
 			o.expect(-cl.reserved)
+			o.hold(n)
 			cl.held, cl.reserved = n, 0
 			o.noteReply(n)
 			o.s.checkLimits(o, n)
