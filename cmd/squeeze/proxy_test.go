@@ -91,6 +91,7 @@ func TestProxySettings_Errors(t *testing.T) {
 		{[]string{"--listen", "[::]:6380"}, "--client-auth require"},
 		{[]string{"--procs", "-2"}, "--procs must be"},
 		{[]string{"--max-in-flight", "0"}, "--max-in-flight and --client-buffer must be positive"},
+		{[]string{"--client-buffer", "64MiB", "--client-buffer-limit", "1MiB"}, "--client-buffer-limit 1MiB is below --client-buffer 64MiB"},
 	}
 	for _, tt := range tests {
 		var stderr bytes.Buffer
