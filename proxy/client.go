@@ -601,7 +601,15 @@ func (c *client) enqueue(cl *call) {
 		}
 		c.qmu.Unlock()
 		c.flush()
+		stop := func() {}
+		if c.pinned != nil {
+			// A reply that never comes (a command blocked for good, a
+			// subscriber's) must not keep a client that left waiting here,
+			// where it reads nothing and so never sees the end.
+			stop = c.watchPeer()
+		}
 		<-c.space
+		stop()
 	}
 	if cl.ready.Load() {
 		c.wake()
@@ -767,6 +775,13 @@ func (c *client) watchGone() (stop func()) {
 	if c.pinned == nil || c.pinned.awaiting.Load() <= 1 {
 		return func() {}
 	}
+	return c.watchPeer()
+}
+
+// watchPeer polls the client's socket for its end until stop, and closes
+// the private connection when the client has left, failing what waits on
+// it: for a reader waiting on its private connection's replies.
+func (c *client) watchPeer() (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(50 * time.Millisecond)

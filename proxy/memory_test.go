@@ -286,3 +286,33 @@ func TestProxy_RequestsBoundedWhileRedisWaits(t *testing.T) {
 	}
 	t.Logf("held at most %d bytes while Redis was paused", peak())
 }
+
+// TestProxy_ClientWaitingForRoomLeaves: a client whose command blocks for
+// good on its private connection, with more commands pipelined behind it
+// than its window takes, leaves: the proxy lets go of it (the reader that
+// waits for room watches the socket) instead of keeping it and its
+// upstream connection for ever.
+func TestProxy_ClientWaitingForRoomLeaves(t *testing.T) {
+	e := startEnv(t)
+	c := dialRaw(t, e.addr)
+	cmds := [][]string{{"BLPOP", "never", "0"}}
+	for range 20 {
+		cmds = append(cmds, []string{"PING"})
+	}
+	c.send(cmds...)
+	waitBlocked(t, e.redis.Addr, 1)
+	c.nc.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.srv.mu.Lock()
+		n := len(e.srv.clients)
+		e.srv.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d clients still held 10 s after the only one left", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
