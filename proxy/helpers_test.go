@@ -198,3 +198,22 @@ func waitBlocked(t testing.TB, addr string, n int) {
 		}
 	}
 }
+
+// waitNoClients waits until s holds no client connection, as after every
+// client left, and fails the test after d.
+func waitNoClients(t testing.TB, s *Server, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		s.mu.Lock()
+		n := len(s.clients)
+		s.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d clients still held %v after they left", n, d)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -16,8 +16,8 @@ import (
 // command from when it is read until its reply arrives, its request bytes
 // or, if larger, the size its reply is expected to have (so that the
 // bounds act before the replies come, not after); then the reply as Redis
-// sent it, until it is written; and the output being written (decoded
-// values included) while the socket takes it. Three bounds act on those counts:
+// sent it, until it is written; and output of 64 KiB or more being
+// written (decoded values included) while the socket takes it. Three bounds act on those counts:
 //
 //   - Soft, per client (MaxReplyBytes, --client-buffer): past it the proxy
 //     stops reading the client's commands, and so stops sending them to

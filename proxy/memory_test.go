@@ -302,17 +302,5 @@ func TestProxy_ClientWaitingForRoomLeaves(t *testing.T) {
 	c.send(cmds...)
 	waitBlocked(t, e.redis.Addr, 1)
 	c.nc.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		e.srv.mu.Lock()
-		n := len(e.srv.clients)
-		e.srv.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d clients still held 10 s after the only one left", n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitNoClients(t, e.srv, 10*time.Second)
 }

@@ -139,19 +139,7 @@ func TestPoller_ClientLeaves(t *testing.T) {
 		}
 		c.nc.Close()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		e.srv.mu.Lock()
-		n := len(e.srv.clients)
-		e.srv.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d clients still open after they left", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitNoClients(t, e.srv, 5*time.Second)
 	if n := inLoop(e.srv); n != 0 {
 		t.Fatalf("event loops still read %d clients", n)
 	}
