@@ -147,6 +147,26 @@ def main():
     step("message", msg["data"])
     ps.close()
 
+    # A lock with a long token, as redis-py's Lock keeps it: SET NX PX to
+    # acquire (the proxy stores the 300 bytes compressed), Lua scripts
+    # that compare the stored token with the holder's to extend, reacquire
+    # and release. A holder with another token is refused.
+    token = ("owner-" + "squeeze-worker-" * 25)[:300]
+    lock = r.lock(k("lock"), timeout=30)
+    step("Lock acquire", lock.acquire(blocking=False, token=token))
+    step("Lock owned", lock.owned())
+    step("Lock extend", lock.extend(10))
+    step("Lock reacquire", lock.reacquire())
+    other = r.lock(k("lock"), timeout=30)
+    other.local.token = (token[:-1] + "x").encode()
+    try:
+        other.release()
+        step("Lock release by another", "released")
+    except redis.exceptions.LockNotOwnedError as err:
+        step("Lock release by another", "error: %s" % err)
+    step("Lock release", lock.release())
+    step("Lock key after release", r.exists(k("lock")))
+
     # Errors come back as Redis words them.
     try:
         r.incr(k("doc"))
