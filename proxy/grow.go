@@ -164,6 +164,8 @@ func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
 	fail := func(msg string) *call {
 		return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+": "+msg))
 	}
+	var keyLock keyLockHold
+	defer keyLock.release()
 	r := send("P", "", nil, "")
 	for attempt := 0; ; attempt++ {
 		if r.err != nil {
@@ -195,6 +197,12 @@ func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
 		r.release()
 		if attempt >= maxGrowRetries {
 			return nil
+		}
+		if attempt > 0 {
+			// The compare-and-set failed: another writer changed the key.
+			// From now on this proxy's writers of it wait for each other
+			// (keylock.go), so the next round or the one after stores.
+			keyLock.take(&c.s.keyLocks, key)
 		}
 		if kind == 'E' { // a frame: its length, nothing changes
 			h, err := codec.ParseHeader(stored)

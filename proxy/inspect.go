@@ -378,7 +378,14 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 	// place among the private connection's replies.
 	var pinSeq uint64
 	defer func() { out.pinSeq = max(out.pinSeq, pinSeq) }()
+	var keyLock keyLockHold
+	defer keyLock.release()
 	for attempt := 0; attempt < maxInspectRetries; attempt++ {
+		if attempt > 0 {
+			// Another writer changed a key: from now on this proxy's
+			// writers of it wait for each other (keylock.go).
+			keyLock.take(&c.s.keyLocks, writtenKey(info, args))
+		}
 		r := c.roundtripScript(appendInspect(nil, info, args, cands, true, false, byName, rmin))
 		pinSeq = max(pinSeq, r.pinSeq)
 		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {

@@ -105,6 +105,9 @@ type Server struct {
 	scriptSHAs  scriptSHAs
 	scriptsOnce sync.Once
 	scriptKeys  scriptKeys
+	// keyLocks runs the read-modify-writes the proxy computes one key at
+	// a time (keylock.go).
+	keyLocks keyLocks
 	// StoredListSearch makes LREM, LPOS and LINSERT compare list elements
 	// by their stored bytes, with Redis's own commands: faster, but an
 	// element stored with other settings (codec, level, min size or gain,
