@@ -43,6 +43,22 @@ func ReadCommand(args [][]byte, b []byte, maxBulk int64) (_ [][]byte, n int, err
 	if count <= 0 {
 		return args, pos, nil
 	}
+	args, n, err = ReadBulks(args, b[pos:], count, maxBulk)
+	if err != nil {
+		return args, 0, err
+	}
+	return args, pos + n, nil
+}
+
+// ReadBulks parses count bulk strings from b, the arguments of a multibulk
+// command after its count line, appending them to args (slices of b), and
+// returns the bytes they take. Its errors are ReadCommand's: ErrIncomplete
+// when b ends before the last one.
+func ReadBulks(args [][]byte, b []byte, count, maxBulk int64) (_ [][]byte, n int, err error) {
+	if maxBulk <= 0 {
+		maxBulk = DefaultMaxBulk
+	}
+	pos := 0
 	for i := int64(0); i < count; i++ {
 		rest := b[pos:]
 		nl := bytes.IndexByte(rest, '\r')
@@ -68,6 +84,52 @@ func ReadCommand(args [][]byte, b []byte, maxBulk int64) (_ [][]byte, n int, err
 		pos = end + 2 // Redis skips the two bytes after the data unchecked.
 	}
 	return args, pos, nil
+}
+
+// ReadCommandHead parses the start of a multibulk command of which b holds
+// only a part that ends inside the data of one of its bulk arguments: it
+// appends the arguments before that one to args and returns the command's
+// argument count, the offset in b where the pending argument's data begins
+// and its size. ok is false when b holds a whole command, ends within a
+// header line, or is not well-formed multibulk input within maxBulk (then
+// ReadCommand has the answer). A proxy uses it to pass a large value on
+// before the whole of it has arrived.
+func ReadCommandHead(args [][]byte, b []byte, maxBulk int64) (_ [][]byte, count int64, dataAt int, size int64, ok bool) {
+	args = args[:0]
+	if maxBulk <= 0 {
+		maxBulk = DefaultMaxBulk
+	}
+	if len(b) == 0 || b[0] != '*' {
+		return args, 0, 0, 0, false
+	}
+	nl := bytes.IndexByte(b, '\r')
+	if nl < 0 || nl+1 >= len(b) {
+		return args, 0, 0, 0, false
+	}
+	count, okc := parseInt(b[1:nl])
+	if !okc || count <= 0 || count > 1<<31-1 {
+		return args, 0, 0, 0, false
+	}
+	pos := nl + 2
+	for i := int64(0); i < count; i++ {
+		rest := b[pos:]
+		nl := bytes.IndexByte(rest, '\r')
+		if nl < 0 || nl+1 >= len(rest) || rest[0] != '$' {
+			return args, 0, 0, 0, false
+		}
+		size, oks := parseInt(rest[1:nl])
+		if !oks || size < 0 || size > maxBulk {
+			return args, 0, 0, 0, false
+		}
+		start := pos + nl + 2
+		if int64(len(b)-start) < size+2 {
+			return args, count, start, size, true
+		}
+		end := start + int(size)
+		args = append(args, b[start:end:end])
+		pos = end + 2
+	}
+	return args, 0, 0, 0, false
 }
 
 func isSpace(c byte) bool {

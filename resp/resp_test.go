@@ -255,7 +255,76 @@ func FuzzReadValue(f *testing.F) {
 				t.Fatalf("PendingBulkEnd = %d for %d bytes, ReadCommand: %v", need, len(b), err)
 			}
 		}
+		// ReadCommandHead names a pending argument only where ReadCommand
+		// cannot read the command yet, the arguments before it are
+		// ReadCommand's once the rest arrives, and the pending data lies
+		// past b's end.
+		if head, count, at, size, ok := ReadCommandHead(nil, b, 1<<20); ok && count <= 1000 {
+			if _, _, err := ReadCommand(nil, append([]byte(nil), b...), 1<<20); !errors.Is(err, ErrIncomplete) {
+				t.Fatalf("ReadCommandHead found a pending argument, ReadCommand: %v", err)
+			}
+			if at > len(b) || int64(at)+size+2 <= int64(len(b)) || int64(len(head)) >= count {
+				t.Fatalf("ReadCommandHead: %d of %d args, data at %d size %d, %d bytes", len(head), count, at, size, len(b))
+			}
+			whole := append(append([]byte(nil), b...), make([]byte, int(int64(at)+size+2)-len(b))...)
+			for i := int64(len(head)) + 1; i < count; i++ {
+				whole = append(whole, "$0\r\n\r\n"...)
+			}
+			args, n, err := ReadCommand(nil, whole, 1<<20)
+			if err != nil || n != len(whole) || int64(len(args)) != count {
+				t.Fatalf("completed command: %d args, %d of %d bytes, %v", len(args), n, len(whole), err)
+			}
+			for i := range head {
+				if !bytes.Equal(head[i], args[i]) {
+					t.Fatalf("argument %d: head %q, whole %q", i, head[i], args[i])
+				}
+			}
+		}
 	})
+}
+
+// TestReadCommandHead: a command cut inside a bulk's data gives the
+// arguments before it, the count and where that bulk's data starts; cut
+// anywhere else, or whole, it gives nothing.
+func TestReadCommandHead(t *testing.T) {
+	cmd := "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$10\r\n0123456789\r\n$2\r\nEX\r\n"
+	// Each bulk: where its data starts, its size, the arguments before it.
+	bulks := []struct {
+		at, size, before int
+	}{
+		{strings.Index(cmd, "SET"), 3, 0},
+		{strings.Index(cmd, "k\r"), 1, 1},
+		{strings.Index(cmd, "0123"), 10, 2},
+		{strings.Index(cmd, "EX"), 2, 3},
+	}
+	for n := 0; n <= len(cmd); n++ {
+		head, count, dataAt, size, ok := ReadCommandHead(nil, []byte(cmd[:n]), 0)
+		want := -1
+		for i, b := range bulks {
+			if n >= b.at && n < b.at+b.size+2 {
+				want = i
+			}
+		}
+		if want < 0 {
+			if ok {
+				t.Errorf("cut at %d: a pending argument of %d bytes at %d", n, size, dataAt)
+			}
+			continue
+		}
+		b := bulks[want]
+		if !ok || count != 4 || dataAt != b.at || size != int64(b.size) || len(head) != b.before {
+			t.Errorf("cut at %d: %q count %d at %d size %d ok %v; want bulk %d", n, head, count, dataAt, size, ok, want)
+		}
+		if want == 2 && string(head[1]) != "k" {
+			t.Errorf("cut at %d: key %q", n, head[1])
+		}
+	}
+	if args, n, err := ReadBulks(nil, []byte("$2\r\nEX\r\n$2\r\n10\r\nrest"), 2, 0); err != nil || n != 16 || string(args[1]) != "10" {
+		t.Errorf("ReadBulks: %q %d %v", args, n, err)
+	}
+	if _, _, err := ReadBulks(nil, []byte("$2\r\nEX\r\n$2\r\n1"), 2, 0); !errors.Is(err, ErrIncomplete) {
+		t.Errorf("ReadBulks of a cut bulk: %v", err)
+	}
 }
 
 // TestPendingValueEnd: every prefix of a bulk reply that holds its header
