@@ -87,6 +87,18 @@ func (s *Server) watchSentinel(addr string) error {
 		kind, _ := it.Next()
 		_, _ = it.Next()
 		payload, _ := it.Next()
+		if bytes.Equal(kind.Str, []byte("subscribe")) {
+			// Subscribed: a switch while the proxy was not (at start,
+			// while it reconnected to a Sentinel) sent no message for it
+			// to hear, so ask where the master is now.
+			ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout())
+			addr, err := s.masterAddr(ctx)
+			cancel()
+			if err == nil {
+				s.switchMaster(addr)
+			}
+			continue
+		}
 		if !bytes.Equal(kind.Str, []byte("message")) {
 			continue
 		}
@@ -97,8 +109,12 @@ func (s *Server) watchSentinel(addr string) error {
 	}
 }
 
-// switchMaster closes every upstream connection after a failover.
+// switchMaster closes every upstream connection after a failover, when
+// addr is not where the connections go already (nor is any dialed yet).
 func (s *Server) switchMaster(addr string) {
+	if old, _ := s.sentinelMaster.Swap(addr).(string); old == "" || old == addr {
+		return
+	}
 	s.logger().Warn("sentinel: the master switched; reconnecting", "master", s.up.Master, "addr", addr)
 	s.metrics.failover()
 	s.pool.failAll(errFailover)

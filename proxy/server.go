@@ -166,6 +166,9 @@ type Server struct {
 	nextID    atomic.Uint64
 	initOnce  sync.Once
 	watchOnce sync.Once // the Sentinel watcher
+	// sentinelMaster is the master's address as the Sentinels last named
+	// it to a dial or a switch (a string; empty before the first).
+	sentinelMaster atomic.Value
 	doneOnce  sync.Once // closes done
 	initErr   error
 

@@ -414,6 +414,7 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 			return nil, err
 		}
 		u.Addr = addr
+		s.sentinelMaster.Store(addr)
 	}
 	d := net.Dialer{Timeout: s.dialTimeout(), KeepAlive: 30 * time.Second}
 	nc, err := d.DialContext(ctx, u.Network, u.Addr)
