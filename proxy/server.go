@@ -169,8 +169,8 @@ type Server struct {
 	// sentinelMaster is the master's address as the Sentinels last named
 	// it to a dial or a switch (a string; empty before the first).
 	sentinelMaster atomic.Value
-	doneOnce  sync.Once // closes done
-	initErr   error
+	doneOnce       sync.Once // closes done
+	initErr        error
 
 	quarantineOnce sync.Once
 	quarantineQ    chan quarantined
