@@ -503,6 +503,24 @@ func (c *client) process(inLoop bool) bool {
 			perr = unauthLimit(c.rbuf[off:], perr, maxBulk)
 		}
 		if errors.Is(perr, resp.ErrIncomplete) {
+			// A large value to store as it is passes on as it arrives
+			// (stream.go), from the client's goroutine.
+			if _, _, _, _, ok := c.streamable(c.rbuf[off:]); ok {
+				if inLoop {
+					c.handOff = true
+					break
+				}
+				c.rbuf = c.rbuf[:copy(c.rbuf, c.rbuf[off:])]
+				off = 0
+				key, count, at, size, _ := c.streamable(c.rbuf)
+				streamed, alive := c.streamSet(key, count, at, size)
+				if !alive {
+					return false
+				}
+				if streamed {
+					continue
+				}
+			}
 			break
 		}
 		if perr != nil {

@@ -44,6 +44,9 @@ func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) {
 // newRawSock returns nc: the raw socket is Linux only.
 func newRawSock(nc net.Conn) net.Conn { return nc }
 
+// baseConn returns nc: only Linux wraps connections.
+func baseConn(nc net.Conn) net.Conn { return nc }
+
 // peerGone is Linux only (see poller_linux.go): elsewhere a reader that
 // waits learns that the client left when it reads again.
 func (c *client) peerGone() bool { return false }

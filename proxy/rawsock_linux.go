@@ -97,6 +97,15 @@ func newRawSock(nc net.Conn) net.Conn {
 	return s
 }
 
+// baseConn returns the connection nc wraps, for io.CopyN to splice
+// between two TCP sockets (stream.go).
+func baseConn(nc net.Conn) net.Conn {
+	if s, ok := nc.(*rawSock); ok {
+		return s.Conn
+	}
+	return nc
+}
+
 func (s *rawSock) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: s.LocalAddr().Network(), Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: err}
 }

@@ -1024,6 +1024,9 @@ type pool struct {
 	// byDB are connections to other databases than the URL's, for the
 	// reads the proxy makes on behalf of clients that selected one.
 	byDB map[int]*upConn
+	// streams are idle connections for large values passed on as they
+	// arrive (stream.go).
+	streams []*upConn
 	// closed is set by closeAll: no connection is dialed after it.
 	closed bool
 	// order keeps the order barriers (proxy/order.go).
@@ -1145,6 +1148,10 @@ func (p *pool) failAll(err error) {
 		c.fail(err)
 		delete(p.byDB, db)
 	}
+	for _, c := range p.streams {
+		c.fail(err)
+	}
+	p.streams = nil
 }
 
 func (p *pool) closeAll() {
@@ -1161,4 +1168,8 @@ func (p *pool) closeAll() {
 		c.close()
 		delete(p.byDB, db)
 	}
+	for _, c := range p.streams {
+		c.close()
+	}
+	p.streams = nil
 }

@@ -1,0 +1,284 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// Large values that the write policy stores as they are (compression off
+// for the key, a value under --min-size, a prefix scripts use) pass through
+// as they arrive: the proxy does not hold a 10 MB SET whole before its
+// first byte goes to Redis, and moves it without copying it through its
+// own memory where the kernel can (splice(2) between two TCP sockets, which
+// io.CopyN does for a *net.TCPConn).
+//
+// The value goes over a connection of its own, taken from a small set of
+// idle ones (pool.takeStream), never over the shared one: while it is on
+// its way, other clients' commands go on, as they would with Redis, which
+// runs a command only once the whole of it has arrived. So the SET counts
+// as arriving when its last byte does: the proxy passes everything but the
+// last streamTail bytes of the value as they come, then reads the rest of
+// the command (the value's tail and the options after it: EX, NX, GET...)
+// and, under an order barrier (order.go), once this client's earlier
+// commands have run (a PING sent behind them on the shared connection when
+// the SET began has its reply), writes that rest. The barrier lasts until
+// Redis replies, so every command that reached the proxy after the SET, this
+// client's next one included, runs after it.
+//
+// Only SET key value [options] of a client on the shared connection
+// streams: not inside MULTI, on a private connection (its state, its
+// order), with replies off, behind --client-auth require, or in front of a
+// cluster node. A SET with IFEQ, IFNE, IFDEQ or IFDNE compares the stored
+// value, which may be a frame, so it must run as an inspect command; its
+// options come after the value, so the proxy learns of them too late:
+// such a command gets an error (streamIfErr) and the partial command is
+// dropped with its connection.
+
+// streamMinValue is the smallest value that streams.
+const streamMinValue = 1 << 20
+
+// streamTail is how much of the value's end the proxy holds back, to write
+// with the options after it once the command is whole.
+const streamTail = 64 << 10
+
+// maxIdleStreams bounds the idle connections kept for streams.
+const maxIdleStreams = 4
+
+// streamIfErr is the error for a streamed SET that turns out to compare.
+const streamIfErr = "ERR squeeze: SET with IFEQ, IFNE, IFDEQ or IFDNE and a value of 1 MiB or more is not supported through the proxy when the value is stored as it is; send it under --min-size or to a compressed key"
+
+// streamable reports whether b, the unread part of the client's input that
+// holds an incomplete command, begins a SET whose value streams, and
+// returns the key (a slice of b), the command's argument count, where the
+// value's data begins in b and its size.
+func (c *client) streamable(b []byte) (key []byte, count int64, at int, size int64, ok bool) {
+	if c.pinned != nil || c.inMulti || c.relay || c.replyOff || c.skip > 0 || c.s.Cluster != nil || c.s.RequireAuth || len(b) < 32 {
+		return nil, 0, 0, 0, false
+	}
+	args, count, at, size, ok := resp.ReadCommandHead(c.args, b, c.s.maxBulk())
+	c.args = args[:0]
+	if !ok || len(args) != 2 || count < 3 || count > 16 || size < streamMinValue || !is(args[0], "SET") {
+		return nil, 0, 0, 0, false
+	}
+	if len(b)-at < len(codec.Magic) || codec.IsFramed(b[at:]) {
+		return nil, 0, 0, 0, false // undecided yet, or a value to wrap in a none frame
+	}
+	if enc := c.s.policyFor(args[1]).enc; enc.Algorithm().ID != codec.IDNone && size >= int64(enc.MinSize()) {
+		return nil, 0, 0, 0, false // the value may be compressed: it must arrive whole
+	}
+	return args[1], count, at, size, true
+}
+
+// streamSet passes on the SET that begins c.rbuf (see streamable) as its
+// value arrives, and removes it from c.rbuf. streamed is false when it
+// could not begin (no connection for it): c.rbuf is as it was, and the
+// command goes the usual way. alive is false when the client's connection
+// must end.
+func (c *client) streamSet(key []byte, count int64, at int, size int64) (streamed, alive bool) {
+	up, err := c.s.pool.takeStream()
+	if err != nil {
+		return false, true
+	}
+	if err := up.streamBegin(); err != nil {
+		return false, true
+	}
+	key = bytes.Clone(key)
+	c.flush()
+	// This client's earlier commands must have run before the SET does:
+	// a PING behind them, whose reply is awaited before the last write.
+	var ping *call
+	if shared, err := c.conn(); err == nil {
+		ping = newCall()
+		c.one[0] = ping
+		shared.send(pingRequest, c.one[:])
+		c.one[0] = nil
+	}
+	waitPing := func() {
+		if ping != nil {
+			<-ping.done
+			ping.release()
+			ping = nil
+		}
+	}
+	abort := func() (bool, bool) {
+		up.close() // Redis drops the partial command with its connection
+		waitPing()
+		return true, false
+	}
+
+	// Everything up to the value's tail: what is in the buffer, then the
+	// rest straight from the client's socket to Redis's.
+	cut := int64(at) + size - streamTail
+	first := min(int64(len(c.rbuf)), cut)
+	if up.streamWrite(c.rbuf[:first]) != nil {
+		return abort()
+	}
+	if rest := cut - first; rest > 0 {
+		if n, err := io.CopyN(baseConn(up.nc), baseConn(c.nc), rest); err != nil || n != rest {
+			return abort() // the client left, or Redis did: either ends it
+		}
+	}
+	c.s.metrics.streamed(size)
+	c.rbuf = c.rbuf[:copy(c.rbuf, c.rbuf[first:])]
+
+	// The rest of the command: the value's tail, its CRLF, the options.
+	need := streamTail + 2
+	var opts [][]byte
+	var m int
+	for {
+		if len(c.rbuf) >= need {
+			var err error
+			opts, m, err = resp.ReadBulks(c.args, c.rbuf[need:], count-3, c.s.maxBulk())
+			c.args = opts[:0]
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, resp.ErrIncomplete) {
+				// Redis answers malformed input with an error and closes.
+				up.close()
+				waitPing()
+				cl := c.localCall("", resp.AppendError(nil, "ERR "+err.Error()))
+				cl.close = true
+				c.enqueue(cl)
+				return true, false
+			}
+		}
+		c.growRead()
+		n, err := c.nc.Read(c.rbuf[len(c.rbuf):cap(c.rbuf)])
+		c.rbuf = c.rbuf[:len(c.rbuf)+n]
+		if err != nil && n == 0 {
+			return abort()
+		}
+	}
+	whole := need + m
+	shapeArgs := make([][]byte, 0, 3+len(opts))
+	shapeArgs = append(shapeArgs, []byte("SET"), key, nil)
+	shapeArgs = append(shapeArgs, opts...)
+	if conditional(setCmd, shapeArgs) != setCmd {
+		up.close()
+		waitPing()
+		c.rbuf = c.rbuf[:copy(c.rbuf, c.rbuf[whole:])]
+		c.enqueue(c.localCall(setCmd.name, resp.AppendError(nil, streamIfErr)))
+		return true, true
+	}
+
+	cl := newCall()
+	cl.notify, cl.owner = c.ready, c
+	cl.cmd, cl.cmdID, cl.kind, cl.start = setCmd.name, setCmd.id, replyShape(setCmd, shapeArgs), c.readAt
+	cl.saveArgs(shapeArgs[:2])
+	c.seq++
+	cl.seq = c.seq
+	cl.reserved = c.expectedReply()
+	c.enqueue(cl) // may wait for room: before the barrier, which must not
+	c.expect(cl.reserved)
+
+	h := c.s.pool.raiseOrder()
+	c.s.pool.awaitOrder(h)
+	waitPing()
+	p := c.s.pool
+	cl.onFinish = func() {
+		p.endOrder(h)
+		go p.putStream(up) // not on the reader: putStream may take the pool's lock
+	}
+	time.AfterFunc(maxBlockedWait, func() { p.endOrder(h) })
+	up.streamFinish(cl, c.rbuf[:whole]) // a failure fails cl, which ends the barrier
+	c.rbuf = c.rbuf[:copy(c.rbuf, c.rbuf[whole:])]
+	return true, true
+}
+
+// takeStream returns an idle connection for a stream, or dials one.
+func (p *pool) takeStream() (*upConn, error) {
+	p.mu.Lock()
+	for len(p.streams) > 0 {
+		u := p.streams[len(p.streams)-1]
+		p.streams = p.streams[:len(p.streams)-1]
+		if !u.isDead() {
+			p.mu.Unlock()
+			return u, nil
+		}
+	}
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, ErrServerClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.srv.dialTimeout())
+	defer cancel()
+	return p.srv.dialUp(ctx, nil)
+}
+
+// putStream keeps u for the next stream, or closes it.
+func (p *pool) putStream(u *upConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || u.isDead() || len(p.streams) >= maxIdleStreams {
+		u.close()
+		return
+	}
+	p.streams = append(p.streams, u)
+}
+
+// streamBegin makes the caller the only writer of u (a connection taken
+// for a stream), once what was queued on it is written.
+func (u *upConn) streamBegin() error {
+	for {
+		u.mu.Lock()
+		switch {
+		case u.dead:
+			err := u.err
+			u.mu.Unlock()
+			return err
+		case !u.writing && len(u.wbuf) == 0:
+			u.writing = true
+			u.mu.Unlock()
+			return nil
+		case !u.writing:
+			u.writing = true
+			u.writeQueued() // unlocks
+			continue
+		}
+		u.mu.Unlock()
+		time.Sleep(50 * time.Microsecond) // a new connection's setup is on its way
+	}
+}
+
+// streamWrite writes b on a connection whose writer the caller is.
+func (u *upConn) streamWrite(b []byte) error {
+	if _, err := u.nc.Write(b); err != nil {
+		u.fail(fmt.Errorf("write to upstream: %w", err))
+		return err
+	}
+	return nil
+}
+
+// streamFinish writes the last part of a streamed command with its call,
+// then what others queued meanwhile, and gives up the writer's place.
+func (u *upConn) streamFinish(cl *call, b []byte) {
+	u.mu.Lock()
+	if u.dead {
+		err := u.err
+		u.mu.Unlock()
+		cl.err = err
+		cl.finish()
+		return
+	}
+	u.pending <- cl
+	u.awaiting.Add(1)
+	u.mu.Unlock()
+	_, err := u.nc.Write(b)
+	u.mu.Lock()
+	if err != nil {
+		u.writing = false
+		u.mu.Unlock()
+		u.fail(fmt.Errorf("write to upstream: %w", err))
+		return
+	}
+	u.writeQueued() // unlocks
+}

@@ -1,0 +1,191 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	prom "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// rawValue is n bytes that no policy of the tests compresses (min size
+// above n) and that read back recognisably.
+func rawValue(n int, seed byte) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'a' + byte((i*7+int(seed))%26)
+	}
+	return string(b)
+}
+
+func setCommand(args ...string) []byte {
+	bs := make([][]byte, len(args))
+	for i, a := range args {
+		bs[i] = []byte(a)
+	}
+	return resp.AppendCommand(nil, bs...)
+}
+
+// TestProxy_StreamedSet: a SET of a large value the policy stores as it is
+// passes through as it arrives: Redis holds the value exactly, with its
+// options (EX, GET of the old value, which is a frame and reads decoded),
+// this client's pipelined GET after it sees it, and the metric counts it.
+func TestProxy_StreamedSet(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry(), codec.DefaultAlgorithm)
+	e := startEnv(t, withMinSize(64<<20), func(s *Server) { s.Metrics = m })
+	c := dialRaw(t, e.addr)
+	direct := dialRaw(t, e.redis.Addr)
+
+	big := rawValue(3<<20+17, 1)
+	// Written in pieces with pauses, so the proxy sees the value arrive.
+	cmd := append(setCommand("SET", "big", big, "EX", "100"), setCommand("GET", "big")...)
+	for i := 0; i < len(cmd); i += 256 << 10 {
+		c.write(cmd[i:min(i+256<<10, len(cmd))])
+		time.Sleep(2 * time.Millisecond)
+	}
+	if r := c.read(); r != "+OK\r\n" {
+		t.Fatalf("SET = %.80q", r)
+	}
+	if r := c.read(); r != bulk(big) {
+		t.Fatalf("pipelined GET = %.80q (%d bytes), want the %d written", r, len(r), len(big))
+	}
+	if r := direct.do("GET", "big"); r != bulk(big) {
+		t.Fatalf("Redis holds %.80q", r)
+	}
+	if ttl := direct.do("TTL", "big"); ttl != ":100\r\n" && ttl != ":99\r\n" {
+		t.Fatalf("TTL = %q: EX after the value was lost", ttl)
+	}
+	if n := prom.ToFloat64(m.streams); n != 1 {
+		t.Fatalf("streamed values = %v, want 1", n)
+	}
+
+	// SET ... GET returns the old value, decoded: a small compressed one.
+	doc := compressible(4000, 3)
+	enc, _ := codec.NewEncoder(codec.DefaultAlgorithm)
+	frame, _ := enc.AppendFrame(nil, []byte(doc))
+	direct.do("SET", "old", string(frame))
+	if r := c.do("SET", "old", big, "GET"); r != bulk(doc) {
+		t.Fatalf("SET old <big> GET = %.80q, want the old value decoded", r)
+	}
+	if r := direct.do("STRLEN", "old"); r != fmt.Sprintf(":%d\r\n", len(big)) {
+		t.Fatalf("STRLEN old = %q", r)
+	}
+	if n := prom.ToFloat64(m.streams); n != 2 {
+		t.Fatalf("streamed values = %v, want 2", n)
+	}
+
+	// A value that begins with the frame magic is wrapped, so it arrives
+	// whole: no stream, and it reads back as written.
+	magic := string(codec.Magic) + big[3:]
+	if r := c.do("SET", "magic", magic); r != "+OK\r\n" {
+		t.Fatalf("SET magic = %q", r)
+	}
+	if r := c.do("GET", "magic"); r != bulk(magic) {
+		t.Fatalf("GET magic = %.80q", r)
+	}
+	if n := prom.ToFloat64(m.streams); n != 2 {
+		t.Fatalf("streamed values = %v after a magic value, want 2", n)
+	}
+
+	// NX on an existing key: Redis's nil reply.
+	if r := c.do("SET", "big", big, "NX"); r != "$-1\r\n" {
+		t.Fatalf("SET NX = %q", r)
+	}
+	// IFEQ compares the stored value, which the proxy learns of only
+	// after the value: a clear error, nothing written, the connection
+	// goes on.
+	if r := c.do("SET", "big", rawValue(2<<20, 9), "IFEQ", "x"); !strings.Contains(r, "IFEQ") || r[0] != '-' {
+		t.Fatalf("SET IFEQ = %q", r)
+	}
+	if r := c.do("GET", "big"); r != bulk(big) {
+		t.Fatalf("GET after the refused IFEQ = %.80q", r)
+	}
+	// A syntax error is Redis's.
+	if r, w := c.do("SET", "big", big, "BOGUS"), direct.do("SET", "big", "v", "BOGUS"); r != w {
+		t.Fatalf("SET BOGUS = %q, Redis %q", r, w)
+	}
+}
+
+// TestProxy_StreamedSetOrder: while a client's large SET is on its way,
+// other clients' commands run (as with Redis, which runs a command once it
+// has all of it), and a command that reaches the proxy after the SET's last
+// byte runs after it.
+func TestProxy_StreamedSetOrder(t *testing.T) {
+	e := startEnv(t, withMinSize(64<<20))
+	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	b.do("SET", "k", "old")
+	big := rawValue(4<<20, 2)
+	cmd := setCommand("SET", "k", big)
+	half := len(cmd) / 2
+	a.write(cmd[:half])
+	time.Sleep(20 * time.Millisecond)
+	// Half of the value is in: another client is not held up, and sees
+	// the old value, since the SET has not arrived whole.
+	done := make(chan string, 1)
+	go func() { done <- b.do("GET", "k") }()
+	select {
+	case r := <-done:
+		if r != bulk("old") {
+			t.Fatalf("GET during the stream = %.40q", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("another client's GET waited for the streamed SET")
+	}
+	a.write(cmd[half : len(cmd)-10])
+	time.Sleep(20 * time.Millisecond)
+	a.write(cmd[len(cmd)-10:])
+	// The SET is whole: it runs, and another client's GET then reads it,
+	// before the SET's own reply is read.
+	time.Sleep(20 * time.Millisecond)
+	if r := b.do("GET", "k"); r != bulk(big) {
+		t.Fatalf("GET after the SET's last byte = %.40q (%d bytes)", r, len(r))
+	}
+	if r := a.read(); r != "+OK\r\n" {
+		t.Fatalf("SET = %.80q", r)
+	}
+}
+
+// TestProxy_StreamedSetClientLeaves: a client that leaves in the middle of
+// a large value writes nothing (Redis drops the part it got with the
+// connection that carried it), and the proxy serves the others.
+func TestProxy_StreamedSetClientLeaves(t *testing.T) {
+	e := startEnv(t, withMinSize(64<<20))
+	c := dialRaw(t, e.addr)
+	cmd := setCommand("SET", "partial", rawValue(4<<20, 3))
+	c.write(cmd[:len(cmd)/2])
+	time.Sleep(50 * time.Millisecond)
+	c.nc.Close()
+	other := dialRaw(t, e.addr)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if r := other.do("EXISTS", "partial"); r != ":0\r\n" {
+			t.Fatalf("EXISTS partial = %q", r)
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		if n := upstreamClients(t, e.redis.Addr); n <= 1 {
+			break // only the shared connection: the stream's is gone
+		}
+	}
+	if r := other.do("SET", "x", "1"); r != "+OK\r\n" {
+		t.Fatalf("SET after = %q", r)
+	}
+	if n := upstreamClients(t, e.redis.Addr); n > 1 {
+		t.Fatalf("Redis has %d clients: the stream's connection stayed\n%s", n, dialRaw(t, e.redis.Addr).do("CLIENT", "LIST"))
+	}
+}
+
+// upstreamClients counts Redis's clients other than the one asking.
+func upstreamClients(t *testing.T, addr string) int {
+	t.Helper()
+	c := dialRaw(t, addr)
+	defer c.nc.Close()
+	list := c.do("CLIENT", "LIST")
+	return bytes.Count([]byte(list), []byte("id=")) - 1
+}
