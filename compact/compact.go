@@ -88,6 +88,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/dictstore"
+	"github.com/squeeze-kv/squeeze/internal/luaguard"
 	"github.com/squeeze-kv/squeeze/internal/rediscluster"
 )
 
@@ -402,7 +403,8 @@ type runner struct {
 
 // ScriptPrefixesKey is the set in which squeeze proxy and the go-redis
 // hook keep the key prefixes scripts use (a key's prefix: up to and
-// including its last ':', or the whole key). Their values stay as written,
+// including its last ':', or up to a segment that is an id: the
+// proxy's luaguard.Prefix). Their values stay as written,
 // so Run skips them (SkipScript), and so does the set itself.
 const ScriptPrefixesKey = "squeeze:script-prefixes"
 
@@ -414,11 +416,7 @@ func (r *runner) scriptKey(k string) bool {
 	if len(r.scriptPrefixes) == 0 {
 		return false
 	}
-	p := k
-	if i := strings.LastIndexByte(k, ':'); i >= 0 {
-		p = k[:i+1]
-	}
-	return r.scriptPrefixes[p]
+	return r.scriptPrefixes[string(luaguard.Prefix([]byte(k)))]
 }
 
 // batch handles the keys of one SCAN reply.

@@ -30,8 +30,8 @@ const maxCleanKeys = 1 << 16
 // scriptPrefixRefresh is how often the proxy reads ScriptPrefixesKey again.
 const scriptPrefixRefresh = 10 * time.Second
 
-// ScriptPrefix returns the prefix a key used by a script stands for: the
-// key up to and including its last ':', or the whole key without one.
+// ScriptPrefix returns the prefix a key used by a script stands for (see
+// luaguard.Prefix: up to its last ':' or to a segment that is an id).
 func ScriptPrefix(key []byte) []byte { return luaguard.Prefix(key) }
 
 // scriptKeys is what the proxy knows about the keys scripts use.

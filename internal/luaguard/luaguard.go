@@ -113,10 +113,42 @@ if #out == 1 then return 'OK' end
 return out`
 
 // Prefix returns the prefix a key used by a script stands for: the key up
-// to and including its last ':', or the whole key without one.
+// to and including its last ':', or the whole key without one; but if a
+// segment before that, not the first, is an id (all digits, or 8 or more hex digits and
+// dashes with a digit among them: a UUID, a hash), the key up to that
+// segment. So one prefix stands for a framework's per-item keys
+// (bull:q:17:logs and bull:q:18:logs are both bull:q:), rather than one
+// per item filling the bounded set of prefixes.
 func Prefix(key []byte) []byte {
-	if i := bytes.LastIndexByte(key, ':'); i >= 0 {
-		return key[:i+1]
+	last := bytes.LastIndexByte(key, ':')
+	if last < 0 {
+		return key
 	}
-	return key
+	start := 0
+	for start < last {
+		end := start + bytes.IndexByte(key[start:], ':')
+		if start > 0 && isID(key[start:end]) {
+			return key[:start]
+		}
+		start = end + 1
+	}
+	return key[:last+1]
+}
+
+// isID reports whether a key segment looks like an item's id.
+func isID(seg []byte) bool {
+	if len(seg) == 0 {
+		return false
+	}
+	digits, hex := 0, true
+	for _, c := range seg {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c >= 'a' && c <= 'f', c >= 'A' && c <= 'F', c == '-':
+		default:
+			hex = false
+		}
+	}
+	return digits == len(seg) || (hex && digits > 0 && len(seg) >= 8)
 }
