@@ -43,6 +43,10 @@ type Decoder struct {
 	dictData [][]byte
 
 	brotli, gzip, flate, zlib sync.Pool // of *streamReader
+	// zstdStreams are single-goroutine zstd stream decoders for
+	// ValueReader, with zstd's limits set as for d.zstd.
+	zstdStreams sync.Pool
+	zlimit      uint64
 }
 
 // NewDecoder returns a Decoder.
@@ -59,6 +63,7 @@ func NewDecoder(opts ...DecoderOption) (*Decoder, error) {
 	// size up), so they get headroom above max; the output itself is bounded
 	// by the header's length through WithDecodeAllCapLimit.
 	zlimit := uint64(max(2*d.max, 8<<20))
+	d.zlimit = zlimit
 	d.zstd, err = zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
 		zstd.WithDecoderMaxMemory(zlimit),

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,6 +31,15 @@ func FuzzAppendDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
+		// A frame that streams reads to the same value, or fails too.
+		if vr, verr := dec.NewValueReader(in); verr == nil {
+			got, rerr := io.ReadAll(io.LimitReader(vr, fuzzMax+1))
+			vr.Close()
+			want, werr := dec.AppendDecode(nil, in)
+			if (rerr == nil) != (werr == nil) || (rerr == nil && !bytes.Equal(got, want)) {
+				t.Fatalf("ValueReader: %d bytes, %v; AppendDecode: %d bytes, %v", len(got), rerr, len(want), werr)
+			}
+		}
 		out, err := dec.AppendDecode(nil, in)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrUnknownCodec) &&
