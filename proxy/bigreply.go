@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"math/bits"
 	"sync"
 	"sync/atomic"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/resp"
 )
 
 // Large replies that need no rewriting are written from the buffer the
@@ -168,4 +171,95 @@ func appendBig(dst, src []byte) []byte {
 		dst = nb
 	}
 	return append(dst, src...)
+}
+
+// A GET of a zstd frame that decodes to streamDecodeMin or more is decoded
+// as it is written (codec.ValueReader): the writer decodes a piece, writes
+// it, decodes the next, so the proxy holds two pieces of the value, not the
+// whole of it: a 13 kB frame that decodes to 400 MiB (a decompression bomb
+// within --max-value) costs 2 MiB, and the allocation of the whole value,
+// with the collections it set off, is gone. The length and checksum are
+// known only at the end, so the last piece is written only once they are
+// met; if they are not, the client's connection ends there, its reply cut
+// short: a client library sees a broken connection, never a wrong value.
+// (Before anything is written, a frame that fails gets the usual error
+// reply.) Other codecs decode whole: s2, lz4 and MinLZ blocks cannot be
+// read in pieces, and their ratio is bounded.
+
+// streamDecodeMin is the decoded size from which a value is decoded as it
+// is written.
+const streamDecodeMin = 8 << 20
+
+// decodePiece is the size of the pieces.
+const decodePiece = 1 << 20
+
+// decodedAsWritten returns the frame of cl's reply if the reply is one bulk
+// string holding a zstd frame of streamDecodeMin or more, for a command
+// that reads without taking the value out of Redis (quarantine.go).
+func decodedAsWritten(cl *call) (frame []byte, ok bool) {
+	r := cl.reply
+	if cl.err != nil || cl.local || cl.kind != shapeValue || len(r) < 8 || r[0] != '$' || destructive(cl.cmd) {
+		return nil, false
+	}
+	i := bytes.IndexByte(r[:min(len(r), 24)], '\n')
+	if i < 2 {
+		return nil, false
+	}
+	n, ok := resp.ParseInt(r[1 : i-1])
+	if !ok || n < 0 || int64(len(r)) != int64(i+1)+n+2 {
+		return nil, false
+	}
+	frame = r[i+1 : len(r)-2]
+	h, err := codec.ParseHeader(frame)
+	if err != nil || !codec.Streams(h) || h.OriginalLen < streamDecodeMin {
+		return nil, false
+	}
+	return frame, true
+}
+
+// writeDecoded writes cl's reply, a frame (decodedAsWritten), decoded as
+// it is written; write writes c.out. It returns false, having written
+// nothing, when the frame fails before its first piece: emit then gives
+// the usual error reply.
+func (c *client) writeDecoded(cl *call, frame []byte, write func()) bool {
+	vr, err := c.s.decoder().NewValueReader(frame)
+	if err != nil {
+		return false
+	}
+	defer vr.Close()
+	h := vr.Header()
+	buf := getBig(2 * decodePiece)[:2*decodePiece]
+	defer putBig(buf)
+	cur, next := buf[:decodePiece], buf[decodePiece:]
+	k, err := io.ReadFull(vr, cur)
+	if err != nil {
+		return false // shorter than streamDecodeMin, or it fails at once
+	}
+	c.out = resp.AppendHeader(c.out, resp.BulkString, int(h.OriginalLen))
+	write()
+	for {
+		m, err := io.ReadFull(vr, next)
+		end := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		if err != nil && !end {
+			// The value is not the one written: the piece before the
+			// failure stays unwritten and the connection ends.
+			c.s.metrics.decodeError()
+			c.s.logger().Warn("a stored value failed to decode while it was written; the client's connection is closed",
+				"err", (&DecodeError{Cmd: cl.cmd, Key: keyOf(cl, 0), Err: err}).Error())
+			c.broken = true
+			c.abort()
+			return true
+		}
+		if _, werr := c.nc.Write(cur[:k]); werr != nil {
+			c.broken = true
+			c.abort()
+			return true
+		}
+		if end {
+			c.out = append(append(c.out, next[:m]...), '\r', '\n')
+			c.s.metrics.decoded(h.ID, len(frame), int(h.OriginalLen))
+			return true
+		}
+		cur, next, k = next, cur, m
+	}
 }

@@ -1568,6 +1568,9 @@ func (c *client) writeLoop() {
 			putBig(cl.reply)
 			cl.local = true // the reply is written: emit only does the bookkeeping
 			cl.reply = nil
+		} else if frame, ok := decodedAsWritten(cl); ok && !c.broken && c.writeDecoded(cl, frame, write) {
+			cl.local = true // written: emit only does the bookkeeping
+			cl.reply = cl.reply[:0]
 		}
 		closeAfter := c.emit(&c.wrw, cl, &now)
 		writePushes()

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +189,55 @@ func upstreamClients(t *testing.T, addr string) int {
 	defer c.nc.Close()
 	list := c.do("CLIENT", "LIST")
 	return bytes.Count([]byte(list), []byte("id=")) - 1
+}
+
+// TestProxy_DecodedAsWritten: a GET of a zstd frame that decodes to many
+// MiB is decoded as it is written, byte for byte the value; one whose
+// checksum is wrong ends the client's connection before the end of the
+// value (never a whole wrong value), and other clients go on; one that
+// fails at once gets the usual error.
+func TestProxy_DecodedAsWritten(t *testing.T) {
+	e := startEnv(t)
+	direct := dialRaw(t, e.redis.Addr)
+	enc, err := codec.NewEncoder(codec.Algorithm{ID: codec.IDZstd, Level: 3}, codec.WithMinSize(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := []byte(rawValue(20<<20+5, 4))
+	frame, _ := enc.AppendFrame(nil, val)
+	direct.do("SET", "doc", string(frame))
+	c := dialRaw(t, e.addr)
+	if r := c.do("GET", "doc"); r != bulk(string(val)) {
+		t.Fatalf("GET doc: %d bytes, want the %d of the value", len(r), len(val))
+	}
+	if r := c.do("STRLEN", "doc"); r != fmt.Sprintf(":%d\r\n", len(val)) {
+		t.Fatalf("STRLEN doc = %q", r)
+	}
+
+	h, _ := codec.ParseHeader(frame)
+	h.Checksum ^= 1
+	bad := append(codec.AppendHeader(nil, h), frame[h.Len:]...)
+	direct.do("SET", "bad", string(bad))
+	b := dialRaw(t, e.addr)
+	b.write(setCommand("GET", "bad"))
+	b.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(b.nc)
+	if err != nil {
+		t.Fatalf("reading the bad value: %v after %d bytes", err, len(got))
+	}
+	if len(got) >= len(bulk(string(val))) || !bytes.HasPrefix(got, []byte(fmt.Sprintf("$%d\r\n", len(val)))) {
+		t.Fatalf("bad value: %d bytes, want a reply cut short (%.20q)", len(got), got)
+	}
+	if r := c.do("GET", "doc"); r != bulk(string(val)) {
+		t.Fatalf("GET doc after: %d bytes", len(r))
+	}
+
+	// Cut inside its first piece: the usual error, the connection goes on.
+	direct.do("SET", "cut", string(frame[:h.Len+100]))
+	if r := c.do("GET", "cut"); !strings.HasPrefix(r, "-ERR squeeze: GET: stored value of key \"cut\" cannot be decoded") {
+		t.Fatalf("GET cut = %.120q", r)
+	}
+	if r := c.do("PING"); r != "+PONG\r\n" {
+		t.Fatalf("PING after = %q", r)
+	}
 }
