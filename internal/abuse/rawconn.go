@@ -2,6 +2,7 @@ package abuse
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -177,6 +178,7 @@ func (c *conn) readZeroBulk() (n int, errText string, zero bool, err error) {
 		return n, "", false, nil
 	}
 	buf := make([]byte, 1<<20)
+	zeros := make([]byte, len(buf))
 	zero = true
 	for left := n + 2; left > 0; {
 		k, err := io.ReadFull(c.br, buf[:min(left, len(buf))])
@@ -185,11 +187,11 @@ func (c *conn) readZeroBulk() (n int, errText string, zero bool, err error) {
 		if left < 2 { // the CRLF's bytes are in this piece
 			piece = piece[:max(0, k-(2-left))]
 		}
-		for _, b := range piece {
-			if b != 0 {
-				zero = false
-				break
-			}
+		// Compared whole (vectorised), not byte by byte: a check at a
+		// byte a nanosecond took a core for 2.4 GB of bomb replies, and
+		// on two CPUs that starved the proxy the suite measures.
+		if zero && !bytes.Equal(piece, zeros[:len(piece)]) {
+			zero = false
 		}
 		if err != nil {
 			return 0, "", false, err
