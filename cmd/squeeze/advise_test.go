@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,8 +75,17 @@ func TestAdvise_CLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json: %v\n%s", err, out)
 	}
-	if rep.KeysScanned != 60 || len(rep.Prefixes) == 0 || len(rep.Prefixes[0].Codecs) != 2 || len(rep.ProxyRules) != 1 || rep.ProxyRules[0] != "img:=none" {
+	if rep.KeysScanned != 60 || len(rep.Prefixes) == 0 || len(rep.Prefixes[0].Codecs) != 2 || !slices.Contains(rep.ProxyRules, "img:=none") {
 		t.Fatalf("--json: %+v", rep)
+	}
+	// The codec advised overall depends on the speeds measured here (a fast
+	// codec is one within a share of the fastest's speed), which a loaded
+	// machine moves: pages may then get a rule of their own, the random
+	// bytes always get theirs, and tokens, too short to try, never do.
+	for _, rule := range rep.ProxyRules {
+		if rule != "img:=none" && !strings.HasPrefix(rule, "page:=") {
+			t.Fatalf("--json: rule %q: %+v", rule, rep)
+		}
 	}
 	for _, p := range rep.Prefixes {
 		if p.Prefix == "page:" && (!p.Advice.Compress || p.Advice.Write == "") {
