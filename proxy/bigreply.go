@@ -203,7 +203,7 @@ func decodedAsWritten(cl *call) (frame []byte, ok bool) {
 		return nil, false
 	}
 	i := bytes.IndexByte(r[:min(len(r), 24)], '\n')
-	if i < 2 {
+	if i < 2 || !codec.IsFramed(r[i+1:]) { // most replies stop here
 		return nil, false
 	}
 	n, ok := resp.ParseInt(r[1 : i-1])

@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -239,5 +241,49 @@ func TestProxy_DecodedAsWritten(t *testing.T) {
 	}
 	if r := c.do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("PING after = %q", r)
+	}
+}
+
+// TestProxy_StreamedSetBadInput: a large value followed by malformed RESP
+// gets Redis's protocol error and the connection closes, as directly, and
+// nothing is stored; a Redis that dies while a value streams ends the
+// client's connection or answers an error, never +OK.
+func TestProxy_StreamedSetBadInput(t *testing.T) {
+	e := startEnv(t, withMinSize(64<<20))
+	big := rawValue(2<<20, 5)
+	bad := append(setCommand("SET", "k", big), "XX\r\n"...)
+	bad = append([]byte("*4"), bad[2:]...) // one more argument, malformed
+	var got [2][]byte
+	for i, addr := range []string{e.redis.Addr, e.addr} {
+		c := dialRaw(t, addr)
+		c.write(bad)
+		c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, err := io.ReadAll(c.nc)
+		if err != nil {
+			t.Fatalf("%s: %v after %q", addr, err, b)
+		}
+		got[i] = b
+	}
+	if !bytes.HasPrefix(got[0], []byte("-ERR Protocol error")) || !bytes.Equal(got[0], got[1]) {
+		t.Fatalf("malformed after a streamed value: direct %q, proxy %q", got[0], got[1])
+	}
+	if r := dialRaw(t, e.addr).do("EXISTS", "k"); r != ":0\r\n" {
+		t.Fatalf("EXISTS k = %q after the malformed command", r)
+	}
+
+	// Redis dies with half the value sent.
+	c := dialRaw(t, e.addr)
+	cmd := setCommand("SET", "k", rawValue(4<<20, 6))
+	c.write(cmd[:len(cmd)/2])
+	time.Sleep(50 * time.Millisecond)
+	e.redis.Stop()
+	c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	c.nc.Write(cmd[len(cmd)/2:]) // may fail: the proxy may have closed already
+	rest, err := io.ReadAll(c.nc)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("after Redis died: %v (%q)", err, rest)
+	}
+	if len(rest) > 0 && rest[0] != '-' {
+		t.Fatalf("after Redis died mid-value the client got %.80q, want an error or a closed connection", rest)
 	}
 }
