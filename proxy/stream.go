@@ -59,7 +59,7 @@ const streamIfErr = "ERR squeeze: SET with IFEQ, IFNE, IFDEQ or IFDNE and a valu
 // returns the key (a slice of b), the command's argument count, where the
 // value's data begins in b and its size.
 func (c *client) streamable(b []byte) (key []byte, count int64, at int, size int64, ok bool) {
-	if c.pinned != nil || c.inMulti || c.relay || c.replyOff || c.skip > 0 || c.s.Cluster != nil || c.s.RequireAuth || len(b) < 32 {
+	if c.pinned != nil || c.inMulti || c.relay || c.replyOff || c.skip > 0 || c.s.Cluster != nil || c.s.RequireAuth || len(b) < 32 || !startsSet(b) {
 		return nil, 0, 0, 0, false
 	}
 	args, count, at, size, ok := resp.ReadCommandHead(c.args, b, c.s.maxBulk())
@@ -281,4 +281,11 @@ func (u *upConn) streamFinish(cl *call, b []byte) {
 		return
 	}
 	u.writeQueued() // unlocks
+}
+
+// startsSet reports, cheaply, whether b begins "*N\r\n$3\r\nSET\r\n" (any
+// case, N of one digit): pipelines cut at a read boundary ask on every read.
+func startsSet(b []byte) bool {
+	return len(b) >= 13 && b[0] == '*' && b[2] == '\r' && string(b[3:8]) == "\n$3\r\n" &&
+		b[8]|0x20 == 's' && b[9]|0x20 == 'e' && b[10]|0x20 == 't' && b[11] == '\r'
 }
