@@ -174,7 +174,8 @@ func appendBig(dst, src []byte) []byte {
 	return append(dst, src...)
 }
 
-// A GET of a zstd frame that decodes to streamDecodeMin or more is decoded
+// A GET (any reply of one value that stays in Redis: GETEX, SET ... GET)
+// of a zstd frame that decodes to streamDecodeMin or more is decoded
 // as it is written (codec.ValueReader): the writer decodes a piece, writes
 // it, decodes the next, so the proxy holds two pieces of the value, not the
 // whole of it: a 13 kB frame that decodes to 400 MiB (a decompression bomb
