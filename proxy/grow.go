@@ -56,8 +56,11 @@ end
 if not framed then
   if kind == 'E' then return redis.pcall(unpack(ARGV, 8)) end
   local grown = n + x
-  if kind == 'R' then grown = math.max(n, x) end
-  if grown < min or (n > 0 and n >= min) then return redis.pcall(unpack(ARGV, 8)) end
+  if kind == 'R' or kind == 'r' then grown = math.max(n, x) end
+  -- a or r: the result may begin with the frame magic, which only the
+  -- proxy can store (in a none frame), unless the value's first bytes stay
+  local risk = (kind == 'a' and n < 3) or kind == 'r'
+  if not risk and (grown < min or (n > 0 and n >= min)) then return redis.pcall(unpack(ARGV, 8)) end
 end
 local cur = redis.pcall('GETEX', k)
 if type(cur) ~= 'string' then return {'\193SQ'} end
@@ -131,6 +134,14 @@ func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
 		}
 	}()
 	minSize := strconv.Itoa(pol.enc.MinSize())
+	// A result that may begin with the frame magic must not be left to
+	// Redis's own command, which would store it raw: a reader would take
+	// it for a frame. The script then hands it to the proxy (kind in
+	// lower case), which wraps it.
+	scriptKind := kind
+	if mayStartFramed(kind, off, args) {
+		scriptKind = kind | 0x20
+	}
 	xs := strconv.FormatInt(x, 10)
 	request := func(byName bool, mode, want string, enc []byte, newLen string) []byte {
 		dst := resp.AppendArray(nil, 3+1+7+len(args))
@@ -139,7 +150,7 @@ func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
 		dst = resp.AppendBulk(dst, key)
 		dst = resp.AppendBulkString(dst, mode)
 		dst = resp.AppendBulkString(dst, minSize)
-		dst = resp.AppendBulk(dst, []byte{kind})
+		dst = resp.AppendBulk(dst, []byte{scriptKind})
 		dst = resp.AppendBulkString(dst, xs)
 		dst = resp.AppendBulkString(dst, want)
 		dst = resp.AppendBulk(dst, enc)
@@ -253,4 +264,37 @@ func isMarkerHead(v resp.Value) bool {
 	it := v.Elements()
 	e, ok := it.Next()
 	return ok && e.Type == resp.BulkString && bytes.Equal(e.Str, magic)
+}
+
+// mayStartFramed reports whether APPEND or SETRANGE (kind 'A' or 'R', see
+// growArgs) can leave a value whose first bytes are the frame magic: the
+// bytes it writes at offsets 0-2 are the magic's there. For APPEND that
+// depends on the stored length, which the script knows; it is checked
+// there too (an APPEND to 3 bytes or more keeps the first three).
+func mayStartFramed(kind byte, off int64, args [][]byte) bool {
+	var data []byte
+	switch kind {
+	case 'A':
+		data = args[2]
+		for n := 0; n < len(codec.Magic); n++ { // n stored bytes before the data
+			m := codec.Magic[n:]
+			if len(data) > 0 && bytes.HasPrefix(data, []byte(m[:min(len(m), len(data))])) {
+				return true
+			}
+		}
+		return false
+	case 'R':
+		data = args[3]
+	default:
+		return false
+	}
+	if off >= int64(len(codec.Magic)) || len(data) == 0 {
+		return false
+	}
+	for i := off; i < int64(len(codec.Magic)) && i-off < int64(len(data)); i++ {
+		if data[i-off] != codec.Magic[i] {
+			return false
+		}
+	}
+	return true
 }

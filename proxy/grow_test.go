@@ -187,3 +187,35 @@ func directAndProxy(t *testing.T, e *env, steps [][]string) [2][]string {
 	}
 	return got
 }
+
+// TestProxy_GrowIntoMagic: APPEND and SETRANGE whose result begins with
+// the frame magic store it wrapped, whatever the value's size (Redis's own
+// command would store raw bytes a reader takes for a frame), and read back
+// as written. Found by TestDifferential, seed 1796197994930935507.
+func TestProxy_GrowIntoMagic(t *testing.T) {
+	e := startEnv(t, withMinSize(1<<20))
+	c := dialRaw(t, e.addr)
+	magic := string(codec.Magic)
+	steps := []struct {
+		cmd  []string
+		want string // the value after it
+	}{
+		{[]string{"APPEND", "a", magic + "Z tail"}, magic + "Z tail"},
+		{[]string{"APPEND", "b", magic[:1]}, magic[:1]},
+		{[]string{"APPEND", "b", magic[1:] + "Zx"}, magic + "Zx"},
+		{[]string{"SET", "c", "plain value"}, "plain value"},
+		{[]string{"SETRANGE", "c", "0", magic}, magic + "in value"},
+		{[]string{"SETRANGE", "d", "1", magic[1:]}, "\x00" + magic[1:]},
+		{[]string{"APPEND", "c", "more"}, magic + "in valuemore"},
+	}
+	for _, s := range steps {
+		c.do(s.cmd...)
+		key := s.cmd[1]
+		if got := c.do("GET", key); got != bulk(s.want) {
+			t.Fatalf("%q: GET %s = %q, want %q", s.cmd, key, got, s.want)
+		}
+		if got := c.do("STRLEN", key); got != fmt.Sprintf(":%d\r\n", len(s.want)) {
+			t.Fatalf("%q: STRLEN %s = %q", s.cmd, key, got)
+		}
+	}
+}

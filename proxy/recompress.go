@@ -59,9 +59,10 @@ func (c *client) recompress(key []byte, v resp.Value, dst []byte) []byte {
 		return dst
 	}
 	enc, o := c.s.policyFor(key).encode(c.s.metrics, nil, val.Str)
-	if o != codec.Compressed {
-		return dst
+	if o == codec.StoredRaw {
+		return dst // as the script left it
 	}
+	// Compressed, or a result that begins with the frame magic, wrapped.
 	c.casStore(key, val.Str, enc).release() // 0: another client changed the key; its value stands
 	return dst
 }
