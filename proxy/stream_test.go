@@ -253,19 +253,18 @@ func TestProxy_StreamedSetBadInput(t *testing.T) {
 	big := rawValue(2<<20, 5)
 	bad := append(setCommand("SET", "k", big), "XX\r\n"...)
 	bad = append([]byte("*4"), bad[2:]...) // one more argument, malformed
-	var got [2][]byte
-	for i, addr := range []string{e.redis.Addr, e.addr} {
-		c := dialRaw(t, addr)
-		c.write(bad)
-		c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-		b, err := io.ReadAll(c.nc)
-		if err != nil {
-			t.Fatalf("%s: %v after %q", addr, err, b)
-		}
-		got[i] = b
+	// Redis 7, 8.0 and Valkey answer with a protocol error and close; Redis
+	// 8.6 reads nothing more from such a connection and never answers. The
+	// proxy answers as the former do: a client is told, not left hanging.
+	c0 := dialRaw(t, e.addr)
+	c0.write(bad)
+	c0.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got, err := io.ReadAll(c0.nc)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("proxy: %v after %q", err, got)
 	}
-	if !bytes.HasPrefix(got[0], []byte("-ERR Protocol error")) || !bytes.Equal(got[0], got[1]) {
-		t.Fatalf("malformed after a streamed value: direct %q, proxy %q", got[0], got[1])
+	if !bytes.HasPrefix(got, []byte("-ERR Protocol error")) || !bytes.HasSuffix(got, []byte("\r\n")) || bytes.Count(got, []byte("\r\n")) != 1 {
+		t.Fatalf("malformed after a streamed value: proxy %q, want one protocol error, then the connection closed", got)
 	}
 	if r := dialRaw(t, e.addr).do("EXISTS", "k"); r != ":0\r\n" {
 		t.Fatalf("EXISTS k = %q after the malformed command", r)
