@@ -219,3 +219,66 @@ func TestProxy_GrowIntoMagic(t *testing.T) {
 		}
 	}
 }
+
+// TestProxy_GrowIntoMagicInMulti is TestProxy_GrowIntoMagic inside one
+// transaction: each result that begins with the frame magic must read back
+// as written, although the proxy queues the commands before any has run.
+func TestProxy_GrowIntoMagicInMulti(t *testing.T) {
+	e := startEnv(t, withMinSize(64))
+	c := dialRaw(t, e.addr)
+	magic := string(codec.Magic)
+	long := strings.Repeat("compressible text ", 20)
+	c.do("SET", "big", long) // compressed: the script decodes it first
+	cmds := [][]string{
+		{"APPEND", "a", magic + "Z tail"},
+		{"APPEND", "b", magic[:1]},
+		{"APPEND", "b", magic[1:] + "Zx"},
+		{"SET", "c", "plain value"},
+		{"SETRANGE", "c", "0", magic},
+		{"SETRANGE", "d", "1", magic[1:]},
+		{"APPEND", "c", "more"},
+		{"SETRANGE", "big", "0", magic},
+		{"APPEND", "big", magic},
+		// 0xC1 0x53 0x51 bit by bit: 11000001 01010011 01010001.
+		{"SETBIT", "e", "0", "1"}, {"SETBIT", "e", "1", "1"}, {"SETBIT", "e", "7", "1"},
+		{"SETBIT", "e", "9", "1"}, {"SETBIT", "e", "11", "1"}, {"SETBIT", "e", "14", "1"},
+		{"SETBIT", "e", "15", "1"}, {"SETBIT", "e", "17", "1"}, {"SETBIT", "e", "19", "1"},
+		{"SETBIT", "e", "23", "1"},
+		{"BITOP", "OR", "f", "e", "a"},
+	}
+	want := map[string]string{
+		"a":   magic + "Z tail",
+		"b":   magic + "Zx",
+		"c":   magic + "in valuemore",
+		"d":   "\x00" + magic[1:],
+		"big": magic + long[3:] + magic,
+		"e":   magic,
+	}
+	or := []byte(magic + "Z tail")
+	for i := range 3 {
+		or[i] |= magic[i]
+	}
+	want["f"] = string(or)
+	c.do("MULTI")
+	for _, cmd := range cmds {
+		if r := c.do(cmd...); r != "+QUEUED\r\n" {
+			t.Fatalf("%q: %q", cmd, r)
+		}
+	}
+	if r := c.do("EXEC"); strings.Contains(r, "-") && !strings.HasPrefix(r, "*") {
+		t.Fatalf("EXEC: %q", r)
+	}
+	for key, w := range want {
+		if got := c.do("GET", key); got != bulk(w) {
+			t.Fatalf("GET %s = %q, want %q", key, got, w)
+		}
+		if got := c.do("STRLEN", key); got != fmt.Sprintf(":%d\r\n", len(w)) {
+			t.Fatalf("STRLEN %s = %q", key, got)
+		}
+	}
+	// The compressible result is stored compressed again after EXEC, as
+	// the same APPEND outside MULTI would be; the short ones stay wrapped.
+	if stored := dialRaw(t, e.redis.Addr).do("GETRANGE", "big", "0", "4"); len(stored) < 11 || stored[4:7] != magic || stored[8] == byte(codec.IDNone) {
+		t.Fatalf("big is stored as %q after EXEC, want a compressed frame", stored)
+	}
+}

@@ -97,7 +97,9 @@ func (c *client) casStore(key, read, enc []byte) *call {
 // and before the client's next command runs, it recompresses each such key
 // whose command succeeded (its element of EXEC's reply is not an error or
 // the "framed" marker): it reads the key with probeRawScript (GETEX, which
-// does not make Redis track the key), encodes what it read under the
+// does not make Redis track the key), decodes it if it is the none frame
+// the inspect script wraps a result that begins with the magic in,
+// encodes what it read under the
 // key's write policy and stores the result with casScript, only if the
 // key still holds exactly those bytes, TTL kept. An EXEC that did not run
 // (WATCH failed: a null reply; EXECABORT) writes nothing. Nor is anything
@@ -105,9 +107,13 @@ func (c *client) casStore(key, read, enc []byte) *call {
 // be in either).
 
 // probeRawScript returns the string at KEYS[1] if it is at least ARGV[1]
-// bytes long and not a frame, else nil.
+// bytes long and either not a frame or a none frame without checksum or
+// dictionary id (the form the inspect script wraps a result that begins
+// with the magic in), else nil.
 const probeRawScript = `local v = redis.pcall('GETEX', KEYS[1])
-if type(v) == 'string' and #v >= tonumber(ARGV[1]) and string.sub(v, 1, 3) ~= '\193SQ' then return v end
+if type(v) ~= 'string' or #v < tonumber(ARGV[1]) then return false end
+local h = string.sub(v, 1, 6)
+if string.sub(h, 1, 3) ~= '\193SQ' or h == '\193SQ\1\0\0' then return v end
 return false`
 
 var probeRawSHA = scriptSHA(probeRawScript)
@@ -242,7 +248,14 @@ func (c *client) recompressKey(key []byte) uint64 {
 	if err != nil || v.Type != resp.BulkString || v.N < 0 {
 		return pinSeq // nothing to do: missing, short, a frame, another type
 	}
-	enc, o := pol.encode(c.s.metrics, nil, v.Str)
+	orig := v.Str
+	if codec.IsFramed(orig) {
+		// A result that begins with the magic, wrapped by the script.
+		if orig, err = c.s.decoder().AppendDecode(nil, v.Str); err != nil {
+			return pinSeq
+		}
+	}
+	enc, o := pol.encode(c.s.metrics, nil, orig)
 	if o != codec.Compressed {
 		return pinSeq
 	}
