@@ -35,6 +35,9 @@ type client struct {
 	// push carries RESP3 push messages and relayed pub/sub or MONITOR
 	// traffic from the pinned connection to the writer.
 	push chan pushMsg
+	// passOff is the time (Unix nanoseconds) until which large replies go
+	// the stored way: the client read a passed one too slowly (passreply.go).
+	passOff atomic.Int64
 	// pinDone is the highest pinSeq whose reply has been consumed, by the
 	// writer or by the reader's own round trips.
 	pinDone atomic.Uint64

@@ -26,6 +26,7 @@ type Metrics struct {
 	failovers    prometheus.Counter
 	streams      prometheus.Counter
 	streamBytes  prometheus.Counter
+	passed       *prometheus.CounterVec
 	reloads      *prometheus.CounterVec
 	upstreamInfo *prometheus.GaugeVec
 	latency      *prometheus.HistogramVec
@@ -65,13 +66,14 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 		failovers:    prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_sentinel_failovers_total", Help: "Master switches announced by Redis Sentinel (sentinel:// upstreams); each closes the upstream connections."}),
 		streams:      prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_streamed_values_total", Help: "SET values of 1 MiB or more stored as they are, passed to Redis as they arrived instead of whole."}),
 		streamBytes:  prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_streamed_bytes_total", Help: "Bytes of the values counted in squeeze_proxy_streamed_values_total."}),
+		passed:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_passed_replies_total", Help: "Replies of one raw value of 1 MiB or more passed from Redis to the client as they arrived, by outcome: whole, or stored (the client read too slowly: the rest was read into memory and written from there)."}, []string{"outcome"}),
 		reloads:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_config_reloads_total", Help: "Reloads of the write policy (SIGHUP), by outcome: ok, or failed (the policy in force is unchanged)."}, []string{"outcome"}),
 		redirects:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_cluster_redirects_total", Help: "Redis Cluster redirections and topology replies, by outcome: rewritten (to name the proxy in front of the node) or refused (no proxy address for the node)."}, []string{"outcome"}),
 		upstreamInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "squeeze_proxy_upstream_info", Help: "The server behind the upstream, as INFO server names it when the proxy starts: 1 for its name (Redis, Valkey) and version."}, []string{"server", "version"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "squeeze_proxy_command_seconds", Help: "Time from reading a command to having its reply ready, by command.",
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16)}, []string{"cmd"}),
 	}
-	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.quarantine, m.dropped, m.upErrors, m.redirects, m.failovers, m.streams, m.streamBytes, m.reloads, m.upstreamInfo, m.latency)
+	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.quarantine, m.dropped, m.upErrors, m.redirects, m.failovers, m.streams, m.streamBytes, m.passed, m.reloads, m.upstreamInfo, m.latency)
 	m.outcome[codec.Compressed] = m.values.WithLabelValues("compressed")
 	m.outcome[codec.StoredRaw] = m.values.WithLabelValues("raw")
 	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
@@ -159,6 +161,12 @@ func (m *Metrics) streamed(size int64) {
 	if m != nil {
 		m.streams.Inc()
 		m.streamBytes.Add(float64(size))
+	}
+}
+
+func (m *Metrics) passedReply(outcome string) {
+	if m != nil {
+		m.passed.WithLabelValues(outcome).Inc()
 	}
 }
 

@@ -394,6 +394,11 @@ type upConn struct {
 	written    sync.Cond
 	inWrite    bool     // a sender writes requests it took out of wbuf
 	rw         rewriter // the reader's, for replies it writes to clients
+	// Reader only (passreply.go): the call of the reply being read, taken
+	// from pending before the reply is whole, and the buffer a reply
+	// passed through goes by.
+	taken   *call
+	passBuf []byte
 }
 
 // dialUp connects to Redis, authenticates and selects the database.
@@ -788,6 +793,7 @@ func (c *upConn) readLoop() {
 	// before the next read (shared connections).
 	var woken []*client
 	defer func() { c.writeAll(woken) }()
+	defer c.failTaken()
 	for {
 		b := buf[start:]
 		v, _, err := resp.ReadValue(b)
@@ -806,6 +812,18 @@ func (c *upConn) readLoop() {
 			if c.onPush == nil {
 				woken = c.writeAll(woken)
 				c.flushQueued()
+				// A large raw value goes to its client as it arrives.
+				if passed, err := c.passReply(buf[start:]); err != nil {
+					c.fail(err)
+					return
+				} else if passed {
+					buf, start = buf[:0], 0
+					if cap(buf) > 1<<20 {
+						putBig(buf)
+						buf = make([]byte, 0, 32<<10)
+					}
+					continue
+				}
 			}
 			if start > 0 {
 				n := copy(buf, buf[start:])
@@ -846,16 +864,20 @@ func (c *upConn) readLoop() {
 			c.onPush(v.Raw, c.pushSeq())
 			continue
 		}
-		var cl *call
-		select {
-		case cl = <-c.pending:
-		default:
-			if c.onPush != nil {
-				c.onPush(v.Raw, c.pushSeq())
-				continue
+		// The call taken while its reply arrived comes first (passReply).
+		cl := c.taken
+		c.taken = nil
+		if cl == nil {
+			select {
+			case cl = <-c.pending:
+			default:
+				if c.onPush != nil {
+					c.onPush(v.Raw, c.pushSeq())
+					continue
+				}
+				c.fail(errors.New("upstream sent a reply nobody asked for"))
+				return
 			}
-			c.fail(errors.New("upstream sent a reply nobody asked for"))
-			return
 		}
 		c.awaiting.Add(-1)
 		if len(v.Raw) >= handOverReply {

@@ -1,0 +1,229 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// A large raw value that Redis sends on a shared connection goes on to its
+// client as it arrives, as a plain hop would pass it, instead of being
+// read whole first (passReply): the client gets its first bytes while
+// Redis still sends the last, and the proxy holds one passBuf of the value
+// at a time instead of all of it.
+//
+// The shared connection's reader does it, as it does for small replies
+// (writeDirect): only for the reply of a GET-like call (a value passed
+// byte for byte: verbatimReply's shapes) of at least passMinReply bytes
+// that is not a frame, when the reply is the next one its client is owed
+// and nothing of the client's is being written. Since the replies of other
+// clients on the connection come after this one, the reader must not wait
+// on a client that reads slowly: each write to the client may take
+// passStall; one that takes longer ends the pass, the reader reads the
+// rest of the value into memory (the stored way, bounded as before,
+// memory.go) and the client's writer writes it from there. That client's
+// large replies then go the stored way for passPause.
+
+// passMinReply is the smallest value passed through as it arrives.
+const passMinReply = 1 << 20
+
+// passChunk is what the reader reads from Redis, and writes to the client,
+// at a time.
+const passChunk = 512 << 10
+
+// passStall bounds one write of a passed reply to its client.
+const passStall = 20 * time.Millisecond
+
+// passPause is how long a client that read a passed reply too slowly gets
+// its large replies the stored way.
+const passPause = 5 * time.Second
+
+// passReply passes the reply that begins b, the incomplete rest of the
+// reader's buffer, to its client if it is a large raw value (see above).
+// It reports whether it did: then b and the rest of the reply are
+// consumed. A non-nil error is the connection's failure: the reply's
+// client, which has part of a reply, is disconnected.
+func (c *upConn) passReply(b []byte) (bool, error) {
+	if len(b) < 16 || b[0] != '$' {
+		return false, nil
+	}
+	nl := bytes.IndexByte(b[:min(len(b), 24)], '\n')
+	if nl < 2 || b[nl-1] != '\r' {
+		return false, nil
+	}
+	size, ok := resp.ParseInt(b[1 : nl-1])
+	if !ok || size < passMinReply || size > 1<<40 {
+		return false, nil
+	}
+	if data := b[nl+1:]; len(data) < len(codec.Magic) || bytes.HasPrefix(data, magic) {
+		return false, nil // not known yet, or a frame
+	}
+	cl := c.taken
+	if cl == nil {
+		select {
+		case cl = <-c.pending:
+			c.taken = cl
+		default:
+			return false, nil
+		}
+	}
+	o := cl.owner
+	if o == nil || c.srv.Cluster != nil || !passable(cl) || !plainSocket(o.nc) || time.Now().UnixNano() < o.passOff.Load() {
+		return false, nil
+	}
+	if !o.acquire() {
+		return false, nil
+	}
+	if head, _ := o.next(); head != cl || len(o.out) > 0 || o.broken {
+		o.release(true)
+		return false, nil
+	}
+	c.taken = nil
+	c.awaiting.Add(-1)
+	o.expect(-cl.reserved)
+	cl.reserved = 0
+	total := int64(nl+1) + size + 2
+	o.noteReply(total)
+	stored, err := c.passTo(o, cl, b, total-int64(len(b)))
+	if err != nil {
+		// Part of the reply is written: the client's connection ends, as
+		// it would if Redis went away in the middle of a reply.
+		o.broken = true
+		o.abort()
+	}
+	if stored && err == nil { // the rest is in cl.reply: the writer writes it
+		cl.ready.Store(true)
+		o.release(true)
+		return true, nil
+	}
+	cl.local, cl.reply = true, cl.reply[:0] // written (or dropped): bookkeeping only
+	o.pop()
+	var now time.Time
+	o.emit(&c.rw, cl, &now)
+	o.release(true)
+	return true, err
+}
+
+// passable reports whether cl's reply, a bulk string that is not a frame,
+// goes to the client byte for byte (verbatimReply).
+func passable(cl *call) bool {
+	if cl.err != nil || cl.local || cl.close || cl.onFinish != nil || cl.cmd == "HELLO" {
+		return false
+	}
+	switch cl.kind {
+	case shapeNone, shapeValue, shapeAny, shapeSniff:
+		return true
+	}
+	return false
+}
+
+// plainSocket reports whether nc is a TCP or Unix socket: a TLS
+// connection whose write timed out cannot be written again.
+func plainSocket(nc net.Conn) bool {
+	switch baseConn(nc).(type) {
+	case *net.TCPConn, *net.UnixConn:
+		return true
+	}
+	return false
+}
+
+// passTo writes b, then the rest bytes that follow it on the connection, to
+// the client o, whose output the caller owns. When o reads too slowly it
+// reads the rest into cl.reply, counted against o, for its writer, and
+// reports stored. When o is gone it reads the rest and drops it. A non-nil
+// error is the upstream connection's.
+func (c *upConn) passTo(o *client, cl *call, b []byte, rest int64) (stored bool, err error) {
+	if c.passBuf == nil {
+		c.passBuf = make([]byte, passChunk)
+	}
+	defer o.nc.SetWriteDeadline(time.Time{})
+	pend := b
+	for {
+		if len(pend) > 0 {
+			o.nc.SetWriteDeadline(time.Now().Add(passStall))
+			n, err := o.nc.Write(pend)
+			pend = pend[n:]
+			if err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					return true, c.passStore(o, cl, pend, rest)
+				}
+				o.broken = true
+				o.abort()
+				return false, c.passDrop(rest)
+			}
+		}
+		if rest == 0 {
+			c.srv.metrics.passedReply("whole")
+			return false, nil
+		}
+		// Requests that waited for replies go out meanwhile, as they do
+		// between the reads of a reply read whole.
+		c.flushQueued()
+		n, err := c.nc.Read(c.passBuf[:min(int64(len(c.passBuf)), rest)])
+		rest -= int64(n)
+		pend = c.passBuf[:n]
+		if err != nil && n == 0 {
+			return false, upstreamReadErr(err)
+		}
+	}
+}
+
+// passStore reads the rest of a passed reply into cl.reply, after pend,
+// for o's writer.
+func (c *upConn) passStore(o *client, cl *call, pend []byte, rest int64) error {
+	c.srv.metrics.passedReply("stored")
+	o.passOff.Store(time.Now().Add(passPause).UnixNano())
+	n := len(pend) + int(rest)
+	r := append(getBig(n), pend...)[:n]
+	if _, err := io.ReadFull(c.nc, r[len(pend):]); err != nil {
+		putBig(r)
+		return upstreamReadErr(err)
+	}
+	// The rest goes to the client as it is (local), and counts against
+	// the client until written (memory.go).
+	cl.reply, cl.local = r, true
+	o.hold(int64(n))
+	cl.held = int64(n)
+	o.s.checkLimits(o, int64(n))
+	return nil
+}
+
+// passDrop reads and drops the rest of a reply whose client is gone.
+func (c *upConn) passDrop(rest int64) error {
+	if _, err := io.CopyN(io.Discard, c.nc, rest); err != nil {
+		return upstreamReadErr(err)
+	}
+	return nil
+}
+
+func upstreamReadErr(err error) error {
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("upstream closed the connection")
+	}
+	return fmt.Errorf("read from upstream: %w", err)
+}
+
+// failTaken fails the call the reader took for a reply that never came
+// whole; the connection has failed.
+func (c *upConn) failTaken() {
+	cl := c.taken
+	if cl == nil {
+		return
+	}
+	c.taken = nil
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
+	if err == nil {
+		err = errUpstreamClosed
+	}
+	cl.err = err
+	cl.finish()
+}
