@@ -159,6 +159,22 @@ func (c *upConn) passTo(o *client, cl *call, b []byte, rest int64) (stored bool,
 				return false, c.passDrop(rest)
 			}
 		}
+		if rest > 0 && len(pend) == 0 {
+			// The rest socket to socket, where the kernel allows.
+			if back, left, cerr, uerr, ok := c.splicePass(o, rest); ok {
+				switch {
+				case uerr != nil:
+					return false, uerr
+				case errors.Is(cerr, os.ErrDeadlineExceeded):
+					return true, c.passStore(o, cl, back, left)
+				case cerr != nil:
+					o.broken = true
+					o.abort()
+					return false, c.passDrop(left)
+				}
+				rest = 0
+			}
+		}
 		if rest == 0 {
 			c.srv.metrics.passedReply("whole")
 			return false, nil

@@ -399,6 +399,7 @@ type upConn struct {
 	// passed through goes by.
 	taken   *call
 	passBuf []byte
+	pipe    *passPipe
 }
 
 // dialUp connects to Redis, authenticates and selects the database.
@@ -794,6 +795,11 @@ func (c *upConn) readLoop() {
 	var woken []*client
 	defer func() { c.writeAll(woken) }()
 	defer c.failTaken()
+	defer func() {
+		if c.pipe != nil {
+			c.pipe.close()
+		}
+	}()
 	for {
 		b := buf[start:]
 		v, _, err := resp.ReadValue(b)
