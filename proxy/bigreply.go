@@ -26,10 +26,10 @@ func verbatimReply(cl *call) bool {
 	if cl.err != nil || cl.local || len(r) < handOverReply || r[0] != '$' {
 		return false
 	}
-	switch cl.kind {
-	case shapeNone:
+	switch {
+	case cl.kind == shapeNone:
 		return true
-	case shapeValue, shapeAny, shapeSniff:
+	case verbatimShape(cl.kind):
 		i := bytes.IndexByte(r[:min(len(r), 24)], '\n')
 		if i < 0 {
 			return false
@@ -37,6 +37,16 @@ func verbatimReply(cl *call) bool {
 		// shapeSniff decodes a frame anywhere in the reply; a bulk string
 		// that is not a frame is all the reply is.
 		return !codec.IsFramed(r[i+1:])
+	}
+	return false
+}
+
+// verbatimShape reports whether a reply of shape kind that is one bulk
+// string, not a frame, goes to the client byte for byte.
+func verbatimShape(kind shape) bool {
+	switch kind {
+	case shapeNone, shapeValue, shapeAny, shapeSniff:
+		return true
 	}
 	return false
 }

@@ -116,14 +116,7 @@ func (c *upConn) passReply(b []byte) (bool, error) {
 // passable reports whether cl's reply, a bulk string that is not a frame,
 // goes to the client byte for byte (verbatimReply).
 func passable(cl *call) bool {
-	if cl.err != nil || cl.local || cl.close || cl.onFinish != nil || cl.cmd == "HELLO" {
-		return false
-	}
-	switch cl.kind {
-	case shapeNone, shapeValue, shapeAny, shapeSniff:
-		return true
-	}
-	return false
+	return cl.err == nil && !cl.local && !cl.close && cl.onFinish == nil && cl.cmd != "HELLO" && verbatimShape(cl.kind)
 }
 
 // plainSocket reports whether nc is a TCP or Unix socket: a TLS
