@@ -108,19 +108,37 @@ type client struct {
 	dbQueued bool
 	txDB     int
 	args     [][]byte
+	// lastName and lastInfo: the name of the last command read, as sent,
+	// and its entry in the command table, for pipelines that repeat one
+	// command (lookupCommand).
+	lastName []byte
+	lastInfo *cmdInfo
 	req      []byte
 	batch    []*call
-	one      [1]*call
-	rw       rewriter // the reader's
-	wrw      rewriter // the writer's
+	// batchExpected is what the calls in batch reserved, added to the
+	// process's total once per batch, before it is sent (flush).
+	batchExpected int64
+	one           [1]*call
+	rw            rewriter // the reader's
+	wrw           rewriter // the writer's
 
 	// seq numbers calls; the writer publishes the last one it wrote, so
 	// the reader can wait for earlier commands to have run.
-	seq        uint64
-	multiSeq   uint64
-	writtenMu  sync.Mutex
-	writtenC   *sync.Cond
-	writtenSeq uint64
+	seq      uint64
+	multiSeq uint64
+	// writtenSeq is the last call whose reply was written; writtenWaiters
+	// counts readers waiting in waitWritten, which the writer wakes
+	// through writtenC (guarded by writtenMu) only when there are some.
+	writtenMu      sync.Mutex
+	writtenC       *sync.Cond
+	writtenSeq     atomic.Uint64
+	writtenWaiters atomic.Int32
+	// direct is writeDirect's list of the replies it takes (output owner
+	// only).
+	direct []*call
+	// unheld is what replies written since the last settleHeld gave back,
+	// still to come off the process's total (output owner only).
+	unheld int64
 
 	// Output ownership (guarded by qmu): the writer goroutine or, for a
 	// client on a shared connection only, that connection's reader may
@@ -539,7 +557,7 @@ func (c *client) process(inLoop bool) bool {
 			continue
 		}
 		// SET and DELEX that compare the value run as inspect commands.
-		info := c.s.served(conditional(lookup(args[0]), args))
+		info := c.s.served(conditional(c.lookupCommand(args[0]), args))
 		if inLoop && (!c.loopable() || m > maxLoopCommand || !c.loopSafe(info, args)) {
 			c.handOff = true
 			if c.pinHeld == nil && c.loopable() && (m > maxLoopCommand || c.mustWait(info, args)) {
@@ -565,6 +583,20 @@ func (c *client) process(inLoop bool) bool {
 	}
 	c.flush()
 	return true
+}
+
+// lookupCommand returns the command table's entry for name: the last
+// command's again when the name is spelt the same, without hashing it.
+func (c *client) lookupCommand(name []byte) *cmdInfo {
+	if c.lastInfo != nil && bytes.Equal(name, c.lastName) {
+		return c.lastInfo
+	}
+	info := lookup(name)
+	if len(name) <= 24 { // as long as lookup looks up
+		c.lastName = append(c.lastName[:0], name...)
+		c.lastInfo = info
+	}
+	return info
 }
 
 // localCall returns a finished call whose reply the proxy made.
@@ -741,6 +773,11 @@ func (c *client) holdUntilRun(cl *call, blocking bool) {
 
 // flush sends the batch of rewritten requests upstream.
 func (c *client) flush() {
+	if c.batchExpected != 0 {
+		// Before the batch goes: its replies give the reservations back.
+		c.s.expectedTotal.Add(c.batchExpected)
+		c.batchExpected = 0
+	}
 	if len(c.req) == 0 {
 		return
 	}
@@ -1189,7 +1226,8 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		cl.reserved = held
 		c.batch = append(c.batch, cl)
 		c.enqueue(cl) // the writer owns cl from here on
-		c.expect(held)
+		c.expected.Add(held)
+		c.batchExpected += held // the process's total: in flush
 	}
 	if info.flags&flagHello != 0 && cl != nil {
 		// The protocol changes only if HELLO succeeds (HELLO 3 AUTH with a
@@ -1308,6 +1346,7 @@ func (c *client) acquire() bool {
 // ready head call, the end of input, unwritten output, a pinned client's
 // pushes), it nudges the writer.
 func (c *client) release(direct bool) {
+	c.settleHeld()
 	c.qmu.Lock()
 	c.owned = false
 	more := direct && (c.qclosed || len(c.out) > 0 || c.noDirect.Load() ||
@@ -1315,6 +1354,16 @@ func (c *client) release(direct bool) {
 	c.qmu.Unlock()
 	if more {
 		c.wake()
+	}
+}
+
+// settleHeld takes what the replies written since the last call gave back
+// off the process's total: once per batch of replies, not once per reply,
+// as the total is shared by every goroutine. Output owner only.
+func (c *client) settleHeld() {
+	if c.unheld != 0 {
+		c.s.heldTotal.Add(-c.unheld)
+		c.unheld = 0
 	}
 }
 
@@ -1353,17 +1402,20 @@ func (c *client) emit(rw *rewriter, cl *call, now *time.Time) bool {
 	}
 	c.notePin(cl.pinSeq)
 	if cl.owner != nil {
-		c.hold(-cl.held)
+		c.held.Add(-cl.held)
+		c.unheld += cl.held   // the process's total: in settleHeld
 		if cl.reserved != 0 { // no reply came (a failure, a local reply)
 			c.expect(-cl.reserved)
 		}
 	}
 	closeAfter := cl.close
 	if cl.seq != 0 {
-		c.writtenMu.Lock()
-		c.writtenSeq = cl.seq
-		c.writtenC.Broadcast()
-		c.writtenMu.Unlock()
+		c.writtenSeq.Store(cl.seq)
+		if c.writtenWaiters.Load() > 0 {
+			c.writtenMu.Lock()
+			c.writtenC.Broadcast()
+			c.writtenMu.Unlock()
+		}
 	}
 	cl.release()
 	return closeAfter
@@ -1387,32 +1439,52 @@ type sockIO struct {
 // the writer goroutine. It returns false if it did nothing; the caller
 // then wakes the writer.
 func (c *client) writeDirect(rw *rewriter) bool {
-	if c.noDirect.Load() || !c.acquire() {
+	if c.noDirect.Load() {
 		return false
 	}
+	// Become the output owner (as acquire does) and take the run of ready
+	// replies at the head of the queue, up to 64 KiB, with one lock; write
+	// them with one system call.
+	c.qmu.Lock()
+	if c.owned {
+		c.qmu.Unlock()
+		return false
+	}
+	c.owned = true
 	if len(c.out) > 0 || c.broken {
+		c.qmu.Unlock()
 		c.release(true)
 		return false
 	}
-	var now time.Time
-	for {
-		c.qmu.Lock()
-		var cl *call
-		if c.qhead < len(c.queue) {
-			cl = c.queue[c.qhead]
-		}
-		c.qmu.Unlock()
-		if cl == nil || !cl.ready.Load() || cl.close || cl.cmd == "HELLO" || len(cl.reply) >= handOverReply || bigDecode(cl) {
+	run, size := c.direct[:0], 0
+	for c.qhead < len(c.queue) && size < 64<<10 {
+		cl := c.queue[c.qhead]
+		if !cl.ready.Load() || cl.close || cl.cmd == "HELLO" || len(cl.reply) >= handOverReply || bigDecode(cl) {
 			// Large replies: the writer goroutine writes them from their
 			// buffer, or decodes them, while this reader goes on.
 			break
 		}
-		c.pop()
-		c.emit(rw, cl, &now)
-		if len(c.out) >= 64<<10 {
-			break
+		c.queue[c.qhead] = nil
+		c.qhead++
+		run = append(run, cl)
+		size += len(cl.reply)
+	}
+	if c.qhead == len(c.queue) {
+		c.queue, c.qhead = c.queue[:0], 0
+	}
+	c.qmu.Unlock()
+	if len(run) > 0 {
+		select { // as pop does
+		case c.space <- struct{}{}:
+		default:
 		}
 	}
+	var now time.Time
+	for i, cl := range run {
+		c.emit(rw, cl, &now)
+		run[i] = nil
+	}
+	c.direct = run[:0]
 	if len(c.out) > 0 {
 		c.wr.buf = c.out
 		rerr := c.raw.Write(c.wr.write)
@@ -1449,6 +1521,7 @@ func (c *client) writeDirect(rw *rewriter) bool {
 // writeLoop writes replies in order and flushes when nothing more is ready.
 func (c *client) writeLoop() {
 	write := func() {
+		c.settleHeld()
 		if len(c.out) > 0 && !c.broken {
 			// The output counts against the client's bounds while the
 			// socket takes it (memory.go).
@@ -1593,9 +1666,11 @@ func (c *client) writeLoop() {
 func (c *client) waitWritten(seq uint64) {
 	defer c.watchGone()()
 	c.writtenMu.Lock()
-	for c.writtenSeq < seq {
+	c.writtenWaiters.Add(1) // before the test: emit then sees it, or we see its seq
+	for c.writtenSeq.Load() < seq {
 		c.writtenC.Wait()
 	}
+	c.writtenWaiters.Add(-1)
 	c.writtenMu.Unlock()
 }
 

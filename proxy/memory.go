@@ -75,7 +75,12 @@ func (c *client) expect(n int64) {
 // bytes. Only the reader of the connection that carries the client's
 // replies calls it.
 func (c *client) noteReply(n int64) {
-	c.replyEst.Store(max(c.expectedReply()/2, n, 1))
+	// Stored only when it changes: replies of one size leave it as it is,
+	// and the store is an atomic write the client's reader then misses in
+	// its cache.
+	if est := max(c.expectedReply()/2, n, 1); est != c.replyEst.Load() {
+		c.replyEst.Store(est)
+	}
 }
 
 // inFlightBudget is the reply bytes a client may have on their way.
@@ -121,11 +126,23 @@ func (s *Server) HeldBytes() int64 { return s.heldTotal.Load() + s.expectedTotal
 // hard limit, and the client that holds the most if the process is past
 // MaxMemory.
 func (s *Server) checkLimits(o *client, own int64) {
+	o.checkHardLimit(own)
+	s.checkMemory()
+}
+
+// checkHardLimit closes c if it holds more than its hard limit; own is
+// what the reply that just came holds.
+func (c *client) checkHardLimit(own int64) {
 	// The reply being written (a value decoded to its full size, say) is
 	// the one that is never cut, as is the one that just came.
-	if h := o.held.Load(); h > s.clientBufferLimit() && h-own-o.writing.Load() >= minOtherHeld {
-		o.drop("client-buffer-limit", h)
+	if h := c.held.Load(); h > c.s.clientBufferLimit() && h-own-c.writing.Load() >= minOtherHeld {
+		c.drop("client-buffer-limit", h)
 	}
+}
+
+// checkMemory closes the client that holds the most if the process is
+// past MaxMemory.
+func (s *Server) checkMemory() {
 	if s.MaxMemory > 0 && s.heldTotal.Load() > s.MaxMemory {
 		s.shed()
 	}

@@ -304,3 +304,50 @@ func TestProxy_ClientWaitingForRoomLeaves(t *testing.T) {
 	c.nc.Close()
 	waitNoClients(t, e.srv, 10*time.Second)
 }
+
+// TestProxy_AccountingSettlesAfterPipelines: the counts of bytes held and
+// expected change once per batch of commands and once per batch of replies
+// (flush, deliver, settleHeld), not once per command. Many clients
+// pipelining small commands of every kind (values, counters, errors, the
+// proxy's own replies, a script, a transaction) must leave both totals at
+// zero once every reply is read, and every reply must be Redis's.
+func TestProxy_AccountingSettlesAfterPipelines(t *testing.T) {
+	e := startEnv(t)
+	const clients, rounds = 12, 40
+	var wg sync.WaitGroup
+	errs := make(chan string, clients)
+	for i := range clients {
+		c := dialRaw(t, e.addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key, n := fmt.Sprintf("acct:%d", i), fmt.Sprintf("acct:n:%d", i)
+			for r := range rounds {
+				val := strings.Repeat("v", 1+r*37)
+				cmds := [][]string{
+					{"SET", key, val}, {"GET", key}, {"INCR", n}, {"INCR", key},
+					{"PING"}, {"ECHO", val}, {"EVAL", "return ARGV[1]", "0", "s"},
+					{"MULTI"}, {"INCR", n}, {"GET", key}, {"EXEC"},
+				}
+				want := []string{
+					"+OK\r\n", bulk(val), fmt.Sprintf(":%d\r\n", 2*r+1), "-ERR value is not an integer or out of range\r\n",
+					"+PONG\r\n", bulk(val), bulk("s"),
+					"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", fmt.Sprintf("*2\r\n:%d\r\n%s", 2*r+2, bulk(val)),
+				}
+				c.send(cmds...)
+				for j, w := range want {
+					if got := c.read(); got != w {
+						errs <- fmt.Sprintf("client %d round %d %v: got %q, want %q", i, r, cmds[j], got, w)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	waitHeldZero(t, e.srv)
+}

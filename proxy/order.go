@@ -169,9 +169,7 @@ func (c *upConn) endSeg(ticket uint64) {
 		end, endCall = c.segs[1].off, c.segs[1].call
 	}
 	calls := c.afterCalls[:endCall]
-	for _, cl := range calls {
-		c.pending <- cl
-	}
+	c.inflight = append(c.inflight, calls...)
 	c.wbuf = append(c.wbuf, c.after[:end]...)
 	c.queued += int64(len(calls))
 	c.awaiting.Add(int64(len(calls)))
@@ -230,9 +228,7 @@ func (c *upConn) sendAhead(req []byte, calls []*call) {
 		c.send(req, calls)
 		return
 	}
-	for _, cl := range calls {
-		c.pending <- cl
-	}
+	c.inflight = append(c.inflight, calls...)
 	if !c.writing && len(c.wbuf) == 0 {
 		// Nothing queued: write req without copying it (a large value).
 		c.awaiting.Add(int64(len(calls)))

@@ -69,12 +69,10 @@ func (c *upConn) passReply(b []byte) (bool, error) {
 	}
 	cl := c.taken
 	if cl == nil {
-		select {
-		case cl = <-c.pending:
-			c.taken = cl
-		default:
+		if cl = c.takeCall(); cl == nil {
 			return false, nil
 		}
+		c.taken = cl
 	}
 	o := cl.owner
 	if o == nil || c.srv.Cluster != nil || !passable(cl) || !plainSocket(o.nc) || time.Now().UnixNano() < o.passOff.Load() {
@@ -221,20 +219,30 @@ func upstreamReadErr(err error) error {
 	return fmt.Errorf("read from upstream: %w", err)
 }
 
-// failTaken fails the call the reader took for a reply that never came
-// whole; the connection has failed.
+// failTaken fails the calls the reader took whose replies never came (the
+// one whose reply was partly read first); the connection has failed. On a
+// private connection it then tells the client's writer, which may be idle
+// (a subscriber): its connection ends as Redis would end it.
 func (c *upConn) failTaken() {
-	cl := c.taken
-	if cl == nil {
-		return
-	}
-	c.taken = nil
 	c.mu.Lock()
 	err := c.err
 	c.mu.Unlock()
 	if err == nil {
 		err = errUpstreamClosed
 	}
-	cl.err = err
-	cl.finish()
+	private := c.onPush != nil
+	for {
+		cl := c.taken
+		c.taken = nil
+		if cl == nil {
+			if cl = c.takeCall(); cl == nil {
+				break
+			}
+		}
+		cl.err, cl.connLost = err, private
+		cl.finish()
+	}
+	if private {
+		c.onPush(nil, 0)
+	}
 }

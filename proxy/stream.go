@@ -269,7 +269,7 @@ func (u *upConn) streamFinish(cl *call, b []byte) {
 		cl.finish()
 		return
 	}
-	u.pending <- cl
+	u.inflight = append(u.inflight, cl)
 	u.awaiting.Add(1)
 	u.mu.Unlock()
 	_, err := u.nc.Write(b)

@@ -344,12 +344,18 @@ func (c *call) saveArgs(args [][]byte) {
 // their calls under mu, and one reader goroutine matches replies to calls in
 // order.
 type upConn struct {
-	nc      net.Conn
-	mu      sync.Mutex
-	pending chan *call
-	dead    bool
-	err     error
-	closed  chan struct{}
+	nc net.Conn
+	mu sync.Mutex
+	// inflight holds the calls sent (or queued to be sent) whose replies the
+	// reader has not taken yet, oldest first (guarded by mu). The reader
+	// takes them all at once into taking, and hands them out from there
+	// (takeCall), so that matching a reply to its call costs no lock.
+	inflight []*call
+	taking   []*call // reader only
+	takeAt   int     // reader only: the next call in taking
+	dead     bool
+	err      error
+	closed   chan struct{}
 	// failOnce runs fail's work once.
 	failOnce sync.Once
 	// onPush receives RESP3 push messages and, in relay mode, every reply
@@ -395,7 +401,7 @@ type upConn struct {
 	inWrite    bool     // a sender writes requests it took out of wbuf
 	rw         rewriter // the reader's, for replies it writes to clients
 	// Reader only (passreply.go): the call of the reply being read, taken
-	// from pending before the reply is whole, and the buffer a reply
+	// from inflight before the reply is whole, and the buffer a reply
 	// passed through goes by.
 	taken   *call
 	passBuf []byte
@@ -500,11 +506,7 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 		}
 		nc.SetDeadline(time.Time{})
 	}
-	depth := 1 << 16 // shared: many clients' calls in flight
-	if onPush != nil {
-		depth = 4096
-	}
-	c := &upConn{nc: nc, pending: make(chan *call, depth), closed: make(chan struct{}), onPush: onPush, srv: s, authed: authed}
+	c := &upConn{nc: nc, closed: make(chan struct{}), onPush: onPush, srv: s, authed: authed}
 	c.written.L = &c.mu
 	c.rw.s = s
 	go c.readLoop()
@@ -635,9 +637,9 @@ func (c *upConn) send(req []byte, calls []*call) {
 		c.mu.Unlock()
 		return
 	}
-	for _, cl := range calls {
-		c.pending <- cl
-		if c.onPush != nil {
+	c.inflight = append(c.inflight, calls...)
+	if c.onPush != nil {
+		for _, cl := range calls {
 			c.sent++
 			if cl.deferPushes {
 				c.deferPush.Store(c.sent)
@@ -723,59 +725,60 @@ func (c *upConn) flushQueued() {
 	c.writeQueued()
 }
 
-// fail marks the connection dead and fails every call in flight. A sender
-// may hold mu while blocked on a full pending queue, so fail keeps draining
-// the queue until it gets mu.
+// fail marks the connection dead and fails every call in flight: those
+// still in inflight and those held behind an order barrier here; the reader
+// fails the ones it took (failTaken) as it ends, which closing the socket
+// makes it do.
 func (c *upConn) fail(err error) {
 	c.failOnce.Do(func() {
 		c.nc.Close()
-		locked := make(chan struct{})
-		var held []*call
-		go func() {
-			c.mu.Lock()
-			c.dead, c.err = true, err
-			held = c.takeHeld()
-			c.written.Broadcast()
-			c.mu.Unlock()
-			close(locked)
-		}()
+		c.mu.Lock()
+		c.dead, c.err = true, err
+		calls := c.inflight
+		c.inflight = nil
+		calls = append(calls, c.takeHeld()...)
+		c.written.Broadcast()
+		c.mu.Unlock()
 		private := c.onPush != nil
-		failCall := func(cl *call) {
+		for _, cl := range calls {
 			cl.err, cl.connLost = err, private
 			cl.finish()
-		}
-	drain:
-		for {
-			select {
-			case cl := <-c.pending:
-				failCall(cl)
-			case <-locked:
-				break drain
-			}
-		}
-		for { // senders now see dead; fail what they queued before
-			select {
-			case cl := <-c.pending:
-				failCall(cl)
-				continue
-			default:
-			}
-			break
-		}
-		for _, cl := range held { // held behind an order barrier
-			failCall(cl)
 		}
 		if !errors.Is(err, errUpstreamClosed) {
 			c.srv.metrics.upstreamError("conn")
 			c.srv.logger().Warn("upstream connection lost", "err", err)
 		}
-		if private {
-			// Tell the client's writer, which may be idle (a subscriber):
-			// its connection ends as Redis would end it.
-			c.onPush(nil, 0)
-		}
 		close(c.closed)
 	})
+}
+
+// takeCall returns the oldest call whose reply has not come, or nil if
+// none is in flight. Reader only: it takes what senders queued in
+// inflight in one go, and hands the calls out from there.
+func (c *upConn) takeCall() *call {
+	if c.takeAt == len(c.taking) {
+		c.mu.Lock()
+		c.taking, c.inflight = c.inflight, c.taking[:0]
+		c.mu.Unlock()
+		c.takeAt = 0
+		if len(c.taking) == 0 {
+			return nil
+		}
+	}
+	cl := c.taking[c.takeAt]
+	c.taking[c.takeAt] = nil
+	c.takeAt++
+	return cl
+}
+
+// callsInFlight reports whether any call awaits its reply. Reader only.
+func (c *upConn) callsInFlight() bool {
+	if c.takeAt < len(c.taking) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.inflight) > 0
 }
 
 func (c *upConn) isDead() bool {
@@ -790,10 +793,10 @@ func (c *upConn) close() { c.fail(errUpstreamClosed) }
 func (c *upConn) readLoop() {
 	buf := make([]byte, 0, 32<<10)
 	start := 0
-	// The writers of clients with replies completed in this read, woken
-	// before the next read (shared connections).
-	var woken []*client
-	defer func() { c.writeAll(woken) }()
+	// The replies completed in this read, delivered before the next read
+	// (shared connections).
+	var batch replyBatch
+	defer c.deliver(&batch)
 	defer c.failTaken()
 	defer func() {
 		if c.pipe != nil {
@@ -816,7 +819,7 @@ func (c *upConn) readLoop() {
 			// Write the requests that waited for these replies, then
 			// compact, grow if full, read more.
 			if c.onPush == nil {
-				woken = c.writeAll(woken)
+				c.deliver(&batch)
 				c.flushQueued()
 				// A large raw value goes to its client as it arrives.
 				if passed, err := c.passReply(buf[start:]); err != nil {
@@ -874,9 +877,7 @@ func (c *upConn) readLoop() {
 		cl := c.taken
 		c.taken = nil
 		if cl == nil {
-			select {
-			case cl = <-c.pending:
-			default:
+			if cl = c.takeCall(); cl == nil {
 				if c.onPush != nil {
 					c.onPush(v.Raw, c.pushSeq())
 					continue
@@ -885,7 +886,12 @@ func (c *upConn) readLoop() {
 				return
 			}
 		}
-		c.awaiting.Add(-1)
+		shared := c.onPush == nil
+		if shared {
+			batch.replied++ // awaiting falls in deliver
+		} else {
+			c.awaiting.Add(-1)
+		}
 		if len(v.Raw) >= handOverReply {
 			// A large reply: the call takes the read buffer it lies in
 			// instead of a copy, and the reader goes on in a new buffer
@@ -905,13 +911,25 @@ func (c *upConn) readLoop() {
 		// it, so that the next dial asks the Sentinels again.
 		failover := v.Type == resp.Error && len(c.srv.up.Sentinels) > 0 && bytes.HasPrefix(v.Str, []byte("READONLY"))
 		if o := cl.owner; o != nil {
-			// The reply now counts instead of the request (memory.go).
+			// The reply now counts instead of the request (memory.go);
+			// on a shared connection the process's totals change once
+			// per read, in deliver, before any of its replies is written.
 			n := int64(len(cl.reply))
-			o.expect(-cl.reserved)
-			o.hold(n)
+			if shared {
+				o.expected.Add(-cl.reserved)
+				o.held.Add(n)
+				batch.expected -= cl.reserved
+				batch.held += n
+			} else {
+				o.expect(-cl.reserved)
+				o.hold(n)
+			}
 			cl.held, cl.reserved = n, 0
 			o.noteReply(n)
-			o.s.checkLimits(o, n)
+			o.checkHardLimit(n)
+			if !shared {
+				o.s.checkMemory()
+			}
 		}
 		if cl.kind == shapeRelay {
 			c.monitor = cl.cmd == "MONITOR"
@@ -922,16 +940,16 @@ func (c *upConn) readLoop() {
 			c.completed++
 			cl.pinSeq = c.completed
 		}
-		if o := cl.owner; o != nil && c.onPush == nil {
+		if o := cl.owner; o != nil && shared {
 			if f := cl.onFinish; f != nil { // a script's (noteFastScript)
 				cl.onFinish = nil
 				f()
 			}
 			// Write the client's replies once per read, after every reply
 			// in it is ready, so they go out with one call.
-			cl.ready.Store(true)
-			if len(woken) == 0 || woken[len(woken)-1] != o {
-				woken = append(woken, o)
+			batch.calls = append(batch.calls, cl)
+			if len(batch.woken) == 0 || batch.woken[len(batch.woken)-1] != o {
+				batch.woken = append(batch.woken, o)
 			}
 		} else {
 			cl.finish()
@@ -964,16 +982,43 @@ func (c *upConn) pushSeq() uint64 {
 	return c.completed
 }
 
-// writeAll writes the ready replies of each client in woken, or wakes its
-// writer goroutine to, and returns woken emptied. Reader only.
-func (c *upConn) writeAll(woken []*client) []*client {
-	for i, cl := range woken {
+// replyBatch is what the reader of a shared connection completed in one
+// read. Its bookkeeping is shared with other goroutines (the process's
+// memory totals, the count of calls awaiting replies, each call's ready
+// flag), so it is published once per read rather than once per reply: at
+// -P 16 a read holds hundreds of replies.
+type replyBatch struct {
+	calls          []*call   // completed, to be marked ready
+	woken          []*client // their clients, each once, in order
+	replied        int64     // replies taken: awaiting falls by as much
+	held, expected int64     // change to the process's totals (memory.go)
+}
+
+// deliver publishes b and writes its clients' replies, or wakes their
+// writers to, and empties b. Reader only.
+func (c *upConn) deliver(b *replyBatch) {
+	if b.replied != 0 {
+		c.awaiting.Add(-b.replied)
+		b.replied = 0
+	}
+	if b.held != 0 || b.expected != 0 {
+		c.srv.expectedTotal.Add(b.expected)
+		c.srv.heldTotal.Add(b.held)
+		b.held, b.expected = 0, 0
+		c.srv.checkMemory()
+	}
+	for i, cl := range b.calls {
+		cl.ready.Store(true)
+		b.calls[i] = nil
+	}
+	b.calls = b.calls[:0]
+	for i, cl := range b.woken {
 		if !cl.writeDirect(&c.rw) {
 			cl.wake()
 		}
-		woken[i] = nil
+		b.woken[i] = nil
 	}
-	return woken[:0]
+	b.woken = b.woken[:0]
 }
 
 func (c *upConn) relayMode() bool { return c.relay.Load() }
@@ -986,7 +1031,7 @@ func (c *upConn) relayMode() bool { return c.relay.Load() }
 // good, and the order barrier it holds with it (every client's commands
 // would wait behind it). Reader only.
 func (c *upConn) answersPending(v resp.Value) bool {
-	if c.monitor || len(c.pending) == 0 {
+	if c.monitor || !c.callsInFlight() {
 		return false
 	}
 	if v.Type == resp.Array && v.N >= 3 {

@@ -19,6 +19,14 @@ func AppendBulkString(dst []byte, s string) []byte {
 // AppendHeader appends a type byte and a length or count line: "*3\r\n",
 // "$5\r\n". For maps and attributes n is the number of entries (pairs).
 func AppendHeader(dst []byte, t Type, n int) []byte {
+	// Most headers count fewer than 100 (the arguments of a command, small
+	// values): written without a call to strconv.
+	switch {
+	case 0 <= n && n < 10:
+		return append(dst, byte(t), byte('0'+n), '\r', '\n')
+	case 10 <= n && n < 100:
+		return append(dst, byte(t), byte('0'+n/10), byte('0'+n%10), '\r', '\n')
+	}
 	dst = append(dst, byte(t))
 	dst = strconv.AppendInt(dst, int64(n), 10)
 	return append(dst, '\r', '\n')

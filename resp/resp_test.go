@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -176,6 +177,19 @@ func TestAppend(t *testing.T) {
 	want := "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n:-5\r\n+OK\r\n-ERR bad  thing\r\n$-1\r\n_\r\n$1\r\nx\r\n"
 	if string(b) != want {
 		t.Fatalf("got %q\nwant %q", b, want)
+	}
+}
+
+// TestAppendHeader: the short paths for counts under 100 write what
+// strconv would, and the others still go through it.
+func TestAppendHeader(t *testing.T) {
+	for _, typ := range []Type{BulkString, Array, Map} {
+		for n := -12; n <= 1200; n++ {
+			want := string(byte(typ)) + strconv.Itoa(n) + "\r\n"
+			if got := string(AppendHeader([]byte("x"), typ, n)); got != "x"+want {
+				t.Fatalf("AppendHeader(%c, %d) = %q, want %q", typ, n, got, "x"+want)
+			}
+		}
 	}
 }
 
