@@ -115,9 +115,13 @@ type client struct {
 	lastInfo *cmdInfo
 	req      []byte
 	batch    []*call
-	// batchExpected is what the calls in batch reserved, added to the
-	// process's total once per batch, before it is sent (flush).
+	// batchExpected is what the calls in batch reserved, counted (expect)
+	// once per batch, before it is sent (flush); roomLocked counts it
+	// meanwhile.
 	batchExpected int64
+	// roomCredit is how many more calls the reply queue takes, by its
+	// count under qmu (hasRoom); command reader only.
+	roomCredit int
 	one           [1]*call
 	rw            rewriter // the reader's
 	wrw           rewriter // the writer's
@@ -344,17 +348,39 @@ func (c *client) mustWait(info *cmdInfo, args [][]byte) bool {
 // hasRoom reports whether the reply queue may take one more call: fewer
 // than MaxInFlight calls, and no more than MaxReplyBytes of replies held
 // (an empty queue always has room).
+//
+// The count needs qmu, but the writer only ever shortens the queue: a
+// count taken under it says how many more calls fit (roomCredit), and the
+// commands after it in the same read use that instead of the lock.
 func (c *client) hasRoom() bool {
+	if c.roomCredit > 0 && c.bytesRoom() {
+		return true
+	}
 	c.qmu.Lock()
 	ok := c.roomLocked()
 	c.qmu.Unlock()
 	return ok
 }
 
-// roomLocked is hasRoom for a caller holding qmu.
+// roomLocked is hasRoom for the command reader holding qmu. It sets
+// roomCredit to the calls that may be queued before the count must be
+// taken again.
 func (c *client) roomLocked() bool {
 	n := len(c.queue) - c.qhead
-	return n == 0 || (n < c.replyWindow() && c.held.Load()+c.expected.Load() <= c.s.maxReplyBytes() && !c.s.pressure())
+	w := c.replyWindow()
+	c.roomCredit = 0
+	if n < w && c.bytesRoom() {
+		c.roomCredit = w - n
+		return true
+	}
+	return n == 0
+}
+
+// bytesRoom reports whether the client holds and expects no more than
+// MaxReplyBytes, and the process is not under pressure. Command reader
+// only (it counts batchExpected).
+func (c *client) bytesRoom() bool {
+	return c.held.Load()+c.expected.Load()+c.batchExpected <= c.s.maxReplyBytes() && !c.s.pressure()
 }
 
 // closePinned closes the private upstream connection, failing its calls.
@@ -480,6 +506,7 @@ func readGrowth(n, need int) int {
 // connection must end (QUIT, malformed input).
 func (c *client) process(inLoop bool) bool {
 	c.looping = inLoop
+	c.roomCredit = 0 // counted afresh for each read (hasRoom)
 	defer func() { c.looping = false }()
 	maxBulk := c.s.maxBulk()
 	off := 0
@@ -639,6 +666,9 @@ func (c *client) wake() {
 // command (loopSafe), and room taken since by other clients' replies
 // (MaxMemory) must not stop the loop.
 func (c *client) enqueue(cl *call) {
+	if c.roomCredit > 0 {
+		c.roomCredit-- // one call fewer fits now
+	}
 	for {
 		if c.looping {
 			c.qmu.Lock()
@@ -649,6 +679,7 @@ func (c *client) enqueue(cl *call) {
 		c.qmu.Lock()
 		if c.roomLocked() {
 			c.queue = append(c.queue, cl)
+			c.roomCredit = max(c.roomCredit-1, 0)
 			c.qmu.Unlock()
 			break
 		}
@@ -775,7 +806,7 @@ func (c *client) holdUntilRun(cl *call, blocking bool) {
 func (c *client) flush() {
 	if c.batchExpected != 0 {
 		// Before the batch goes: its replies give the reservations back.
-		c.s.expectedTotal.Add(c.batchExpected)
+		c.expect(c.batchExpected)
 		c.batchExpected = 0
 	}
 	if len(c.req) == 0 {
@@ -1225,9 +1256,8 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		held := max(int64(len(c.req)-reqMark), c.expectedReply())
 		cl.reserved = held
 		c.batch = append(c.batch, cl)
-		c.enqueue(cl) // the writer owns cl from here on
-		c.expected.Add(held)
-		c.batchExpected += held // the process's total: in flush
+		c.enqueue(cl)           // the writer owns cl from here on
+		c.batchExpected += held // counted in flush, before it is sent
 	}
 	if info.flags&flagHello != 0 && cl != nil {
 		// The protocol changes only if HELLO succeeds (HELLO 3 AUTH with a
