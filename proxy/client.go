@@ -122,9 +122,9 @@ type client struct {
 	// roomCredit is how many more calls the reply queue takes, by its
 	// count under qmu (hasRoom); command reader only.
 	roomCredit int
-	one           [1]*call
-	rw            rewriter // the reader's
-	wrw           rewriter // the writer's
+	one        [1]*call
+	rw         rewriter // the reader's
+	wrw        rewriter // the writer's
 
 	// seq numbers calls; the writer publishes the last one it wrote, so
 	// the reader can wait for earlier commands to have run.
