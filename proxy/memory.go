@@ -17,7 +17,13 @@ import (
 // or, if larger, the size its reply is expected to have (so that the
 // bounds act before the replies come, not after); then the reply as Redis
 // sent it, until it is written; and output of 64 KiB or more being
-// written (decoded values included) while the socket takes it. Three bounds act on those counts:
+// written (decoded values included) while the socket takes it. The counts
+// change once per batch, not once per command, because every goroutine
+// shares them: a client's reservations when it sends a batch (flush), the
+// replies of one read of a shared connection before any of them can be
+// written (upConn.deliver), what the writer gave back once per write
+// (settleHeld). So a bound acts at most one batch late. Three bounds act
+// on those counts:
 //
 //   - Soft, per client (MaxReplyBytes, --client-buffer): past it the proxy
 //     stops reading the client's commands, and so stops sending them to

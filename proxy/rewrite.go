@@ -106,6 +106,13 @@ func (r *rewriter) appendReply(dst []byte, c *call) []byte {
 		c.kind == shapeSniff && !bytes.Contains(c.reply, magic) {
 		return append(dst, c.reply...)
 	}
+	if c.kind == shapeValue && len(c.reply) > 0 && c.reply[0] == '$' {
+		// One bulk string (GET and the like) that is not a frame goes out
+		// as it came, without parsing it again.
+		if i := bytes.IndexByte(c.reply[:min(len(c.reply), 24)], '\n'); i > 0 && !codec.IsFramed(c.reply[i+1:]) {
+			return append(dst, c.reply...)
+		}
+	}
 	v, _, err := resp.ReadValue(c.reply)
 	if err != nil { // the upstream reader framed it; cannot happen
 		return append(dst, c.reply...)

@@ -401,3 +401,46 @@ func TestPendingBulkEnd(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReadCommand parses a pipeline of 16 GETs, as the proxy reads
+// them from a client.
+//
+//	go test ./resp -run '^$' -bench 'Read(Command|Value)' -count 6
+func BenchmarkReadCommand(b *testing.B) {
+	var in []byte
+	for range 16 {
+		in = AppendCommand(in, []byte("GET"), []byte("key:000000000042"))
+	}
+	args := make([][]byte, 0, 8)
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		for rest := in; len(rest) > 0; {
+			var n int
+			var err error
+			args, n, err = ReadCommand(args, rest, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rest = rest[n:]
+		}
+	}
+}
+
+// BenchmarkReadValue parses 16 bulk replies of 3 bytes, as the proxy reads
+// them from Redis.
+func BenchmarkReadValue(b *testing.B) {
+	var in []byte
+	for range 16 {
+		in = AppendBulk(in, []byte("xxx"))
+	}
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		for rest := in; len(rest) > 0; {
+			v, _, err := ReadValue(rest)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rest = rest[len(v.Raw):]
+		}
+	}
+}
