@@ -114,7 +114,13 @@ type client struct {
 	lastName []byte
 	lastInfo *cmdInfo
 	req      []byte
-	batch    []*call
+	// rawCmd is the command handle is handling as the client sent it (a
+	// slice of rbuf); reqRaw: req is rawCmd itself, forwarded without a
+	// copy, and reqOwn the client's own buffer meanwhile (flush).
+	rawCmd []byte
+	reqRaw bool
+	reqOwn []byte
+	batch  []*call
 	// batchExpected is what the calls in batch reserved, counted (expect)
 	// once per batch, before it is sent (flush); roomLocked counts it
 	// meanwhile.
@@ -598,7 +604,10 @@ func (c *client) process(inLoop bool) bool {
 			break
 		}
 		off += m
-		if !c.handle(info, args) {
+		c.rawCmd = c.rbuf[off-m : off : off]
+		ok := c.handle(info, args)
+		c.rawCmd = nil
+		if !ok {
 			c.flush()
 			c.endPinOrder()
 			return false
@@ -625,6 +634,11 @@ func (c *client) lookupCommand(name []byte) *cmdInfo {
 	}
 	return info
 }
+
+// forwardAsIsMin is the command size from which a command that goes to
+// Redis as it came is sent from the read buffer instead of a copy
+// (forwardsAsIs): below it, one batch for many commands costs less.
+const forwardAsIsMin = 32 << 10
 
 // localCall returns a finished call whose reply the proxy made.
 // lostCall ends the client's connection without a reply: its private
@@ -749,6 +763,8 @@ func (c *client) sendOn(up *upConn, req []byte, calls []*call) {
 		h := c.s.pool.beginOrder()
 		up.send(req, calls)
 		c.s.pool.endOrder(h)
+	case c.looping && len(req) >= forwardAsIsMin:
+		up.sendHeld(c.poller, req, calls)
 	default:
 		up.send(req, calls)
 	}
@@ -825,6 +841,10 @@ func (c *client) flush() {
 		c.batch[i] = nil
 	}
 	c.batch = c.batch[:0]
+	if c.reqRaw { // req was the client's read buffer: back to its own
+		c.req, c.reqOwn, c.reqRaw = c.reqOwn[:0], nil, false
+		return
+	}
 	c.req = c.req[:0]
 	if cap(c.req) > 1<<20 {
 		putBig(c.req) // sent: the connection wrote it or copied it
@@ -1242,6 +1262,13 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.req = c.appendQueuedListSearch(c.req, info, args)
 	} else if by, alpha, patterns, ok := sortNeedsCheck(info, args); ok {
 		c.req = appendSortCheck(c.req, by, alpha, patterns, args)
+	} else if raw := c.rawCmd; len(raw) >= forwardAsIsMin && c.rw.forwardsAsIs(info, args, raw) {
+		// A large command that goes to Redis as it came: sent from the
+		// read buffer, after the batch before it, rather than copied
+		// into the batch (flush sends it before rbuf changes).
+		c.flush()
+		c.reqOwn, c.req, c.reqRaw = c.req, raw, true
+		reqMark = 0
 	} else {
 		if m := len(c.rbuf); m >= 1<<20 && cap(c.req)-len(c.req) < m {
 			// A large command: room for it from the reused buffers.
@@ -1258,6 +1285,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.batch = append(c.batch, cl)
 		c.enqueue(cl)           // the writer owns cl from here on
 		c.batchExpected += held // counted in flush, before it is sent
+	}
+	if c.reqRaw {
+		c.flush() // req is rbuf's: sent now, alone
 	}
 	if info.flags&flagHello != 0 && cl != nil {
 		// The protocol changes only if HELLO succeeds (HELLO 3 AUTH with a

@@ -133,6 +133,22 @@ func (s *Server) keyPolicy(ps *policies, key []byte) *policy {
 	return ps.lookup(key)
 }
 
+// storesAsIs reports whether encode surely stores value as it is (a
+// value that compresses too little is stored as it is too, but only
+// compressing it tells).
+func (p *policy) storesAsIs(value []byte) bool {
+	return !codec.IsFramed(value) && (p.enc.Algorithm().ID == codec.IDNone || len(value) < p.enc.MinSize())
+}
+
+// countAsIs counts a value of n bytes stored as it is, as encode does.
+func (p *policy) countAsIs(m *Metrics, n int) {
+	if m != nil {
+		m.encoded(codec.StoredRaw)
+		p.orig.Add(float64(n))
+		p.stored.Add(float64(n))
+	}
+}
+
 // encode appends to dst what the policy stores for value, and counts it.
 func (p *policy) encode(m *Metrics, dst, value []byte) ([]byte, codec.Outcome) {
 	start := len(dst)

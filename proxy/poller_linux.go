@@ -175,7 +175,7 @@ func (p *poller) loop() {
 			p.mu.Unlock()
 			return
 		}
-		held := p.srv.pool.holdWrites()
+		held := p.srv.pool.holdWrites(p)
 		// Data left behind by the last round came before the new events'.
 		again := p.again
 		p.next = p.next[:0]
@@ -230,7 +230,7 @@ func (p *poller) step(c *client, fd int32, hup bool, held []*upConn) []*upConn {
 			// Unwritten calls count against the connection's queue
 			// of calls awaiting replies, which must not fill up.
 			p.srv.pool.releaseWrites(held)
-			held = p.srv.pool.holdWrites()
+			held = p.srv.pool.holdWrites(p)
 		}
 	}
 	return held

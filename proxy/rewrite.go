@@ -56,6 +56,64 @@ func (r *rewriter) appendRequest(dst []byte, info *cmdInfo, args [][]byte) []byt
 	return dst
 }
 
+// forwardsAsIs reports whether appendRequest would write raw itself: raw is
+// the command as the client sent it and args its arguments, in place in
+// raw, in the one encoding appendRequest writes (Redis, like ReadCommand,
+// does not look at the byte after each "\r", so the bytes it reads are the
+// same either way), and every value in it is one the write policy stores as
+// it is. It then counts those values as encode would. A large command
+// forwarded as it is is not copied into the batch (client.handle).
+func (r *rewriter) forwardsAsIs(info *cmdInfo, args [][]byte, raw []byte) bool {
+	if len(raw) == 0 || raw[0] != '*' {
+		return false
+	}
+	pos := headerLen(len(args))
+	for _, a := range args {
+		pos += headerLen(len(a))
+		if len(a) > 0 && (pos+len(a) > len(raw) || &a[0] != &raw[pos]) {
+			return false
+		}
+		pos += len(a) + 2
+	}
+	if pos != len(raw) {
+		return false
+	}
+	if info.vals == argsNone || len(args) < 2 {
+		return true
+	}
+	first, step, end := valueArgs(info.vals, args)
+	if step == 0 {
+		return true
+	}
+	ps := r.s.writePolicy()
+	perKey := (info.vals == argsEvery2 || info.vals == argsMsetex) && len(ps.rules) > 0
+	pol := r.s.keyPolicy(ps, args[1])
+	for i := first; i < end; i += step {
+		if perKey {
+			pol = r.s.keyPolicy(ps, args[i-1])
+		}
+		if !pol.storesAsIs(args[i]) {
+			return false
+		}
+	}
+	for i := first; i < end; i += step {
+		if perKey {
+			pol = r.s.keyPolicy(ps, args[i-1])
+		}
+		pol.countAsIs(r.s.metrics, len(args[i]))
+	}
+	return true
+}
+
+// headerLen is the length of the RESP header line of a count or length n.
+func headerLen(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return 1 + d + 2
+}
+
 // appendStored appends, as a bulk string, what pol stores for value
 // (counted in m, when not nil): its frame, built in scratch, or value
 // itself, without a copy through scratch (a large value left raw is copied

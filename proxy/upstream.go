@@ -399,6 +399,7 @@ type upConn struct {
 	afterCalls []*call
 	written    sync.Cond
 	inWrite    bool     // a sender writes requests it took out of wbuf
+	heldBy     *poller  // the event loop that holds the writes (holdWrites)
 	rw         rewriter // the reader's, for replies it writes to clients
 	// Reader only (passreply.go): the call of the reply being read, taken
 	// from inflight before the reply is whole, and the buffer a reply
@@ -661,6 +662,48 @@ func (c *upConn) send(req []byte, calls []*call) {
 	}
 	c.wbuf = appendBig(c.wbuf, req)
 	c.writeQueued()
+}
+
+// sendHeld is send for a large request (forwardAsIsMin and more) from
+// the event loop by: if by holds the connection's writes (holdWrites), it
+// writes what the loop queued and then req at once, rather than copying
+// req into the queue to be written when the loop releases it. Otherwise
+// it is send.
+func (c *upConn) sendHeld(by *poller, req []byte, calls []*call) {
+	c.mu.Lock()
+	if by == nil || c.heldBy != by || c.dead || c.holdN > 0 || c.inWrite {
+		c.mu.Unlock()
+		c.send(req, calls)
+		return
+	}
+	c.inflight = append(c.inflight, calls...)
+	c.awaiting.Add(int64(len(calls)))
+	buf := c.wbuf
+	c.wbuf = c.spare[:0]
+	c.queued = 0
+	c.inWrite = true
+	c.mu.Unlock()
+	var err error
+	if len(buf) > 0 {
+		_, err = c.nc.Write(buf)
+	}
+	if err == nil {
+		_, err = c.nc.Write(req)
+	}
+	c.mu.Lock()
+	c.inWrite = false
+	if cap(buf) <= 1<<20 {
+		c.spare = buf[:0]
+	} else {
+		putBig(buf)
+	}
+	if c.holdN > 0 {
+		c.written.Broadcast()
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.fail(fmt.Errorf("write to upstream: %w", err))
+	}
 }
 
 // writeNow writes req, then what was queued meanwhile, and unlocks mu. The
@@ -1154,7 +1197,7 @@ func (p *pool) get(ctx context.Context, i int) (*upConn, error) {
 // in the connections' queues: an event loop holds them while it handles
 // the clients that are ready, then releases them, and the requests of all
 // those clients reach Redis in one write per connection.
-func (p *pool) holdWrites() []*upConn {
+func (p *pool) holdWrites(by *poller) []*upConn {
 	var held []*upConn
 	p.mu.Lock()
 	for _, c := range p.conns {
@@ -1163,7 +1206,7 @@ func (p *pool) holdWrites() []*upConn {
 		}
 		c.mu.Lock()
 		if !c.dead && !c.writing {
-			c.writing = true
+			c.writing, c.heldBy = true, by
 			held = append(held, c)
 		}
 		c.mu.Unlock()
@@ -1178,6 +1221,7 @@ func (p *pool) holdWrites() []*upConn {
 func (p *pool) releaseWrites(held []*upConn) {
 	for _, c := range held {
 		c.mu.Lock()
+		c.heldBy = nil
 		if len(c.wbuf) > 0 && (c.awaiting.Load() <= c.queued || c.holdN > 0) {
 			c.writeQueued() // unlocks
 			continue
