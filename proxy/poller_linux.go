@@ -54,6 +54,9 @@ type poller struct {
 	werr   error
 	// handoffs counts clients given to their goroutine for a command.
 	handoffs atomic.Int64
+	// held is the list of shared connections a round holds (holdWrites),
+	// kept from round to round.
+	held []*upConn
 	// again are the clients whose last read filled the buffer: read them
 	// again in the next round (loop only); next is the list being filled.
 	again, next []pollerClient
@@ -175,7 +178,7 @@ func (p *poller) loop() {
 			p.mu.Unlock()
 			return
 		}
-		held := p.srv.pool.holdWrites(p)
+		held := p.srv.pool.holdWrites(p, p.held[:0])
 		// Data left behind by the last round came before the new events'.
 		again := p.again
 		p.next = p.next[:0]
@@ -189,6 +192,8 @@ func (p *poller) loop() {
 		clear(again)
 		p.again, p.next = p.next, again[:0]
 		p.srv.pool.releaseWrites(held)
+		clear(held)
+		p.held = held[:0]
 	}
 }
 
@@ -230,7 +235,7 @@ func (p *poller) step(c *client, fd int32, hup bool, held []*upConn) []*upConn {
 			// Unwritten calls count against the connection's queue
 			// of calls awaiting replies, which must not fill up.
 			p.srv.pool.releaseWrites(held)
-			held = p.srv.pool.holdWrites(p)
+			held = p.srv.pool.holdWrites(p, held[:0])
 		}
 	}
 	return held

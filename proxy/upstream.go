@@ -1197,8 +1197,8 @@ func (p *pool) get(ctx context.Context, i int) (*upConn, error) {
 // in the connections' queues: an event loop holds them while it handles
 // the clients that are ready, then releases them, and the requests of all
 // those clients reach Redis in one write per connection.
-func (p *pool) holdWrites(by *poller) []*upConn {
-	var held []*upConn
+// It appends them to held.
+func (p *pool) holdWrites(by *poller, held []*upConn) []*upConn {
 	p.mu.Lock()
 	for _, c := range p.conns {
 		if c == nil {
