@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/squeeze-kv/squeeze/codec"
@@ -141,42 +140,19 @@ func TestProxy_LargeCommandsAsSentConcurrent(t *testing.T) {
 	e := startEnv(t, withMinSize(1<<30))
 	noise := make([]byte, 120<<10)
 	rand.NewChaCha8([32]byte{22}).Read(noise)
-	const clients, rounds = 8, 15
-	var wg sync.WaitGroup
-	errs := make(chan string, clients)
-	for i := range clients {
-		c := dialRaw(t, e.addr)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key, n := fmt.Sprintf("big:%d", i), fmt.Sprintf("n:%d", i)
-			for r := range rounds {
-				var cmds [][]string
-				var want []string
-				if i%2 == 0 {
-					v := string(noise[(i+r)%7*1000:][:(40+r*5)<<10])
-					cmds = [][]string{{"SET", key, v}, {"INCR", n}, {"SET", key + ":b", v}, {"GET", key}, {"STRLEN", key + ":b"}}
-					want = []string{"+OK\r\n", fmt.Sprintf(":%d\r\n", r+1), "+OK\r\n", bulk(v), fmt.Sprintf(":%d\r\n", len(v))}
-				} else {
-					for j := range 20 {
-						cmds = append(cmds, []string{"INCR", n})
-						want = append(want, fmt.Sprintf(":%d\r\n", r*20+j+1))
-					}
-				}
-				c.send(cmds...)
-				for j, w := range want {
-					if got := c.read(); got != w {
-						errs <- fmt.Sprintf("client %d round %d %s: got %.60q, want %.60q", i, r, cmds[j][0], got, w)
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	pipelineClients(t, e, 8, 15, func(i, r int) (cmds [][]string, want []string) {
+		key, n := fmt.Sprintf("big:%d", i), fmt.Sprintf("n:%d", i)
+		if i%2 == 0 {
+			v := string(noise[(i+r)%7*1000:][:(40+r*5)<<10])
+			cmds = [][]string{{"SET", key, v}, {"INCR", n}, {"SET", key + ":b", v}, {"GET", key}, {"STRLEN", key + ":b"}}
+			want = []string{"+OK\r\n", fmt.Sprintf(":%d\r\n", r+1), "+OK\r\n", bulk(v), fmt.Sprintf(":%d\r\n", len(v))}
+			return cmds, want
+		}
+		for j := range 20 {
+			cmds = append(cmds, []string{"INCR", n})
+			want = append(want, fmt.Sprintf(":%d\r\n", r*20+j+1))
+		}
+		return cmds, want
+	})
 	waitHeldZero(t, e.srv)
 }

@@ -313,7 +313,29 @@ func TestProxy_ClientWaitingForRoomLeaves(t *testing.T) {
 // zero once every reply is read, and every reply must be Redis's.
 func TestProxy_AccountingSettlesAfterPipelines(t *testing.T) {
 	e := startEnv(t)
-	const clients, rounds = 12, 40
+	pipelineClients(t, e, 12, 40, func(i, r int) ([][]string, []string) {
+		key, n := fmt.Sprintf("acct:%d", i), fmt.Sprintf("acct:n:%d", i)
+		val := strings.Repeat("v", 1+r*37)
+		cmds := [][]string{
+			{"SET", key, val}, {"GET", key}, {"INCR", n}, {"INCR", key},
+			{"PING"}, {"ECHO", val}, {"EVAL", "return ARGV[1]", "0", "s"},
+			{"MULTI"}, {"INCR", n}, {"GET", key}, {"EXEC"},
+		}
+		want := []string{
+			"+OK\r\n", bulk(val), fmt.Sprintf(":%d\r\n", 2*r+1), "-ERR value is not an integer or out of range\r\n",
+			"+PONG\r\n", bulk(val), bulk("s"),
+			"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", fmt.Sprintf("*2\r\n:%d\r\n%s", 2*r+2, bulk(val)),
+		}
+		return cmds, want
+	})
+	waitHeldZero(t, e.srv)
+}
+
+// pipelineClients runs clients connections to the proxy at once, each
+// sending rounds pipelines: round r of client i is the commands pipeline
+// returns, which must get the replies it returns, in order.
+func pipelineClients(t *testing.T, e *env, clients, rounds int, pipeline func(i, r int) (cmds [][]string, want []string)) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan string, clients)
 	for i := range clients {
@@ -321,23 +343,12 @@ func TestProxy_AccountingSettlesAfterPipelines(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			key, n := fmt.Sprintf("acct:%d", i), fmt.Sprintf("acct:n:%d", i)
 			for r := range rounds {
-				val := strings.Repeat("v", 1+r*37)
-				cmds := [][]string{
-					{"SET", key, val}, {"GET", key}, {"INCR", n}, {"INCR", key},
-					{"PING"}, {"ECHO", val}, {"EVAL", "return ARGV[1]", "0", "s"},
-					{"MULTI"}, {"INCR", n}, {"GET", key}, {"EXEC"},
-				}
-				want := []string{
-					"+OK\r\n", bulk(val), fmt.Sprintf(":%d\r\n", 2*r+1), "-ERR value is not an integer or out of range\r\n",
-					"+PONG\r\n", bulk(val), bulk("s"),
-					"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", fmt.Sprintf("*2\r\n:%d\r\n%s", 2*r+2, bulk(val)),
-				}
+				cmds, want := pipeline(i, r)
 				c.send(cmds...)
 				for j, w := range want {
 					if got := c.read(); got != w {
-						errs <- fmt.Sprintf("client %d round %d %v: got %q, want %q", i, r, cmds[j], got, w)
+						errs <- fmt.Sprintf("client %d round %d %.80q: got %.80q, want %.80q", i, r, cmds[j], got, w)
 						return
 					}
 				}
@@ -349,5 +360,4 @@ func TestProxy_AccountingSettlesAfterPipelines(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	waitHeldZero(t, e.srv)
 }
