@@ -156,3 +156,48 @@ func TestProxy_LargeCommandsAsSentConcurrent(t *testing.T) {
 	})
 	waitHeldZero(t, e.srv)
 }
+
+// TestProxy_LargeCommandOddSeparators: Redis does not look at the byte
+// after each "\r" of a command, nor at the two after a value, and neither
+// does the proxy's parser. A large SET whose separators are "\rX" instead
+// of "\r\n", forwarded as sent, ends as it does sent to Redis directly.
+func TestProxy_LargeCommandOddSeparators(t *testing.T) {
+	e := startEnv(t, withMinSize(1<<30))
+	value := strings.Repeat("v", 40<<10)
+	odd := func(key string) string {
+		return strings.ReplaceAll(fmt.Sprintf("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(key), key, len(value), value), "\r\n", "\rX")
+	}
+	for _, path := range []struct{ name, addr string }{{"direct", e.redis.Addr}, {"proxy", e.addr}} {
+		c := dialRaw(t, path.addr)
+		if _, err := c.nc.Write([]byte(odd("odd:" + path.name))); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.read(); got != "+OK\r\n" {
+			t.Fatalf("%s: SET with odd separators: %q", path.name, got)
+		}
+	}
+	direct := dialRaw(t, e.redis.Addr)
+	if a, b := direct.do("GET", "odd:direct"), direct.do("GET", "odd:proxy"); a != b || a != bulk(value) {
+		t.Fatalf("stored through the proxy %d bytes, directly %d, want %d", len(b), len(a), len(bulk(value)))
+	}
+}
+
+// TestProxy_LargeCommandDeadUpstream: a large command forwarded as sent
+// to a Redis that is gone gets the proxy's upstream error, at once, and the
+// client's connection stays usable for the error replies after it.
+func TestProxy_LargeCommandDeadUpstream(t *testing.T) {
+	e := startEnv(t, withMinSize(1<<30))
+	c := dialRaw(t, e.addr)
+	if got := c.do("PING"); got != "+PONG\r\n" {
+		t.Fatal(got)
+	}
+	e.redis.Stop()
+	value := strings.Repeat("v", 100<<10)
+	c.send([]string{"SET", "k", value}, []string{"SET", "k2", value})
+	for i := range 2 {
+		if got := c.read(); !strings.HasPrefix(got, "-ERR squeeze: upstream: ") {
+			t.Fatalf("SET %d with Redis gone: %.120q, want the upstream error", i, got)
+		}
+	}
+	waitHeldZero(t, e.srv)
+}
