@@ -58,22 +58,31 @@ func (r *rewriter) appendRequest(dst []byte, info *cmdInfo, args [][]byte) []byt
 
 // forwardsAsIs reports whether appendRequest would write raw itself: raw is
 // the command as the client sent it and args its arguments, in place in
-// raw, in the one encoding appendRequest writes (Redis, like ReadCommand,
-// does not look at the byte after each "\r", so the bytes it reads are the
-// same either way), and every value in it is one the write policy stores as
-// it is. It then counts those values as encode would. A large command
-// forwarded as it is is not copied into the batch (client.handle).
+// raw, in the one encoding appendRequest writes, byte for byte (every
+// separator a real "\r\n"), and every value in it is one the write policy
+// stores as it is. It then counts those values as encode would. A large
+// command forwarded as it is is not copied into the batch (client.handle).
+//
+// The proxy's parser, like Redis's, does not look at the byte after each
+// "\r"; Valkey 9 does, and answers a protocol error and closes the
+// connection. A command with other separators is therefore re-encoded, as
+// smaller commands are, never forwarded: the upstream connection it shares
+// with other clients sees only well-formed RESP.
 func (r *rewriter) forwardsAsIs(info *cmdInfo, args [][]byte, raw []byte) bool {
-	if len(raw) == 0 || raw[0] != '*' {
+	if len(raw) == 0 || !isHeader(raw, resp.Array, len(args)) {
 		return false
 	}
 	pos := headerLen(len(args))
 	for _, a := range args {
-		pos += headerLen(len(a))
-		if len(a) > 0 && (pos+len(a) > len(raw) || &a[0] != &raw[pos]) {
+		if !isHeader(raw[pos:], resp.BulkString, len(a)) {
 			return false
 		}
-		pos += len(a) + 2
+		pos += headerLen(len(a))
+		end := pos + len(a)
+		if end+2 > len(raw) || (len(a) > 0 && &a[0] != &raw[pos]) || raw[end] != '\r' || raw[end+1] != '\n' {
+			return false
+		}
+		pos = end + 2
 	}
 	if pos != len(raw) {
 		return false
@@ -103,6 +112,14 @@ func (r *rewriter) forwardsAsIs(info *cmdInfo, args [][]byte, raw []byte) bool {
 		pol.countAsIs(r.s.metrics, len(args[i]))
 	}
 	return true
+}
+
+// isHeader reports whether b begins with the RESP header line of type t and
+// count or length n, as resp.AppendHeader writes it.
+func isHeader(b []byte, t resp.Type, n int) bool {
+	var buf [24]byte
+	h := resp.AppendHeader(buf[:0], t, n)
+	return len(b) >= len(h) && string(b[:len(h)]) == string(h)
 }
 
 // headerLen is the length of the RESP header line of a count or length n.
