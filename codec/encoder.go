@@ -429,3 +429,7 @@ func boolIndex(b bool) int {
 
 // MinSize returns the length under which e stores values raw.
 func (e *Encoder) MinSize() int { return e.minSize }
+
+// Concurrency returns how many goroutines may compress one value of
+// ParallelMinSize bytes or more (WithConcurrency).
+func (e *Encoder) Concurrency() int { return e.concurrency }

@@ -244,8 +244,9 @@ var (
 	extraBase  int
 )
 
-// takeExtraProc raises GOMAXPROCS by one for a large decode, if the
-// machine has a CPU for it; the returned function gives it back.
+// takeExtraProc raises GOMAXPROCS by one for a large decode, or for the
+// compression of a value an encoder splits across cores (policy.encode),
+// if the machine has a CPU for it; the returned function gives it back.
 func takeExtraProc() (release func()) {
 	extraMu.Lock()
 	defer extraMu.Unlock()

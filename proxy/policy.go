@@ -152,6 +152,13 @@ func (p *policy) countAsIs(m *Metrics, n int) {
 // encode appends to dst what the policy stores for value, and counts it.
 func (p *policy) encode(m *Metrics, dst, value []byte) ([]byte, codec.Outcome) {
 	start := len(dst)
+	if len(value) >= codec.ParallelMinSize && p.enc.Algorithm().ID != codec.IDNone {
+		// A value its encoder may compress on several cores: give Go
+		// code a thread more meanwhile (bigreply.go), or with the
+		// default --procs of half the CPUs the sections would take
+		// turns on one thread.
+		defer takeExtraProc()()
+	}
 	dst, out := p.enc.AppendFrame(dst, value)
 	if m != nil {
 		m.encoded(out)

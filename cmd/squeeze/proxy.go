@@ -335,7 +335,7 @@ func (p *proxyFlags) writePolicy(ctx context.Context, load dictLoader) (*codec.E
 	}
 	var enc *codec.Encoder
 	if alg.ID != codec.IDNone {
-		opts := []codec.EncoderOption{codec.WithMinSize(int(p.minSize)), codec.WithMinGain(p.minGain)}
+		opts := []codec.EncoderOption{codec.WithMinSize(int(p.minSize)), codec.WithMinGain(p.minGain), proxyConcurrency()}
 		if dictID != 0 {
 			d, err := load(ctx, dictID)
 			if err != nil {
@@ -353,6 +353,12 @@ func (p *proxyFlags) writePolicy(ctx context.Context, load dictLoader) (*codec.E
 	}
 	return enc, rules, nil
 }
+
+// proxyConcurrency lets the proxy's encoders compress one large value on
+// every CPU of the machine, not only the --procs threads Go code runs on
+// (GOMAXPROCS is set before the encoders are built): the proxy takes one
+// thread more while it compresses such a value (proxy.policy.encode).
+func proxyConcurrency() codec.EncoderOption { return codec.WithConcurrency(runtime.NumCPU()) }
 
 // buildServer turns settings into a proxy.Server.
 func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer) (*proxy.Server, error) {

@@ -161,7 +161,7 @@ func (p *proxyFlags) buildRules(ctx context.Context, load dictLoader) ([]proxy.R
 			}
 			opts = append(opts, codec.WithDictionary(d))
 		}
-		enc, err := codec.NewEncoder(r.alg, opts...)
+		enc, err := codec.NewEncoder(r.alg, append(opts, proxyConcurrency())...)
 		if err != nil {
 			return nil, usageError("--rule %s: %v", r.prefix, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -183,4 +184,25 @@ func publishTestDict(t *testing.T, addr string, id uint32) [][]byte {
 		t.Fatal(err)
 	}
 	return docs
+}
+
+// TestProxyWritePolicy_Concurrency: the proxy's encoders, the default one
+// and each rule's, may compress one large value on every CPU, although Go
+// code runs on --procs threads (half the CPUs by default): GOMAXPROCS is
+// set before they are built, and the encoders would otherwise take it.
+func TestProxyWritePolicy_Concurrency(t *testing.T) {
+	p := proxySettings(t, nil, []string{"--procs", "1", "--rule", "doc:=zstd:1", "--rule", "log:=lz4"})
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	enc, rules, err := p.writePolicy(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := enc.Concurrency(); got != runtime.NumCPU() {
+		t.Errorf("default encoder: concurrency %d, want %d (the CPUs)", got, runtime.NumCPU())
+	}
+	for _, r := range rules {
+		if got := r.Encoder.Concurrency(); got != runtime.NumCPU() {
+			t.Errorf("rule %s: concurrency %d, want %d", r.Prefix, got, runtime.NumCPU())
+		}
+	}
 }
