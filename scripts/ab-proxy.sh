@@ -14,17 +14,28 @@
 # FLAGS adds proxy flags to both (default: --min-size 1GiB, compression off).
 # PRE, when set, is a redis-cli command run on direct, A and B before the
 # rounds (PRE="SCRIPT LOAD 'return 1'" for an EVALSHA workload).
+# DOC=1 drives scripts/docload instead of redis-benchmark, for generated
+# JSON documents (redis-benchmark's values are not JSON, and it cannot send
+# one over 128 kB); the arguments are docload's, -requests is required, and
+# FLAGS defaults to none (compression on):
+#   DOC=1 R=5 bash scripts/ab-proxy.sh HEAD~1 -- -op set -size 1MB -clients 4 -requests 1000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 R=${R:-5}
-FLAGS=${FLAGS:---min-size 1GiB}
+DOC=${DOC:-}
+if [ -n "$DOC" ]; then FLAGS=${FLAGS:-}; else FLAGS=${FLAGS:---min-size 1GiB}; fi
 [ $# -ge 2 ] || { sed -n '2,17p' "$0"; exit 2; }
 A=$1; shift
 B=.
 if [ "$1" != "--" ]; then B=$1; shift; fi
 [ "${1:-}" = "--" ] && shift
-N=$(printf '%s\n' "$@" | awk 'prev == "-n" {print; exit} {prev = $0}')
-[ -n "$N" ] || { echo "give redis-benchmark a request count with -n" >&2; exit 2; }
+if [ -n "$DOC" ]; then
+  N=$(printf '%s\n' "$@" | awk 'prev == "-requests" || prev == "--requests" {print; exit} {prev = $0}')
+  [ -n "$N" ] || { echo "give docload a request count with -requests" >&2; exit 2; }
+else
+  N=$(printf '%s\n' "$@" | awk 'prev == "-n" {print; exit} {prev = $0}')
+  [ -n "$N" ] || { echo "give redis-benchmark a request count with -n" >&2; exit 2; }
+fi
 
 work=$(mktemp -d)
 pids=()
@@ -44,6 +55,7 @@ build() { # REF OUT
 }
 build "$A" "$work/a"
 build "$B" "$work/b"
+[ -n "$DOC" ] && go build -o "$work/docload" ./scripts/docload
 
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
 waitport() { for _ in $(seq 200); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "port $1 did not answer" >&2; exit 1; }
@@ -62,14 +74,19 @@ if [ -n "${PRE:-}" ]; then
 fi
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-rate() { local port=$1; shift; redis-benchmark -p "$port" --csv "$@" 2>/dev/null | awk -F',' 'END {gsub(/"/, "", $2); print $2}'; }
+rate() {
+  local port=$1; shift
+  if [ -n "$DOC" ]; then "$work/docload" -addr "127.0.0.1:$port" "$@"; return; fi
+  redis-benchmark -p "$port" --csv "$@" 2>/dev/null | awk -F',' 'END {gsub(/"/, "", $2); print $2}'
+}
 run() { # PID PORT ARGS... : rate and CPU microseconds per request
   local pid=$1 port=$2; shift 2
   local t0 r t1
   t0=$(ticks "$pid"); r=$(rate "$port" "$@"); t1=$(ticks "$pid")
   echo "$r $(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')"
 }
-echo "A=$A B=$B, redis-benchmark $*, $R rounds, $(nproc) cores"
+tool=redis-benchmark; [ -n "$DOC" ] && tool=docload
+echo "A=$A B=$B, $tool $*, $R rounds, $(nproc) cores"
 printf '%10s %10s %8s %10s %8s\n' "direct" "A rps" "A us" "B rps" "B us"
 for _ in $(seq "$R"); do
   d=$(rate "$RD" "$@"); a=$(run "$PA_PID" "$PA" "$@"); b=$(run "$PB_PID" "$PB" "$@")
