@@ -1708,7 +1708,18 @@ func (c *client) writeLoop() {
 			cl.local = true // written: emit only does the bookkeeping
 			cl.reply = cl.reply[:0]
 		}
-		closeAfter := c.emit(&c.wrw, cl, &now)
+		var closeAfter bool
+		if !cl.local && bigDecode(cl) {
+			// A frame of 256 KiB or more decoded whole: a thread more
+			// meanwhile, as for the streamed decode, so that the writers
+			// of several clients decoding at once, and the event loop,
+			// are not left to take turns on --procs threads.
+			release := takeExtraProc()
+			closeAfter = c.emit(&c.wrw, cl, &now)
+			release()
+		} else {
+			closeAfter = c.emit(&c.wrw, cl, &now)
+		}
 		writePushes()
 		if closeAfter {
 			write()
