@@ -218,7 +218,7 @@ func (s *Server) newClient(nc net.Conn, pollers []*poller) *client {
 		return true // never wait: the writer goroutine finishes a full socket
 	}
 	c.nc = newRawSock(nc)
-	if c.raw == nil || s.RequireAuth { // RequireAuth: pinned from the start
+	if c.raw == nil || !directWrites || s.RequireAuth { // RequireAuth: pinned from the start
 		c.noDirect.Store(true)
 		c.noLoop = true
 	}

@@ -5,7 +5,6 @@ package proxy
 import (
 	"errors"
 	"net"
-	"syscall"
 )
 
 // poller is Linux only; elsewhere every client is read by its own goroutine.
@@ -31,15 +30,6 @@ const (
 	shutWrite = 1
 	shutBoth  = 2
 )
-
-// rawWrite is write(2) through the scheduler elsewhere than Linux.
-func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) {
-	n, err := syscall.Write(int(fd), b)
-	if errno, ok := err.(syscall.Errno); ok && errno != 0 {
-		return 0, errno
-	}
-	return n, 0
-}
 
 // newRawSock returns nc: the raw socket is Linux only.
 func newRawSock(nc net.Conn) net.Conn { return nc }

@@ -18,6 +18,10 @@ func rawRead(fd uintptr, b []byte) (int, syscall.Errno) { return rawIO(syscall.S
 
 func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) { return rawIO(syscall.SYS_WRITE, fd, b) }
 
+// directWrites: a shared connection's reader may write a client's replies
+// itself (client.writeDirect) with rawWrite.
+const directWrites = true
+
 // rawIO is read(2) or write(2) (trap) of b on fd, retried on EINTR.
 func rawIO(trap, fd uintptr, b []byte) (int, syscall.Errno) {
 	if len(b) == 0 {

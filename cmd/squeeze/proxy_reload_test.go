@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -66,9 +65,7 @@ func TestProxyCommand_Reload(t *testing.T) {
 	}
 	reload := func(wantLog string) {
 		t.Helper()
-		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-			t.Fatal(err)
-		}
+		sendSIGHUP(t)
 		for i := 0; !strings.Contains(stderr.String(), wantLog); i++ {
 			if i > 250 {
 				t.Fatalf("no %q in the log:\n%s", wantLog, stderr.String())

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -114,9 +113,7 @@ func TestProxyCommand_TLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
+	sendSIGHUP(t)
 	for i := 0; !strings.Contains(log.String(), "TLS certificate reloaded"); i++ {
 		if i > 250 {
 			t.Fatalf("no reload in the log: %s", log.String())

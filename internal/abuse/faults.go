@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -206,15 +205,15 @@ func runFaults(ctx context.Context, w io.Writer, e *environment) ([]string, erro
 			return nil, err
 		}
 		f.phase.Store(phasePaused)
-		if err := redis.signal(syscall.SIGSTOP); err != nil {
+		if err := redis.signal(stopSignal); err != nil {
 			return nil, err
 		}
 		if err := sleep(pause); err != nil {
-			redis.signal(syscall.SIGCONT)
+			redis.signal(contSignal)
 			return nil, err
 		}
 		f.markFaultEnd(time.Now())
-		if err := redis.signal(syscall.SIGCONT); err != nil {
+		if err := redis.signal(contSignal); err != nil {
 			return nil, err
 		}
 		f.phase.Store(phaseResumed)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -58,13 +58,23 @@ func start(ctx context.Context, name, addr, bin string, args ...string) (*proces
 // kill ends the process with SIGKILL (after a SIGCONT, should it be
 // stopped) and waits for it.
 func (p *process) kill() {
-	p.cmd.Process.Signal(syscall.SIGCONT)
+	if contSignal != nil {
+		p.cmd.Process.Signal(contSignal)
+	}
 	p.cmd.Process.Kill()
 	<-p.done
 }
 
-// signal sends sig to the process.
-func (p *process) signal(sig syscall.Signal) error { return p.cmd.Process.Signal(sig) }
+// errNoPause says that this system cannot pause a process (Windows).
+var errNoPause = errors.New("abuse: pausing a process needs SIGSTOP and SIGCONT, which this system lacks")
+
+// signal sends sig to the process; a nil sig is a signal this system lacks.
+func (p *process) signal(sig os.Signal) error {
+	if sig == nil {
+		return errNoPause
+	}
+	return p.cmd.Process.Signal(sig)
+}
 
 // memory reads the process's resident set now (VmRSS) and its peak
 // (VmHWM) from /proc.
