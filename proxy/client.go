@@ -155,7 +155,8 @@ type client struct {
 	// take calls off the queue and write their replies, one at a time.
 	owned bool
 	// noDirect is set when the client pins a connection, or its socket
-	// has no raw descriptor: from then on only the writer goroutine writes.
+	// has no raw descriptor, or the system no non-blocking raw write
+	// (directWrites): from then on only the writer goroutine writes.
 	noDirect atomic.Bool
 	// aborted is set when the connection is ended from the proxy's side (a
 	// write failed: the client is gone; or the server closes): the reader
