@@ -6,8 +6,10 @@ import (
 	"io"
 	"math/bits"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/resp"
@@ -57,17 +59,25 @@ func verbatimShape(kind shape) bool {
 // replies once written, decoded values. Up to bigKeepBytes of classes up to
 // 16 MiB stay in free lists that the garbage collector does not empty (a
 // sync.Pool is emptied by every other collection, and with values of
-// megabytes collections come every request or two); beyond that, and for
-// larger classes, a sync.Pool.
+// megabytes collections come every request or two); beyond that a
+// sync.Pool. Larger buffers (huge: 32 MiB to 1 GiB) are kept, up to
+// hugeKeepBytes, only while they are in use: hugeIdle after the last one
+// was asked for, they are let go and the process's free memory goes back
+// to the system (debug.FreeOSMemory). Otherwise a proxy that once carried
+// a 200 MiB value stayed 200 MiB larger for minutes while idle: an idle
+// process collects every two minutes, and a sync.Pool needs two
+// collections to let go.
 const (
-	minBigClass  = 18 // 256 KiB
-	maxBigClass  = 30 // 1 GiB
-	maxKeptClass = 24 // 16 MiB
-	bigKeepBytes = 64 << 20
+	minBigClass   = 18 // 256 KiB
+	maxBigClass   = 30 // 1 GiB
+	maxKeptClass  = 24 // 16 MiB
+	bigKeepBytes  = 64 << 20
+	hugeKeepBytes = 256 << 20
+	hugeIdle      = time.Second
 )
 
 var (
-	bigBufs   [maxBigClass + 1]sync.Pool // of *[]byte
+	bigBufs   [maxKeptClass + 1]sync.Pool // of *[]byte
 	bigKept   [maxKeptClass + 1]chan []byte
 	bigKeptN  atomic.Int64 // bytes in the free lists
 	bigKeptMk sync.Once
@@ -88,13 +98,14 @@ func getBig(n int) []byte {
 	if n < 1<<minBigClass || k > maxBigClass {
 		return make([]byte, 0, n)
 	}
-	if k <= maxKeptClass {
-		select {
-		case b := <-keptList(k):
-			bigKeptN.Add(-int64(cap(b)))
-			return b
-		default:
-		}
+	if k > maxKeptClass {
+		return getHuge(k)
+	}
+	select {
+	case b := <-keptList(k):
+		bigKeptN.Add(-int64(cap(b)))
+		return b
+	default:
 	}
 	if p, _ := bigBufs[k].Get().(*[]byte); p != nil {
 		return (*p)[:0]
@@ -109,20 +120,86 @@ func putBig(b []byte) {
 		return
 	}
 	b = b[:0]
-	if k <= maxKeptClass {
-		if bigKeptN.Load()+int64(cap(b)) > bigKeepBytes {
-			evictKept(k) // the sizes in use now win over those of before
-		}
-		if bigKeptN.Load()+int64(cap(b)) <= bigKeepBytes {
-			select {
-			case keptList(k) <- b:
-				bigKeptN.Add(int64(cap(b)))
-				return
-			default:
-			}
+	if k > maxKeptClass {
+		putHuge(k, b)
+		return
+	}
+	if bigKeptN.Load()+int64(cap(b)) > bigKeepBytes {
+		evictKept(k) // the sizes in use now win over those of before
+	}
+	if bigKeptN.Load()+int64(cap(b)) <= bigKeepBytes {
+		select {
+		case keptList(k) <- b:
+			bigKeptN.Add(int64(cap(b)))
+			return
+		default:
 		}
 	}
 	bigBufs[k].Put(&b)
+}
+
+// The huge buffers kept (see above), guarded by hugeMu: by class, their
+// bytes, when one was last asked for, whether a trim is due, and how many
+// trims have let buffers go.
+var (
+	hugeMu      sync.Mutex
+	hugeKept    [maxBigClass + 1][][]byte
+	hugeKeptN   int64
+	hugeUsed    time.Time
+	hugeArmed   bool
+	hugeTrimmed int
+)
+
+// getHuge returns an empty buffer of class k (above maxKeptClass).
+func getHuge(k int) []byte {
+	hugeMu.Lock()
+	hugeUsed = time.Now()
+	if l := hugeKept[k]; len(l) > 0 {
+		b := l[len(l)-1]
+		l[len(l)-1] = nil
+		hugeKept[k] = l[:len(l)-1]
+		hugeKeptN -= int64(cap(b))
+		hugeMu.Unlock()
+		return b
+	}
+	hugeMu.Unlock()
+	return make([]byte, 0, 1<<k)
+}
+
+// putHuge keeps b, of class k, for reuse while huge buffers are in use,
+// and arms the trim that lets them go hugeIdle after the last use.
+func putHuge(k int, b []byte) {
+	hugeMu.Lock()
+	defer hugeMu.Unlock()
+	if hugeKeptN+int64(cap(b)) <= hugeKeepBytes {
+		hugeKept[k] = append(hugeKept[k], b)
+		hugeKeptN += int64(cap(b))
+	}
+	if !hugeArmed {
+		hugeArmed = true
+		time.AfterFunc(hugeIdle, trimHuge)
+	}
+}
+
+// trimHuge lets the huge buffers go, and returns the process's free memory
+// to the system, once none was asked for in hugeIdle; until then it waits
+// again.
+func trimHuge() {
+	hugeMu.Lock()
+	if wait := hugeIdle - time.Since(hugeUsed); wait > 0 {
+		time.AfterFunc(wait, trimHuge)
+		hugeMu.Unlock()
+		return
+	}
+	hugeArmed = false
+	for k := range hugeKept {
+		clear(hugeKept[k])
+		hugeKept[k] = hugeKept[k][:0]
+	}
+	hugeKeptN = 0
+	hugeTrimmed++
+	hugeMu.Unlock()
+	debug.FreeOSMemory()
 }
 
 // evictKept moves one buffer from the free list that holds the most bytes,

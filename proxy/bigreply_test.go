@@ -67,6 +67,44 @@ func TestProxy_LargeValuesReuseBuffers(t *testing.T) {
 	}
 }
 
+// TestHugeBuffers: a buffer above 16 MiB put back comes out again while
+// such buffers are in use, and is let go (its memory returned to the
+// system) once none was asked for in hugeIdle, so that an idle proxy does
+// not stay as large as the largest value it carried.
+func TestHugeBuffers(t *testing.T) {
+	b := getBig(40 << 20)
+	if cap(b) != 64<<20 {
+		t.Fatalf("getBig(40 MiB): cap %d, want the 64 MiB class", cap(b))
+	}
+	b = append(b, 'x')
+	first := &b[0]
+	hugeMu.Lock()
+	trimmed := hugeTrimmed
+	hugeMu.Unlock()
+	putBig(b)
+	again := getBig(50 << 20)
+	if &again[:1][0] != first {
+		t.Fatal("a 64 MiB buffer put back did not come out again for the next request of its class")
+	}
+	putBig(again)
+	for deadline := time.Now().Add(10 * hugeIdle); ; time.Sleep(hugeIdle / 10) {
+		hugeMu.Lock()
+		kept, n := len(hugeKept[26]), hugeTrimmed
+		hugeMu.Unlock()
+		if kept == 0 && n > trimmed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d buffers of 64 MiB still kept, %d trims, %v after the last use", kept, n-trimmed, 10*hugeIdle)
+		}
+	}
+	hugeMu.Lock()
+	defer hugeMu.Unlock()
+	if hugeKeptN != 0 {
+		t.Fatalf("%d bytes of huge buffers kept after the trim", hugeKeptN)
+	}
+}
+
 // TestBigBuffers: getBig gives room for what is asked, and a buffer put
 // back comes out again for a request of its class.
 func TestBigBuffers(t *testing.T) {
