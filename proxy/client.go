@@ -33,8 +33,11 @@ type client struct {
 	ready   chan struct{}
 	space   chan struct{}
 	// push carries RESP3 push messages and relayed pub/sub or MONITOR
-	// traffic from the pinned connection to the writer.
-	push chan pushMsg
+	// traffic from the pinned connection to the writer. It is made when
+	// the client pins (pin), before the connection that sends on it:
+	// only pinned clients get pushes, and the channel's buffer of 128
+	// messages was a third of an idle client's memory.
+	push atomic.Pointer[chan pushMsg]
 	// passOff is the time (Unix nanoseconds) until which large replies go
 	// the stored way: the client read a passed one too slowly (passreply.go).
 	passOff atomic.Int64
@@ -93,6 +96,9 @@ type client struct {
 	// recompressed after EXEC (recompress.go).
 	txRaw txRecompress
 
+	// rbuf holds the client's unparsed input: an event loop's read buffer
+	// during a loop step (loopStep), else a buffer of the client's own,
+	// which a client keeps only while part of a command waits in it.
 	rbuf   []byte
 	readAt time.Time // when the commands in rbuf were read (with metrics on)
 	// authed: the private connection is authenticated (Server.RequireAuth;
@@ -199,10 +205,8 @@ func (s *Server) newClient(nc net.Conn, pollers []*poller) *client {
 		id:       s.nextID.Add(1),
 		ready:    make(chan struct{}, 1),
 		space:    make(chan struct{}, 1),
-		push:     make(chan pushMsg, 128),
 		proto:    2,
 		db:       s.up.DB,
-		rbuf:     make([]byte, 0, 16<<10),
 		args:     make([][]byte, 0, 16),
 		draining: make(chan struct{}),
 		handback: make(chan readEnd, 1),
@@ -435,6 +439,9 @@ func (c *client) readLoop() readEnd {
 		if c.loopable() {
 			return endToLoop
 		}
+		if cap(c.rbuf) == 0 {
+			c.rbuf = getReadBuf()
+		}
 		c.growRead()
 		var n int
 		n, rerr = c.nc.Read(c.rbuf[len(c.rbuf):cap(c.rbuf)])
@@ -461,14 +468,37 @@ func (c *client) loopStep() readEnd {
 		return endDrained
 	default:
 	}
-	c.growRead()
+	// With nothing pending, read into the loop's buffer: an idle client
+	// then holds no read buffer (as Redis's clients share one query
+	// buffer), and the loop reads every such client into the same memory.
+	shared := len(c.rbuf) == 0
+	if shared {
+		putReadBuf(c.rbuf)
+		c.rbuf = c.poller.rbuf[:0]
+	} else {
+		c.growRead()
+	}
 	room := cap(c.rbuf) - len(c.rbuf)
 	n, err := c.readOnce(c.rbuf[len(c.rbuf):cap(c.rbuf)])
 	c.rbuf = c.rbuf[:len(c.rbuf)+n]
 	// The socket may hold more, which an edge-triggered poller hears of
 	// only if it asks again.
 	c.readFull = n == room && err == nil
-	if !c.process(true) {
+	ok := c.process(true)
+	switch {
+	case shared && len(c.rbuf) > 0:
+		// Part of a command, or commands for the client's goroutine:
+		// they move to a buffer of the client's own (nothing refers to
+		// the loop's buffer once process returns).
+		c.rbuf = append(getReadBuf(), c.rbuf...)
+	case shared:
+		c.rbuf = nil
+	case len(c.rbuf) == 0:
+		putReadBuf(c.rbuf)
+		c.rbuf = nil
+		clear(c.args[:cap(c.args)]) // slices of it: it must not stay reachable
+	}
+	if !ok {
 		return c.stopped()
 	}
 	switch {
@@ -479,6 +509,40 @@ func (c *client) loopStep() readEnd {
 		return endToGoroutine
 	}
 	return endStay
+}
+
+// readBufSize is the size of a read: of an event loop's buffer, and of a
+// client's own when it needs one.
+const readBufSize = 16 << 10
+
+// readBufs are clients' read buffers of readBufSize, while unused: at
+// most 2 MiB of them (a channel of slices: putting a slice in a sync.Pool
+// allocates).
+var readBufs = make(chan []byte, 128)
+
+// getReadBuf returns an empty read buffer of readBufSize.
+func getReadBuf() []byte {
+	select {
+	case b := <-readBufs:
+		return b
+	default:
+		return make([]byte, 0, readBufSize)
+	}
+}
+
+// putReadBuf keeps an empty read buffer for another client: one of
+// readBufSize in readBufs, a larger one in the free lists of large buffers
+// (or, between the two, for the collector).
+func putReadBuf(b []byte) {
+	switch {
+	case cap(b) == readBufSize:
+		select {
+		case readBufs <- b[:0]:
+		default:
+		}
+	case cap(b) > readBufSize:
+		putBig(b)
+	}
 }
 
 // growRead makes room in rbuf for the next read: see readGrowth.
@@ -534,7 +598,7 @@ func (c *client) process(inLoop bool) bool {
 		c.rbuf = c.rbuf[:rest]
 		if cap(c.rbuf) > 1<<20 && rest < 16<<10 {
 			old := c.rbuf
-			c.rbuf = append(make([]byte, 0, 16<<10), c.rbuf...)
+			c.rbuf = append(getReadBuf(), c.rbuf...)
 			putBig(old) // every command in it is handled: its calls hold copies
 		}
 	}()
@@ -961,6 +1025,11 @@ func (c *client) pin() error {
 		return nil
 	}
 	c.noDirect.Store(true)
+	if c.push.Load() == nil {
+		ch := make(chan pushMsg, 128)
+		c.push.Store(&ch)
+		c.wake() // a writer asleep on no channel waits on this one
+	}
 	// Other clients' requests from now on reach Redis after the command
 	// that made this client pin, however long the dial takes: an order
 	// barrier (raised already if an event loop handed the client over)
@@ -1008,11 +1077,20 @@ func (c *client) pin() error {
 	return nil
 }
 
+// pushes returns the channel of push messages, nil (which never
+// delivers) before the client pins.
+func (c *client) pushes() chan pushMsg {
+	if p := c.push.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // onPush runs on the pinned connection's reader for push messages and
 // relayed replies.
 func (c *client) onPush(msg []byte, seq uint64) {
 	select {
-	case c.push <- pushMsg{append([]byte(nil), msg...), seq}:
+	case *c.push.Load() <- pushMsg{append([]byte(nil), msg...), seq}: // made by pin, which dialed
 	case <-c.writerDone: // nobody will write it
 	}
 }
@@ -1646,7 +1724,7 @@ func (c *client) writeLoop() {
 		now = time.Time{}
 		select {
 		case <-c.ready:
-		case m := <-c.push:
+		case m := <-c.pushes():
 			take(m)
 		}
 	}
@@ -1683,7 +1761,7 @@ func (c *client) writeLoop() {
 	drainPush:
 		for {
 			select {
-			case m := <-c.push:
+			case m := <-c.pushes():
 				take(m)
 			default:
 				break drainPush

@@ -62,6 +62,9 @@ type poller struct {
 	again, next []pollerClient
 	// noPark makes wait return at once (clients wait in again).
 	noPark bool
+	// rbuf is the read buffer of the loop's clients that have no partial
+	// command waiting (client.loopStep).
+	rbuf []byte
 }
 
 // pollerClient is a client and its descriptor.
@@ -89,7 +92,7 @@ func newPoller(srv *Server) (*poller, error) {
 		f.Close()
 		return nil, err
 	}
-	p := &poller{srv: srv, epfd: epfd, file: f, rc: rc, events: make([]syscall.EpollEvent, 128), clients: map[int32]*client{}}
+	p := &poller{srv: srv, epfd: epfd, file: f, rc: rc, events: make([]syscall.EpollEvent, 128), clients: map[int32]*client{}, rbuf: make([]byte, 0, readBufSize)}
 	p.waitFn = func(fd uintptr) bool {
 		p.n, p.werr = rawEpollWait(fd, p.events)
 		return p.n > 0 || p.werr != nil || p.noPark

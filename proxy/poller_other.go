@@ -8,7 +8,7 @@ import (
 )
 
 // poller is Linux only; elsewhere every client is read by its own goroutine.
-type poller struct{}
+type poller struct{ rbuf []byte }
 
 // errNoPoller says why: not an error to log.
 var errNoPoller = errors.New("no event loop on this system")
