@@ -53,7 +53,7 @@ func verbatimShape(kind shape) bool {
 	return false
 }
 
-// Buffers of 256 KiB and more, reused by size class (a power of two) rather
+// Buffers of 64 KiB and more, reused by size class (a power of two) rather
 // than allocated and zeroed for each large value: the read buffers as they
 // grow toward a large command or reply, requests, queued upstream writes,
 // replies once written, decoded values. Up to bigKeepBytes of classes up to
@@ -68,7 +68,7 @@ func verbatimShape(kind shape) bool {
 // process collects every two minutes, and a sync.Pool needs two
 // collections to let go.
 const (
-	minBigClass   = 18 // 256 KiB
+	minBigClass   = 16 // 64 KiB
 	maxBigClass   = 30 // 1 GiB
 	maxKeptClass  = 24 // 16 MiB
 	bigKeepBytes  = 64 << 20
@@ -250,7 +250,7 @@ func bigDecode(cl *call) bool {
 }
 
 // appendBig appends src to dst, which the caller owns alone: when that
-// takes 256 KiB or more of room dst has not, the bytes move to a reused
+// takes 64 KiB or more of room dst has not, the bytes move to a reused
 // buffer and dst's goes back to the pool.
 func appendBig(dst, src []byte) []byte {
 	if need := len(dst) + len(src); need > cap(dst) && need >= 1<<minBigClass {

@@ -276,7 +276,7 @@ func (r *rewriter) decodeValue(dst, frame []byte, c *call, i int) ([]byte, error
 		return dst, &DecodeError{Key: keyOf(c, i), Err: fmt.Errorf("%w: %d bytes, --max-value is %d", codec.ErrTooLarge, h.OriginalLen, max)}
 	}
 	dst = resp.AppendHeader(dst, resp.BulkString, int(h.OriginalLen))
-	if need := len(dst) + int(h.OriginalLen) + 2; need > cap(dst) && h.OriginalLen >= 1<<20 {
+	if need := len(dst) + int(h.OriginalLen) + 2; need > cap(dst) && need >= 1<<minBigClass {
 		// A large value: decode into a reused buffer (bigreply.go)
 		// rather than one allocated and zeroed for it.
 		dst = append(getBig(need), dst...)

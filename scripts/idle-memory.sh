@@ -2,15 +2,18 @@
 # Measures what idle connections cost: N clients (default 5000) each send
 # one GET and then wait, against redis-server directly and against a proxy
 # in front of another redis-server; prints each process's resident memory
-# per client (scripts/idleclients). REF builds the proxy from a git
-# revision instead of the working tree.
+# per client (scripts/idleclients). VALUE=BYTES has each client SET and
+# GET a JSON document of that size first (the proxy compresses it). REF
+# builds the proxy from a git revision instead of the working tree.
 #
 #   bash scripts/idle-memory.sh            # 5000 clients
+#   N=300 VALUE=500000 bash scripts/idle-memory.sh
 #   N=10000 REF=HEAD~1 bash scripts/idle-memory.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-5000}
 REF=${REF:-}
+VALUE=${VALUE:-0}
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -40,5 +43,5 @@ PP=$(freeport)
 pids+=($!); PP_PID=${pids[-1]}; waitport "$PP"
 
 echo "redis-server $(redis-server --version | awk '{print $3}' | tr -d v=), $N clients, proxy from ${REF:-the working tree}"
-printf 'redis-server directly: '; "$work/idleclients" -addr "127.0.0.1:$RD" -pid "$RD_PID" -clients "$N"
-printf 'squeeze proxy:         '; "$work/idleclients" -addr "127.0.0.1:$PP" -pid "$PP_PID" -clients "$N"
+printf 'redis-server directly: '; "$work/idleclients" -addr "127.0.0.1:$RD" -pid "$RD_PID" -clients "$N" -value "$VALUE"
+printf 'squeeze proxy:         '; "$work/idleclients" -addr "127.0.0.1:$PP" -pid "$PP_PID" -clients "$N" -value "$VALUE"
