@@ -445,8 +445,14 @@ func (c *client) readLoop() readEnd {
 			}
 			return endToLoop
 		}
-		if cap(c.rbuf) == 0 {
+		if len(c.rbuf) == 0 && cap(c.rbuf) != readBufSize {
+			// The read may wait for hours (a subscriber): with a buffer
+			// of the usual size, not one grown for a large command.
+			c.dropReadBuf()
 			c.rbuf = getReadBuf()
+		}
+		if len(c.rbuf) == 0 {
+			c.trimReader()
 		}
 		c.growRead()
 		var n int
@@ -1348,16 +1354,20 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			cl.tx = append(cl.tx[:0], c.tx...)
 			cl.txNames = append(cl.txNames[:0], c.txNames...)
 		}
-		c.inMulti = false
+		// The values noted for the commands queued are needed no more:
+		// a client whose last transaction wrote a 300 kB value kept it
+		// twice, plain and framed, until its next MULTI.
+		c.inMulti, c.txSets, c.txCopies = false, nil, nil
 	case info.flags&flagDiscard != 0:
 		if c.inMulti && c.dbQueued {
 			c.db, c.dbQueued = c.txDB, false
 		}
-		c.inMulti = false
+		c.inMulti, c.txSets, c.txCopies = false, nil, nil
 	case info.flags&flagHello != 0:
 		c.helloProto.Store(0)
 	case info.flags&flagReset != 0:
 		c.proto, c.inMulti, c.replyOff, c.skip = 2, false, false, 0
+		c.txSets, c.txCopies = nil, nil
 	case info.flags&(flagSubscribe|flagMonitor) != 0 && (c.proto == 2 || info.flags&flagMonitor != 0):
 		if cl != nil {
 			cl.kind = shapeRelay

@@ -833,8 +833,12 @@ func (c *upConn) isDead() bool {
 func (c *upConn) close() { c.fail(errUpstreamClosed) }
 
 // readLoop reads replies and hands each to the oldest call in flight.
+// upReadSize is the size of an upstream connection's read buffer when no
+// large reply has grown it.
+const upReadSize = 32 << 10
+
 func (c *upConn) readLoop() {
-	buf := make([]byte, 0, 32<<10)
+	buf := make([]byte, 0, upReadSize)
 	start := 0
 	// The replies completed in this read, delivered before the next read
 	// (shared connections).
@@ -872,7 +876,7 @@ func (c *upConn) readLoop() {
 					buf, start = buf[:0], 0
 					if cap(buf) > 1<<20 {
 						putBig(buf)
-						buf = make([]byte, 0, 32<<10)
+						buf = make([]byte, 0, upReadSize)
 					}
 					continue
 				}
@@ -881,6 +885,13 @@ func (c *upConn) readLoop() {
 				n := copy(buf, buf[start:])
 				buf = buf[:n]
 				start = 0
+			}
+			if len(buf) == 0 && cap(buf) > upReadSize && c.onPush != nil {
+				// A private connection with nothing pending: back to the
+				// usual size before a read that may wait for hours. (The
+				// few shared ones keep theirs, for the next burst.)
+				putBig(buf)
+				buf = make([]byte, 0, upReadSize)
 			}
 			if len(buf) == cap(buf) {
 				// Double, or jump to the end of a large bulk reply
@@ -944,7 +955,7 @@ func (c *upConn) readLoop() {
 			// class when the reply is written (bigreply.go).
 			cl.reply = buf[start-len(v.Raw) : start : cap(buf)]
 			rest := buf[start:]
-			buf = append(make([]byte, 0, max(32<<10, len(rest))), rest...)
+			buf = append(make([]byte, 0, max(upReadSize, len(rest))), rest...)
 			start = 0
 		} else {
 			cl.reply = append(cl.reply[:0], v.Raw...)
