@@ -575,26 +575,27 @@ const idleKeep = 1 << minBigClass
 // trimReader gives back the command reader's large working buffers: the
 // batch of requests (sent by now) and the scratch of compression.
 func (c *client) trimReader() {
-	if cap(c.req) >= idleKeep && len(c.req) == 0 && !c.reqRaw {
-		putBig(c.req)
-		c.req = nil
+	if !c.reqRaw {
+		giveBackIdle(&c.req)
 	}
-	if cap(c.rw.scratch) >= idleKeep {
-		putBig(c.rw.scratch)
-		c.rw.scratch = nil
-	}
+	c.rw.scratch = c.rw.scratch[:0]
+	giveBackIdle(&c.rw.scratch)
 }
 
 // trimWriter gives back the output owner's large working buffers once
 // everything is written.
 func (c *client) trimWriter() {
-	if cap(c.out) >= idleKeep && len(c.out) == 0 {
-		putBig(c.out)
-		c.out = nil
-	}
-	if cap(c.wrw.scratch) >= idleKeep {
-		putBig(c.wrw.scratch)
-		c.wrw.scratch = nil
+	giveBackIdle(&c.out)
+	c.wrw.scratch = c.wrw.scratch[:0]
+	giveBackIdle(&c.wrw.scratch)
+}
+
+// giveBackIdle puts *b, if it is empty and of idleKeep or more, back in
+// the free lists of large buffers.
+func giveBackIdle(b *[]byte) {
+	if len(*b) == 0 && cap(*b) >= idleKeep {
+		putBig(*b)
+		*b = nil
 	}
 }
 
