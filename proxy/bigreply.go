@@ -53,10 +53,11 @@ func verbatimShape(kind shape) bool {
 	return false
 }
 
-// Buffers of 64 KiB and more, reused by size class (a power of two) rather
+// Buffers of 16 KiB and more, reused by size class (a power of two) rather
 // than allocated and zeroed for each large value: the read buffers as they
-// grow toward a large command or reply, requests, queued upstream writes,
-// replies once written, decoded values. Up to bigKeepBytes of classes up to
+// grow toward a large command or reply (and clients' read buffers of 16
+// KiB), requests, queued upstream writes, replies once written, clients'
+// output, decoded values. Up to bigKeepBytes of classes up to
 // 16 MiB stay in free lists that the garbage collector does not empty (a
 // sync.Pool is emptied by every other collection, and with values of
 // megabytes collections come every request or two); beyond that a
@@ -68,7 +69,7 @@ func verbatimShape(kind shape) bool {
 // process collects every two minutes, and a sync.Pool needs two
 // collections to let go.
 const (
-	minBigClass   = 16 // 64 KiB
+	minBigClass   = 14 // 16 KiB
 	maxBigClass   = 30 // 1 GiB
 	maxKeptClass  = 24 // 16 MiB
 	bigKeepBytes  = 64 << 20
@@ -135,8 +136,15 @@ func putBig(b []byte) {
 		default:
 		}
 	}
-	bigBufs[k].Put(&b)
+	poolBig(k, b)
 }
+
+// poolBig puts b in class k's sync.Pool. Apart from putBig, so that only
+// this path moves a slice header to the heap (the pool keeps a pointer):
+// putBig is called on every event loop step, mostly with nothing to keep.
+//
+//go:noinline
+func poolBig(k int, b []byte) { bigBufs[k].Put(&b) }
 
 // The huge buffers kept (see above), guarded by hugeMu: by class, their
 // bytes, when one was last asked for, whether a trim is due, and how many
@@ -250,7 +258,7 @@ func bigDecode(cl *call) bool {
 }
 
 // appendBig appends src to dst, which the caller owns alone: when that
-// takes 64 KiB or more of room dst has not, the bytes move to a reused
+// takes 16 KiB or more of room dst has not, the bytes move to a reused
 // buffer and dst's goes back to the pool.
 func appendBig(dst, src []byte) []byte {
 	if need := len(dst) + len(src); need > cap(dst) && need >= 1<<minBigClass {

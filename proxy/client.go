@@ -501,8 +501,10 @@ func (c *client) loopStep() readEnd {
 	case shared && len(c.rbuf) > 0:
 		// Part of a command, or commands for the client's goroutine:
 		// they move to a buffer of the client's own (nothing refers to
-		// the loop's buffer once process returns).
-		c.rbuf = append(getReadBuf(), c.rbuf...)
+		// the loop's buffer once process returns), sized at once for a
+		// large argument that is still arriving.
+		size := max(readBufSize, readGrowth(len(c.rbuf), resp.PendingBulkEnd(c.rbuf)))
+		c.rbuf = append(getBig(size), c.rbuf...)
 	case shared:
 		c.rbuf = nil
 		c.trimReader()
@@ -527,35 +529,12 @@ func (c *client) loopStep() readEnd {
 // client's own when it needs one.
 const readBufSize = 16 << 10
 
-// readBufs are clients' read buffers of readBufSize, while unused: at
-// most 2 MiB of them (a channel of slices: putting a slice in a sync.Pool
-// allocates).
-var readBufs = make(chan []byte, 128)
+// getReadBuf returns an empty read buffer of readBufSize, from the free
+// lists of buffers (bigreply.go).
+func getReadBuf() []byte { return getBig(readBufSize) }
 
-// getReadBuf returns an empty read buffer of readBufSize.
-func getReadBuf() []byte {
-	select {
-	case b := <-readBufs:
-		return b
-	default:
-		return make([]byte, 0, readBufSize)
-	}
-}
-
-// putReadBuf keeps an empty read buffer for another client: one of
-// readBufSize in readBufs, a larger one in the free lists of large buffers
-// (or, between the two, for the collector).
-func putReadBuf(b []byte) {
-	switch {
-	case cap(b) == readBufSize:
-		select {
-		case readBufs <- b[:0]:
-		default:
-		}
-	case cap(b) > readBufSize:
-		putBig(b)
-	}
-}
+// putReadBuf gives an empty read buffer back to the free lists.
+func putReadBuf(b []byte) { putBig(b) }
 
 // dropReadBuf gives back the client's empty read buffer.
 func (c *client) dropReadBuf() {
@@ -566,7 +545,7 @@ func (c *client) dropReadBuf() {
 
 // idleKeep is the capacity from which a client's working buffer (its
 // batch of requests, its output, a rewriter's scratch) goes back to the
-// free lists of large buffers once the client has nothing pending, rather
+// free lists of buffers once the client has nothing pending, rather
 // than stay with a client that may wait for hours: a proxy whose 300
 // clients had each stored and read a 500 kB document held 1.2 MB per idle
 // client (scripts/idle-memory.sh with VALUE=500000).
