@@ -327,6 +327,11 @@ var (
 	extraMu    sync.Mutex
 	extraUsers int
 	extraBase  int
+	// extraGrants counts the calls of takeExtraProc that ran with the
+	// extra thread (the machine had a CPU for it), for tests: sampling
+	// GOMAXPROCS from another goroutine misses a decode that ends
+	// between two samples.
+	extraGrants atomic.Int64
 )
 
 // takeExtraProc raises GOMAXPROCS by one for a large decode, or for the
@@ -343,6 +348,7 @@ func takeExtraProc() (release func()) {
 		runtime.GOMAXPROCS(extraBase + 1)
 	}
 	extraUsers++
+	extraGrants.Add(1)
 	return func() {
 		extraMu.Lock()
 		defer extraMu.Unlock()
