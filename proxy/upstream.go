@@ -903,6 +903,13 @@ func (c *upConn) readLoop() {
 			}
 			n, rerr := c.nc.Read(buf[len(buf):cap(buf)])
 			buf = buf[:len(buf)+n]
+			if n > 0 && c.onPush == nil {
+				// Replies came: Redis is done with what it read, so the
+				// requests that waited for them go now, before their
+				// replies are parsed and written to the clients, and
+				// Redis runs them meanwhile instead of sitting idle.
+				c.flushQueued()
+			}
 			if rerr != nil {
 				if n > 0 {
 					continue
