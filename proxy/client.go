@@ -152,6 +152,9 @@ type client struct {
 	// direct is writeDirect's list of the replies it takes (output owner
 	// only).
 	direct []*call
+	// obs gathers the metrics of the replies being emitted; the output
+	// owner's (emit, settleHeld).
+	obs pendingObs
 	// unheld is what replies written since the last settleHeld gave back,
 	// still to come off the process's total (output owner only).
 	unheld int64
@@ -1537,6 +1540,7 @@ func (c *client) release(direct bool) {
 // off the process's total: once per batch of replies, not once per reply,
 // as the total is shared by every goroutine. Output owner only.
 func (c *client) settleHeld() {
+	c.obs.flush() // the commands counted, as the totals, before the write
 	if c.unheld != 0 {
 		c.s.heldTotal.Add(-c.unheld)
 		c.unheld = 0
@@ -1567,7 +1571,9 @@ func (c *client) emit(rw *rewriter, cl *call, now *time.Time) bool {
 		if now.Before(cl.start) { // also the zero time: not read yet
 			*now = time.Now()
 		}
-		c.s.metrics.commandByID(cl.cmdID, cl.cmd, now.Sub(cl.start))
+		// Replies written together mostly share their command and
+		// their batch's clock readings: counted in one go (pendingObs).
+		c.obs.note(c.s.metrics.statsOf(cl.cmdID, cl.cmd), now.Sub(cl.start))
 	}
 	if cl.cmd == "HELLO" && cl.err == nil {
 		c.helloProto.Store(helloReplyProto(cl.reply))
@@ -1661,6 +1667,7 @@ func (c *client) writeDirect(rw *rewriter) bool {
 		run[i] = nil
 	}
 	c.direct = run[:0]
+	c.obs.flush() // counted before the client can see the replies
 	if len(c.out) > 0 {
 		c.wr.buf = c.out
 		rerr := c.raw.Write(c.wr.write)

@@ -14,7 +14,7 @@ import (
 type Metrics struct {
 	conns        prometheus.Gauge
 	connsTotal   prometheus.Counter
-	commands     *prometheus.CounterVec
+	commands     *commandCollector      // squeeze_proxy_commands_total and _command_seconds
 	bytesIn      *prometheus.CounterVec // original bytes of values written, by codec
 	bytesStored  *prometheus.CounterVec // stored bytes of values written, by codec
 	values       *prometheus.CounterVec // by outcome: compressed, raw, wrapped, decoded
@@ -29,20 +29,13 @@ type Metrics struct {
 	passed       *prometheus.CounterVec
 	reloads      *prometheus.CounterVec
 	upstreamInfo *prometheus.GaugeVec
-	latency      *prometheus.HistogramVec
 	// Pre-resolved children keep the hot path free of label lookups.
 	outcome  [3]prometheus.Counter
 	decodedC prometheus.Counter
-	byCmd    sync.Map // command name -> *cmdMetrics
-	// byID holds the children of the defined commands by cmdInfo.id,
+	byCmd    sync.Map // command name -> *commandStats
+	// byID holds the stats of the defined commands by cmdInfo.id,
 	// resolved on first use: no hashing of the name per command.
-	byID []atomic.Pointer[cmdMetrics]
-}
-
-// cmdMetrics are the resolved children of one command's label.
-type cmdMetrics struct {
-	count   prometheus.Counter
-	latency prometheus.Observer
+	byID []atomic.Pointer[commandStats]
 }
 
 // NewMetrics creates the proxy's collectors and registers them with reg
@@ -55,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 	m := &Metrics{
 		conns:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "squeeze_proxy_connections", Help: "Client connections open now."}),
 		connsTotal:   prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_connections_total", Help: "Client connections accepted."}),
-		commands:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_commands_total", Help: "Commands received, by command (OTHER for those the proxy passes through without knowing them)."}, []string{"cmd"}),
+		commands:     newCommandCollector(),
 		bytesIn:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_value_bytes_original_total", Help: "Bytes of values clients wrote, before compression."}, []string{"codec"}),
 		bytesStored:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_value_bytes_stored_total", Help: "Bytes of those values as sent to Redis, after compression."}, []string{"codec"}),
 		values:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_values_total", Help: "Values written, by outcome: compressed, raw (too small or incompressible), wrapped (raw but began with the frame magic); and decoded on reads."}, []string{"outcome"}),
@@ -70,15 +63,13 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 		reloads:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_config_reloads_total", Help: "Reloads of the write policy (SIGHUP), by outcome: ok, or failed (the policy in force is unchanged)."}, []string{"outcome"}),
 		redirects:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_cluster_redirects_total", Help: "Redis Cluster redirections and topology replies, by outcome: rewritten (to name the proxy in front of the node) or refused (no proxy address for the node)."}, []string{"outcome"}),
 		upstreamInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "squeeze_proxy_upstream_info", Help: "The server behind the upstream, as INFO server names it when the proxy starts: 1 for its name (Redis, Valkey) and version."}, []string{"server", "version"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "squeeze_proxy_command_seconds", Help: "Time from reading a command to having its reply ready, by command.",
-			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16)}, []string{"cmd"}),
 	}
-	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.quarantine, m.dropped, m.upErrors, m.redirects, m.failovers, m.streams, m.streamBytes, m.passed, m.reloads, m.upstreamInfo, m.latency)
+	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.quarantine, m.dropped, m.upErrors, m.redirects, m.failovers, m.streams, m.streamBytes, m.passed, m.reloads, m.upstreamInfo)
 	m.outcome[codec.Compressed] = m.values.WithLabelValues("compressed")
 	m.outcome[codec.StoredRaw] = m.values.WithLabelValues("raw")
 	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
 	m.byteCounters(alg.String()) // the series exist from the start
-	m.byID = make([]atomic.Pointer[cmdMetrics], commandCount+1)
+	m.byID = make([]atomic.Pointer[commandStats], commandCount+1)
 	m.decodedC = m.values.WithLabelValues("decoded")
 	return m
 }
@@ -189,39 +180,47 @@ func (m *Metrics) connClosed() {
 	}
 }
 
-// commandByID is command for a command whose cmdInfo.id is id (0: look
-// it up by name).
-func (m *Metrics) commandByID(id int32, name string, d time.Duration) {
+// statsOf returns the stats of a command whose cmdInfo.id is id (0: look
+// it up by name), or nil when m is nil.
+func (m *Metrics) statsOf(id int32, name string) *commandStats {
 	if m == nil {
-		return
+		return nil
 	}
 	if id <= 0 || int(id) >= len(m.byID) {
-		m.command(name, d)
-		return
+		return m.stats(name)
 	}
-	cm := m.byID[id].Load()
-	if cm == nil {
-		cm = m.children(name)
-		m.byID[id].Store(cm)
+	s := m.byID[id].Load()
+	if s == nil {
+		s = m.stats(name)
+		m.byID[id].Store(s)
 	}
-	cm.count.Inc()
-	cm.latency.Observe(d.Seconds())
+	return s
 }
 
-// children returns the resolved children of a command's label.
-func (m *Metrics) children(name string) *cmdMetrics {
+// stats returns the stats of a command's label, made on first use.
+func (m *Metrics) stats(name string) *commandStats {
 	v, ok := m.byCmd.Load(name)
 	if !ok {
-		v, _ = m.byCmd.LoadOrStore(name, &cmdMetrics{m.commands.WithLabelValues(name), m.latency.WithLabelValues(name)})
+		var loaded bool
+		v, loaded = m.byCmd.LoadOrStore(name, &commandStats{name: name})
+		if !loaded {
+			m.commands.add(v.(*commandStats))
+		}
 	}
-	return v.(*cmdMetrics)
+	return v.(*commandStats)
 }
 
-func (m *Metrics) command(name string, d time.Duration) {
-	if m == nil {
-		return
+// commandByID counts one command whose cmdInfo.id is id (0: by name)
+// that took d.
+func (m *Metrics) commandByID(id int32, name string, d time.Duration) {
+	if m != nil {
+		m.statsOf(id, name).observe(d, 1)
 	}
-	cm := m.children(name)
-	cm.count.Inc()
-	cm.latency.Observe(d.Seconds())
+}
+
+// command counts one command that took d.
+func (m *Metrics) command(name string, d time.Duration) {
+	if m != nil {
+		m.stats(name).observe(d, 1)
+	}
 }

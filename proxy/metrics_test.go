@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -10,8 +11,35 @@ import (
 	"github.com/squeeze-kv/squeeze/codec"
 )
 
+// commandSeries returns what reg's scrape shows of cmd: its
+// squeeze_proxy_commands_total, and the count and sum of its
+// squeeze_proxy_command_seconds, with the histogram's buckets.
+func commandSeries(t *testing.T, reg *prometheus.Registry, cmd string) (total float64, hist *dto.Histogram) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist = &dto.Histogram{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != 1 || m.GetLabel()[0].GetValue() != cmd {
+				continue
+			}
+			switch mf.GetName() {
+			case "squeeze_proxy_commands_total":
+				total = m.GetCounter().GetValue()
+			case "squeeze_proxy_command_seconds":
+				hist = m.GetHistogram()
+			}
+		}
+	}
+	return total, hist
+}
+
 // TestMetrics_Command counts commands and their latency per command name,
-// with the label children resolved once and then reused.
+// with the stats resolved once and then reused, and shows them in a
+// scrape as a counter and a histogram whose counts agree.
 func TestMetrics_Command(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, codec.DefaultAlgorithm)
@@ -19,23 +47,23 @@ func TestMetrics_Command(t *testing.T) {
 		m.command("GET", time.Millisecond)
 	}
 	m.command("SET", 2*time.Millisecond)
-	if got := testutil.ToFloat64(m.commands.WithLabelValues("GET")); got != 3 {
-		t.Errorf("GET count %v, want 3", got)
+	if got, h := commandSeries(t, reg, "GET"); got != 3 || h.GetSampleCount() != 3 || h.GetSampleSum() != 0.003 {
+		t.Errorf("GET count %v, histogram %d observations summing to %v s; want 3, 3, 0.003", got, h.GetSampleCount(), h.GetSampleSum())
 	}
-	if got := testutil.ToFloat64(m.commands.WithLabelValues("SET")); got != 1 {
+	if got, _ := commandSeries(t, reg, "SET"); got != 1 {
 		t.Errorf("SET count %v, want 1", got)
 	}
-	if n := testutil.CollectAndCount(m.latency); n != 2 {
+	if n := testutil.CollectAndCount(m.commands, "squeeze_proxy_command_seconds"); n != 2 {
 		t.Errorf("%d latency series, want 2", n)
 	}
 	// By the command's id: the same series, resolved once.
 	get := commandTable["get"]
 	m.commandByID(get.id, get.name, time.Millisecond)
 	m.commandByID(0, "OTHER", time.Millisecond) // unknown: by name
-	if got := testutil.ToFloat64(m.commands.WithLabelValues("GET")); got != 4 {
+	if got, _ := commandSeries(t, reg, "GET"); got != 4 {
 		t.Errorf("GET count %v after commandByID, want 4", got)
 	}
-	if got := testutil.ToFloat64(m.commands.WithLabelValues("OTHER")); got != 1 {
+	if got, _ := commandSeries(t, reg, "OTHER"); got != 1 {
 		t.Errorf("OTHER count %v, want 1", got)
 	}
 	if allocs := testing.AllocsPerRun(100, func() { m.commandByID(get.id, get.name, time.Millisecond) }); allocs != 0 {
@@ -46,6 +74,59 @@ func TestMetrics_Command(t *testing.T) {
 	nilMetrics.commandByID(get.id, get.name, time.Second)
 	if allocs := testing.AllocsPerRun(100, func() { m.command("GET", time.Millisecond) }); allocs != 0 {
 		t.Errorf("command allocates %v times per call", allocs)
+	}
+}
+
+// TestMetrics_PendingObs: replies emitted together are counted once per
+// run of the same command and latency, and nothing is lost at a change
+// or a flush.
+func TestMetrics_PendingObs(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, codec.DefaultAlgorithm)
+	get, set := m.stats("GET"), m.stats("SET")
+	var p pendingObs
+	for range 16 {
+		p.note(get, 100*time.Microsecond)
+	}
+	p.note(set, 100*time.Microsecond)
+	p.note(get, 3*time.Millisecond)
+	if got, _ := commandSeries(t, reg, "GET"); got != 16 {
+		t.Errorf("GET count %v before the flush, want the 16 of the first run", got)
+	}
+	p.flush()
+	p.flush() // nothing more
+	_, h := commandSeries(t, reg, "GET")
+	if h.GetSampleCount() != 17 || math.Abs(h.GetSampleSum()-0.0046) > 1e-9 {
+		t.Errorf("GET: %d observations summing to %v s, want 17 summing to 0.0046", h.GetSampleCount(), h.GetSampleSum())
+	}
+	if got, _ := commandSeries(t, reg, "SET"); got != 1 {
+		t.Errorf("SET count %v, want 1", got)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { p.note(get, time.Millisecond); p.note(set, time.Millisecond) }); allocs != 0 {
+		t.Errorf("note allocates %v times per call", allocs)
+	}
+}
+
+// TestLatencyBucket puts durations in the buckets Prometheus would (an
+// upper bound holds its own value) for every bound and its neighbours.
+func TestLatencyBucket(t *testing.T) {
+	want := func(d time.Duration) int {
+		for i, b := range latencyBounds {
+			if d.Seconds() <= b {
+				return i
+			}
+		}
+		return latencyBuckets
+	}
+	ds := []time.Duration{-time.Second, 0, 1, time.Hour}
+	for i := range latencyBuckets + 1 {
+		b := latencyFirst << i
+		ds = append(ds, b-1, b, b+1)
+	}
+	for _, d := range ds {
+		if got := latencyBucket(d); got != want(d) {
+			t.Errorf("latencyBucket(%v) = %d, want %d", d, got, want(d))
+		}
 	}
 }
 
@@ -73,11 +154,8 @@ func TestMetrics_LatencyThroughProxy(t *testing.T) {
 		t.Fatalf("BLPOP: %q", got)
 	}
 	hist := func(cmd string) (count uint64, sum float64) {
-		var pb dto.Metric
-		if err := m.latency.WithLabelValues(cmd).(prometheus.Histogram).Write(&pb); err != nil {
-			t.Fatal(err)
-		}
-		return pb.GetHistogram().GetSampleCount(), pb.GetHistogram().GetSampleSum()
+		_, h := commandSeries(t, reg, cmd)
+		return h.GetSampleCount(), h.GetSampleSum()
 	}
 	if n, sum := hist("GET"); n != 50 || sum < 0 || sum > 50*5 {
 		t.Errorf("GET latency: %d observations, sum %v s; want 50, each short", n, sum)
