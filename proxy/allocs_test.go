@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -13,12 +15,22 @@ import (
 // SETs through the proxy (read by the event loop, sent on the shared
 // connection, replies written by its reader) allocates nothing: not the
 // calls (pooled), not the queues, not the batch bookkeeping. Counted over
-// the whole process, the test's own client included.
+// the whole process, the test's own client included. With metrics on, the
+// commands are counted without allocating either.
 func TestProxy_PipelineAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	e := startEnv(t, withMinSize(1<<30))
+	t.Run("metrics off", func(t *testing.T) { pipelineAllocs(t, false) })
+	t.Run("metrics on", func(t *testing.T) { pipelineAllocs(t, true) })
+}
+
+func pipelineAllocs(t *testing.T, metrics bool) {
+	e := startEnv(t, withMinSize(1<<30), func(s *Server) {
+		if metrics {
+			s.Metrics = NewMetrics(prometheus.NewRegistry(), codec.DefaultAlgorithm)
+		}
+	})
 	nc, err := net.Dial("tcp", e.addr)
 	if err != nil {
 		t.Fatal(err)
