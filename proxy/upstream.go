@@ -615,9 +615,9 @@ func (s *Server) connSetup(withCreds bool, db int) [][]byte {
 // that moment, it leaves the batch to that sender, which writes everything
 // queued meanwhile with one more system call. On a shared connection whose
 // earlier requests still await replies, the batch waits for the reader,
-// which writes everything queued when those replies arrive, just before it
-// reads again: Redis would not read the batch before answering the earlier
-// ones anyway, and the batches of many clients reach it in one write. No
+// which writes everything queued as soon as a read brings replies, before
+// it parses them and writes them to their clients (so that Redis runs the
+// batch meanwhile), and the batches of many clients reach it in one write. No
 // timer is involved; an idle connection writes at once. On a dead
 // connection the calls fail at once.
 func (c *upConn) send(req []byte, calls []*call) {
@@ -696,6 +696,7 @@ func (c *upConn) sendHeld(by *poller, req []byte, calls []*call) {
 		c.spare = buf[:0]
 	} else {
 		putBig(buf)
+		c.spare = nil // it became wbuf above: no longer spare
 	}
 	if c.holdN > 0 {
 		c.written.Broadcast()
@@ -740,6 +741,9 @@ func (c *upConn) writeQueued() {
 			c.spare = buf[:0]
 		} else {
 			putBig(buf) // written: nothing else points into it
+			// The spare became wbuf above: it must not be handed out
+			// as wbuf again while senders append to it.
+			c.spare = nil
 		}
 		if err != nil {
 			c.writing = false
@@ -757,7 +761,8 @@ func (c *upConn) writeQueued() {
 }
 
 // flushQueued writes the requests that waited for earlier replies. The
-// reader calls it before each read.
+// reader calls it after each read that brought replies, and before each
+// read, for what came while it wrote replies to clients.
 func (c *upConn) flushQueued() {
 	c.mu.Lock()
 	if c.writing || len(c.wbuf) == 0 {
