@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/bits"
 	"runtime"
@@ -105,6 +106,7 @@ func getBig(n int) []byte {
 	select {
 	case b := <-keptList(k):
 		bigKeptN.Add(-int64(cap(b)))
+		bigUnlisted(b)
 		return b
 	default:
 	}
@@ -121,6 +123,7 @@ func putBig(b []byte) {
 		return
 	}
 	b = b[:0]
+	bigListed(b)
 	if k > maxKeptClass {
 		putHuge(k, b)
 		return
@@ -144,7 +147,51 @@ func putBig(b []byte) {
 // putBig is called on every event loop step, mostly with nothing to keep.
 //
 //go:noinline
-func poolBig(k int, b []byte) { bigBufs[k].Put(&b) }
+func poolBig(k int, b []byte) {
+	if bigCheck {
+		bigUnlisted(b) // dropped: see bigCheck
+		return
+	}
+	bigBufs[k].Put(&b)
+}
+
+// bigCheck, set by the package's tests before anything runs, makes putBig
+// panic when a buffer is put back while the free lists hold it already:
+// two owners of one buffer, the way one client's value is overwritten by
+// another's bytes. Meanwhile buffers stay out of the sync.Pools, which drop
+// them unseen (their addresses then come back with new buffers).
+var (
+	bigCheck  bool
+	bigCheckM sync.Mutex
+	bigListd  map[*byte]bool // first bytes of the buffers in the lists
+)
+
+// bigListed notes that b goes into a free list (bigCheck).
+func bigListed(b []byte) {
+	if !bigCheck {
+		return
+	}
+	p := &b[:1][0]
+	bigCheckM.Lock()
+	defer bigCheckM.Unlock()
+	if bigListd == nil {
+		bigListd = map[*byte]bool{}
+	}
+	if bigListd[p] {
+		panic(fmt.Sprintf("proxy: a buffer of %d bytes was put back while the free lists held it", cap(b)))
+	}
+	bigListd[p] = true
+}
+
+// bigUnlisted notes that b left the free lists (bigCheck).
+func bigUnlisted(b []byte) {
+	if !bigCheck {
+		return
+	}
+	bigCheckM.Lock()
+	delete(bigListd, &b[:1][0])
+	bigCheckM.Unlock()
+}
 
 // The huge buffers kept (see above), guarded by hugeMu: by class, their
 // bytes, when one was last asked for, whether a trim is due, and how many
@@ -168,6 +215,7 @@ func getHuge(k int) []byte {
 		hugeKept[k] = l[:len(l)-1]
 		hugeKeptN -= int64(cap(b))
 		hugeMu.Unlock()
+		bigUnlisted(b)
 		return b
 	}
 	hugeMu.Unlock()
@@ -182,6 +230,8 @@ func putHuge(k int, b []byte) {
 	if hugeKeptN+int64(cap(b)) <= hugeKeepBytes {
 		hugeKept[k] = append(hugeKept[k], b)
 		hugeKeptN += int64(cap(b))
+	} else {
+		bigUnlisted(b) // let go
 	}
 	if !hugeArmed {
 		hugeArmed = true
@@ -201,6 +251,9 @@ func trimHuge() {
 	}
 	hugeArmed = false
 	for k := range hugeKept {
+		for _, b := range hugeKept[k] {
+			bigUnlisted(b)
+		}
 		clear(hugeKept[k])
 		hugeKept[k] = hugeKept[k][:0]
 	}
@@ -225,7 +278,7 @@ func evictKept(k int) {
 	select {
 	case b := <-keptList(from):
 		bigKeptN.Add(-int64(cap(b)))
-		bigBufs[from].Put(&b)
+		poolBig(from, b)
 	default:
 	}
 }
