@@ -22,6 +22,28 @@ func (g *gatedConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// began returns how each write began, for messages.
+func (g *gatedConn) began() []string {
+	var got []string
+	for _, w := range g.written {
+		got = append(got, string(w[:min(len(w), 8)]))
+	}
+	return got
+}
+
+// appendWhileWriting lets the write under way wait while a sender queues
+// s on c, then lets it and the write of s go, and waits for done.
+func appendWhileWriting(c *upConn, g *gatedConn, s string, done chan struct{}) {
+	<-g.started
+	c.mu.Lock()
+	c.wbuf = append(c.wbuf, s...)
+	c.mu.Unlock()
+	g.proceed <- struct{}{}
+	<-g.started // writing s
+	g.proceed <- struct{}{}
+	<-done
+}
+
 // TestUpConn_WriteQueuedLargeKeepsSpareApart: once a queue of over 1 MiB
 // is written and goes back to the free lists, the next queue is written
 // from a buffer no sender appends to. The spare buffer had just become the
@@ -43,20 +65,9 @@ func TestUpConn_WriteQueuedLargeKeepsSpareApart(t *testing.T) {
 	c.wbuf = append(c.wbuf, "first"...) // a sender queues meanwhile
 	c.mu.Unlock()
 	g.proceed <- struct{}{}
-	<-g.started // writing "first"
-	c.mu.Lock()
-	c.wbuf = append(c.wbuf, "other"...) // another sender, meanwhile
-	c.mu.Unlock()
-	g.proceed <- struct{}{}
-	<-g.started // writing "other"
-	g.proceed <- struct{}{}
-	<-done
+	appendWhileWriting(c, g, "other", done) // another sender, while "first" is written
 	if len(g.written) != 3 || !bytes.Equal(g.written[0], large) || string(g.written[1]) != "first" || string(g.written[2]) != "other" {
-		var got []string
-		for _, w := range g.written {
-			got = append(got, string(w[:min(len(w), 8)]))
-		}
-		t.Fatalf("writes began %q, want the large queue, then \"first\", then \"other\"", got)
+		t.Fatalf("writes began %q, want the large queue, then \"first\", then \"other\"", g.began())
 	}
 }
 
@@ -82,19 +93,8 @@ func TestUpConn_SendHeldLargeKeepsSpareApart(t *testing.T) {
 	c.wbuf = append(c.wbuf, "first"...) // queued while the loop holds the writes
 	written := make(chan struct{})
 	go func() { c.writeQueued(); close(written) }() // the loop releases them
-	<-g.started                                     // writing "first"
-	c.mu.Lock()
-	c.wbuf = append(c.wbuf, "other"...) // another sender, meanwhile
-	c.mu.Unlock()
-	g.proceed <- struct{}{}
-	<-g.started // writing "other"
-	g.proceed <- struct{}{}
-	<-written
+	appendWhileWriting(c, g, "other", written)      // another sender, while "first" is written
 	if len(g.written) != 4 || string(g.written[1]) != "held" || string(g.written[2]) != "first" || string(g.written[3]) != "other" {
-		var got []string
-		for _, w := range g.written {
-			got = append(got, string(w[:min(len(w), 8)]))
-		}
-		t.Fatalf("writes began %q, want the large queue, \"held\", \"first\", \"other\"", got)
+		t.Fatalf("writes began %q, want the large queue, \"held\", \"first\", \"other\"", g.began())
 	}
 }
