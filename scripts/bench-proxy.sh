@@ -147,6 +147,11 @@ if cmp -s "$work/read" "$work/want"; then
   echo "documents read back through the proxy: all $(wc -l < "$work/keys") equal to the one written (stored: $sizes)"
 else
   at=$(cmp "$work/read" "$work/want" | awk '{print $5+0}' | tr -d ,)
-  echo "documents read back through the proxy DIFFER from the one written, first at byte $at of the reads (stored: $sizes)" >&2
+  # All keys before it read back whole: the first wrong one is at this index.
+  bad=$(sed -n "$(( (at - 1) / (${#val} + 1) + 1 ))p" "$work/keys")
+  keep=${TMPDIR:-/tmp}/squeeze-bench-mismatch
+  redis-cli -p "$RP" --raw GET "$bad" > "$keep.stored"
+  redis-cli -p "$PON" --raw GET "$bad" > "$keep.read"
+  echo "documents read back through the proxy DIFFER from the one written, first at byte $at of the reads, key $bad (stored: $sizes); what Redis holds for it: $keep.stored, what the proxy returns: $keep.read" >&2
   exit 1
 fi
