@@ -148,7 +148,8 @@ if cmp -s "$work/read" "$work/want"; then
 else
   at=$(cmp "$work/read" "$work/want" | awk '{print $5+0}' | tr -d ,)
   # All keys before it read back whole: the first wrong one is at this index.
-  bad=$(sed -n "$(( (at - 1) / (${#val} + 1) + 1 ))p" "$work/keys")
+  each=$(printf '%s\n' "$val" | wc -c) # bytes of one read: the document and a newline
+  bad=$(sed -n "$(( (at - 1) / each + 1 ))p" "$work/keys")
   keep=${TMPDIR:-/tmp}/squeeze-bench-mismatch
   redis-cli -p "$RP" --raw GET "$bad" > "$keep.stored"
   redis-cli -p "$PON" --raw GET "$bad" > "$keep.read"
