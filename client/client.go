@@ -68,6 +68,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/dictstore"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 )
 
 // Config is the compression policy of a Hook. Zero fields take the defaults
@@ -458,69 +459,28 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 		// guardScript). SET's value is compressed first, below.
 		p.guarded = true
 	}
-	switch p.name {
-	case "set", "setnx", "getset", "lpush", "rpush", "lpushx", "rpushx":
-		if h.isRaw(key) {
+	if spec := rediscmd.LookupString(p.name); spec != nil && spec.Values != rediscmd.ValuesNone && !spec.Has(rediscmd.ListSearch) {
+		// The values to compress, where the command table says they are;
+		// each under its own key's rules for commands of key, value pairs.
+		pairs := spec.Values.Paired()
+		if !pairs && h.isRaw(key) {
 			p.noDecode = true
 			return p, nil
 		}
-		last := len(args) - 1
-		if p.name == "set" || p.name == "setnx" || p.name == "getset" {
-			last = 2
-		}
-		for i := 2; i <= last && i < len(args); i++ {
-			h.encodeArg(key, args, i, &p)
-		}
-	case "setex", "psetex", "lset", "hsetnx":
-		if h.isRaw(key) {
-			p.noDecode = true
-			return p, nil
-		}
-		h.encodeArg(key, args, 3, &p)
-	case "hset", "hmset":
-		if h.isRaw(key) {
-			p.noDecode = true
-			return p, nil
-		}
-		for i := 3; i < len(args); i += 2 {
-			h.encodeArg(key, args, i, &p)
-		}
-	case "mset", "msetnx", "msetex":
-		first, end := 2, len(args)
-		if p.name == "msetex" { // MSETEX numkeys key value ... [options] (Redis 8.4)
-			n, err := strconv.Atoi(argString(args[1]))
-			if err != nil || n <= 0 || n > (len(args)-2)/2 {
-				return p, nil // malformed: Redis answers with its own error
-			}
-			first, end = 3, 2+2*n
-		}
-		for i := first; i < end; i += 2 {
-			if k := argString(args[i-1]); !h.isRaw(k) {
+		var buf [16][]byte
+		first, step, end := spec.Values.Find(argWords(buf[:0], args))
+		for i := first; step > 0 && i < end; i += step {
+			if !pairs {
+				h.encodeArg(key, args, i, &p)
+			} else if k := argString(args[i-1]); !h.isRaw(k) {
 				h.encodeArg(k, args, i, &p)
 			}
 		}
-	case "hsetex":
-		if h.isRaw(key) {
-			p.noDecode = true
-			return p, nil
-		}
-		if i := hsetexFields(args); i > 0 {
-			for i++; i < len(args); i += 2 { // values follow each field
-				h.encodeArg(key, args, i, &p)
-			}
-		}
-	case "xadd":
-		if h.isRaw(key) {
-			p.noDecode = true
-			return p, nil
-		}
-		i := xaddFields(args)
-		if i < 0 {
-			return p, nil // malformed: let Redis answer with its error
-		}
-		for i += 2; i < len(args); i += 2 { // values follow ID and each field
-			h.encodeArg(key, args, i, &p)
-		}
+		return h.finishPrepare(ctx, args, p), nil
+	}
+	// What the hook does with the commands that look inside stored bytes
+	// or run scripts.
+	switch p.name {
 	case "strlen", "hstrlen":
 		if h.isRaw(key) {
 			p.noDecode = true
@@ -585,6 +545,12 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 			p.noDecode = true
 		}
 	}
+	return h.finishPrepare(ctx, args, p), nil
+}
+
+// finishPrepare notes MGET's raw keys and builds a guarded command's script
+// call, once args hold the values compressed.
+func (h *Hook) finishPrepare(ctx context.Context, args []any, p prepared) prepared {
 	if p.name == "mget" && h.raw != nil {
 		p.rawIdx = make([]bool, len(args)-1)
 		for i := 1; i < len(args); i++ {
@@ -592,10 +558,9 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 		}
 	}
 	if p.guarded {
-		// args holds SET's value compressed by now.
 		p.sub = guardCmd(ctx, "", "", args)
 	}
-	return p, nil
+	return p
 }
 
 // guardScript runs a command that compares a string's stored bytes with an
@@ -836,6 +801,31 @@ func (h *Hook) finish(cmd redis.Cmder, p prepared) {
 }
 
 // argString returns the string form of a key or option argument.
+// argWords appends the text of each of args to dst, as the command table
+// reads them (rediscmd.Values.Find): strings and byte slices as they are,
+// without a copy, integers formatted, anything else empty.
+func argWords(dst [][]byte, args []any) [][]byte {
+	for _, a := range args {
+		var w []byte
+		switch v := a.(type) {
+		case string:
+			w = unsafe.Slice(unsafe.StringData(v), len(v))
+		case []byte:
+			w = v
+		case int:
+			w = strconv.AppendInt(nil, int64(v), 10)
+		case int64:
+			w = strconv.AppendInt(nil, v, 10)
+		default:
+			if s := argString(a); s != "" {
+				w = []byte(s)
+			}
+		}
+		dst = append(dst, w)
+	}
+	return dst
+}
+
 func argString(a any) string {
 	switch v := a.(type) {
 	case string:
@@ -848,59 +838,6 @@ func argString(a any) string {
 		return strconv.FormatInt(v, 10)
 	}
 	return fmt.Sprint(a)
-}
-
-// xaddFields returns the index of the entry ID in XADD's args (the fields
-// follow it), or -1 when the args are malformed or hold an option it does
-// not know (then nothing is compressed).
-func xaddFields(args []any) int {
-	i := 2
-	for i < len(args) {
-		switch s := strings.ToUpper(argString(args[i])); s {
-		case "NOMKSTREAM", "KEEPREF", "DELREF", "ACKED": // the last three: Redis 8.2
-			i++
-		case "IDMPAUTO": // Redis 8.6: IDMPAUTO pid
-			i += 2
-		case "IDMP": // Redis 8.6: IDMP pid iid
-			i += 3
-		case "MAXLEN", "MINID":
-			i++
-			if i < len(args) {
-				if s := argString(args[i]); s == "=" || s == "~" {
-					i++
-				}
-			}
-			i++ // threshold
-			if i < len(args) && strings.EqualFold(argString(args[i]), "LIMIT") {
-				i += 2
-			}
-		default:
-			if s == "*" || s != "" && s[0] >= '0' && s[0] <= '9' {
-				return i // the id
-			}
-			return -1 // an option this library does not know: compress nothing
-		}
-	}
-	return -1
-}
-
-// hsetexFields returns the index of the first field in HSETEX's args
-// (HSETEX key [NX|XX] [FNX|FXX] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] FIELDS n
-// f v ..., NX and XX being Valkey 9's), or -1 when they are malformed
-// (Redis answers those with its error).
-func hsetexFields(args []any) int {
-	for i := 2; i < len(args); i++ {
-		switch strings.ToUpper(argString(args[i])) {
-		case "NX", "XX", "FNX", "FXX", "KEEPTTL":
-		case "EX", "PX", "EXAT", "PXAT":
-			i++
-		case "FIELDS":
-			return i + 2
-		default:
-			return -1
-		}
-	}
-	return -1
 }
 
 // lengthScript answers STRLEN (no ARGV) or HSTRLEN (ARGV[1] is the field)

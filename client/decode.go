@@ -2,11 +2,11 @@ package client
 
 import (
 	"context"
-	"strings"
 	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 )
 
 // replyShape says where the values are in a command's reply.
@@ -24,65 +24,28 @@ const (
 	shapeAutoClaim                   // [next, entries, deleted] (XAUTOCLAIM)
 )
 
-var shapes = map[string]replyShape{
-	"get": shapeValues, "getdel": shapeValues, "getex": shapeValues, "getset": shapeValues,
-	"set": shapeValues, "mget": shapeValues,
-	"hget": shapeValues, "hmget": shapeValues, "hvals": shapeValues, "hgetdel": shapeValues, "hgetex": shapeValues,
-	"lindex": shapeValues, "lpop": shapeValues, "rpop": shapeValues, "lrange": shapeValues,
-	"rpoplpush": shapeValues, "brpoplpush": shapeValues, "lmove": shapeValues, "blmove": shapeValues,
-	"hgetall": shapePairs, "hrandfield": shapePairs, "hscan": shapeScan,
-	"blpop": shapeKeyVal, "brpop": shapeKeyVal, "lmpop": shapeKeyVals, "blmpop": shapeKeyVals,
-	"xrange": shapeEntries, "xrevrange": shapeEntries, "xclaim": shapeEntries,
-	"xread": shapeStreams, "xreadgroup": shapeStreams, "xautoclaim": shapeAutoClaim,
+// shapes gives the hook's decoding of each of the command table's reply
+// kinds; the others (scripts, SORT, XINFO) are not decoded.
+var shapes = [rediscmd.NumReplies]replyShape{
+	rediscmd.ReplyValue: shapeValues, rediscmd.ReplyValues: shapeValues,
+	rediscmd.ReplyPairs: shapePairs, rediscmd.ReplyScanPairs: shapeScan,
+	rediscmd.ReplyKeyValue: shapeKeyVal, rediscmd.ReplyKeyValues: shapeKeyVals,
+	rediscmd.ReplyEntries: shapeEntries, rediscmd.ReplyStreams: shapeStreams,
+	rediscmd.ReplyAutoClaim: shapeAutoClaim,
 }
 
-// shapeOf returns where cmd's reply holds values.
+// shapeOf returns where cmd's reply holds values, as the command table
+// says for its arguments.
 func shapeOf(name string, args []any) replyShape {
-	s := shapes[name]
-	switch name {
-	case "hrandfield":
-		if !hasWord(args, "WITHVALUES") {
-			return shapeNone
-		}
-	case "hscan":
-		// HSCAN key cursor [MATCH pattern] [COUNT n] [NOVALUES]: a pattern
-		// may be any word, NOVALUES too.
-		for i := 3; i < len(args); i++ {
-			switch {
-			case isWord(args[i], "MATCH"), isWord(args[i], "COUNT"):
-				i++
-			case isWord(args[i], "NOVALUES"):
-				return shapeNone
-			}
-		}
-	case "xclaim", "xautoclaim":
-		// After the key, group, consumer and min-idle (and XAUTOCLAIM's
-		// start): a group or consumer may be named JUSTID.
-		from := 5
-		if name == "xautoclaim" {
-			from = 6
-		}
-		if hasWordFrom(args, from, "JUSTID") {
-			return shapeNone
-		}
+	spec := rediscmd.LookupString(name)
+	if spec == nil {
+		return shapeNone
 	}
-	return s
-}
-
-func hasWord(args []any, w string) bool { return hasWordFrom(args, 2, w) }
-
-func hasWordFrom(args []any, from int, w string) bool {
-	for _, a := range args[min(from, len(args)):] {
-		if isWord(a, w) {
-			return true
-		}
+	if !spec.Has(rediscmd.ReplyOptions) {
+		return shapes[spec.Reply]
 	}
-	return false
-}
-
-func isWord(a any, w string) bool {
-	s, ok := a.(string)
-	return ok && strings.EqualFold(s, w)
+	var buf [16][]byte
+	return shapes[spec.ReplyFor(argWords(buf[:0], args))]
 }
 
 // decodeString returns the value stored as s: s itself when it is not a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -43,7 +44,7 @@ func unauthLimit(b []byte, perr error, maxBulk int64) error {
 
 // authenticates reports whether the command is AUTH, or HELLO with AUTH.
 func authenticates(info *cmdInfo, args [][]byte) bool {
-	if info.flags&flagHello != 0 {
+	if info.flags&rediscmd.Hello != 0 {
 		for _, a := range args[1:] {
 			if is(a, "AUTH") {
 				return true
@@ -58,7 +59,7 @@ func authenticates(info *cmdInfo, args [][]byte) bool {
 // AUTH user pass, AUTH pass (the default user), HELLO ... AUTH user pass;
 // nil if it names none.
 func authUser(info *cmdInfo, args [][]byte) []byte {
-	if info.flags&flagHello != 0 {
+	if info.flags&rediscmd.Hello != 0 {
 		for i, a := range args[1:] {
 			if is(a, "AUTH") && i+3 < len(args) {
 				return bytes.Clone(args[i+2])

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -355,8 +356,8 @@ func (c *client) loopSafe(info *cmdInfo, args [][]byte) bool {
 // of, going upstream with the others: it pins a private connection, or runs
 // a script after a round trip.
 func (c *client) mustWait(info *cmdInfo, args [][]byte) bool {
-	return info.flags&(flagInspect|flagHello) != 0 || needsPin(info, args) || c.exactListSearch(info, args) ||
-		(!c.s.RejectScripts && (info.flags&flagScript != 0 || isScriptAdmin(args)) && !c.s.scriptFast(info, args))
+	return info.flags&(rediscmd.Inspect|rediscmd.Hello) != 0 || needsPin(info, args) || c.exactListSearch(info, args) ||
+		(!c.s.RejectScripts && (info.flags&rediscmd.Script != 0 || isScriptAdmin(args)) && !c.s.scriptFast(info, args))
 }
 
 // hasRoom reports whether the reply queue may take one more call: fewer
@@ -1146,13 +1147,13 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.enqueue(c.lostCall(info.name))
 		return false
 	}
-	if info.flags&flagQuit != 0 {
+	if info.flags&rediscmd.Quit != 0 {
 		cl := c.localCall(info.name, []byte("+OK\r\n"))
 		cl.close = true
 		c.enqueue(cl)
 		return false
 	}
-	if info.flags&flagScript != 0 && c.s.RejectScripts {
+	if info.flags&rediscmd.Script != 0 && c.s.RejectScripts {
 		c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+" is disabled by --scripts=reject: scripts would see compressed values")))
 		return true
 	}
@@ -1164,14 +1165,14 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			return true
 		}
 	}
-	if info.name == "SELECT" && len(args) == 2 && c.inMulti {
+	if info.flags&rediscmd.SelectDB != 0 && len(args) == 2 && c.inMulti {
 		// Queued: the commands after it in the transaction run in that
 		// database, if EXEC runs it; EXEC then asks Redis (see below).
 		if n, ok := resp.ParseInt(args[1]); ok && n >= 0 {
 			c.db, c.dbQueued = int(n), true
 		}
 	}
-	if info.name == "SELECT" && len(args) == 2 && c.pinned != nil && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
+	if info.flags&rediscmd.SelectDB != 0 && len(args) == 2 && c.pinned != nil && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
 		// Run it now, to know the database the client is in.
 		cl := c.roundtrip(resp.AppendCommand(nil, args...))
 		if cl.err != nil && cl.connLost {
@@ -1192,10 +1193,10 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.enqueue(local)
 		return true
 	}
-	if info.flags&flagInspect != 0 && !arityOK(info.arity, len(args)) {
+	if info.flags&rediscmd.Inspect != 0 && !arityOK(info.arity, len(args)) {
 		info = unknownCmd // Redis will reply with its arity error
 	}
-	if info.flags&flagInspect != 0 && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
+	if info.flags&rediscmd.Inspect != 0 && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
 		cl := c.inspect(info, args)
 		cl.start = start
 		c.enqueue(cl)
@@ -1203,7 +1204,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	}
 	var fastScriptKeys [][]byte
 	fastScript := false
-	if !c.s.RejectScripts && (info.flags&flagScript != 0 || isScriptAdmin(args)) {
+	if !c.s.RejectScripts && (info.flags&rediscmd.Script != 0 || isScriptAdmin(args)) {
 		// Scripts: see scripts.go.
 		fast := c.s.scriptFast(info, args)
 		if fast && !c.inMulti {
@@ -1243,7 +1244,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.skip--
 		expect = false
 	}
-	if info.flags&flagClient != 0 && len(args) > 2 && is(args[1], "REPLY") {
+	if info.flags&rediscmd.Client != 0 && len(args) > 2 && is(args[1], "REPLY") {
 		switch {
 		case is(args[2], "OFF"):
 			c.replyOff, expect = true, false
@@ -1255,11 +1256,11 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			c.replyOff, expect = false, true
 		}
 	}
-	if c.proto == 3 && info.flags&(flagSubscribe|flagUnsubscribe) != 0 {
+	if c.proto == 3 && info.flags&(rediscmd.Subscribe|rediscmd.Unsubscribe) != 0 {
 		expect = false // RESP3 confirms with push messages
 	}
 	kind := replyShape(info, args)
-	if info.flags&flagInspect != 0 || listSearch {
+	if info.flags&rediscmd.Inspect != 0 || listSearch {
 		// Inside MULTI or with replies off, run the check script: it
 		// executes the command on uncompressed values and refuses, with a
 		// marker, on compressed ones.
@@ -1268,30 +1269,10 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			kind = shapeInspect3
 		}
 	}
-	if c.inMulti && info.flags&flagNotQueued == 0 {
-		switch info.vals {
-		case argsAt2, argsAt3:
-			if info.name == "SET" || info.name == "GETSET" || info.name == "SETNX" || info.name == "SETEX" || info.name == "PSETEX" || info.name == "HSETNX" {
-				if first, _, _ := valueArgs(info.vals, args); first > 0 {
-					c.noteTxSet(args[1], args[first])
-				}
-			}
-		case argsEvery2, argsMsetex: // MSET, MSETNX, MSETEX: each key's value
-			first, step, end := valueArgs(info.vals, args)
-			for i := first; step > 0 && i < end; i += step {
-				c.noteTxSet(args[i-1], args[i])
-			}
-		case argsEvery2At3, argsHsetex: // HSET, HMSET, HSETEX: the hash's key, each field's value
-			first, step, end := valueArgs(info.vals, args)
-			for i := first; step > 0 && i < end; i += step {
-				c.noteTxSet(args[1], args[i])
-			}
-		}
-		if len(args) >= 3 && (is(args[0], "COPY") || is(args[0], "RENAME") || is(args[0], "RENAMENX")) {
-			c.txCopies = append(c.txCopies, [2][]byte{bytes.Clone(args[2]), bytes.Clone(args[1])})
-		}
+	if c.inMulti && info.flags&rediscmd.NotQueued == 0 {
+		c.noteTxWrites(info, args)
 	}
-	queued := c.inMulti && info.flags&flagNotQueued == 0
+	queued := c.inMulti && info.flags&rediscmd.NotQueued == 0
 	if queued {
 		c.txRaw.note(c.s, len(c.tx), info, args)
 		c.tx, c.txNames = append(c.tx, kind), append(c.txNames, info.name)
@@ -1310,7 +1291,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		}
 		c.seq++
 		cl.seq = c.seq
-		if info.flags&flagMulti != 0 {
+		if info.flags&rediscmd.Multi != 0 {
 			c.multiSeq = c.seq
 		}
 		if kind != shapeNone && kind != shapeSniff {
@@ -1326,13 +1307,13 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		}
 	}
 	switch {
-	case info.flags&flagMulti != 0:
+	case info.flags&rediscmd.Multi != 0:
 		if !c.inMulti {
 			c.txDB = c.db
 		}
 		c.inMulti, c.tx, c.txNames, c.txSets, c.txCopies = true, c.tx[:0], c.txNames[:0], nil, nil
 		c.txRaw.reset()
-	case info.flags&flagExec != 0:
+	case info.flags&rediscmd.Exec != 0:
 		if cl != nil && c.inMulti {
 			cl.tx = append(cl.tx[:0], c.tx...)
 			cl.txNames = append(cl.txNames[:0], c.txNames...)
@@ -1341,17 +1322,17 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		// a client whose last transaction wrote a 300 kB value kept it
 		// twice, plain and framed, until its next MULTI.
 		c.inMulti, c.txSets, c.txCopies = false, nil, nil
-	case info.flags&flagDiscard != 0:
+	case info.flags&rediscmd.Discard != 0:
 		if c.inMulti && c.dbQueued {
 			c.db, c.dbQueued = c.txDB, false
 		}
 		c.inMulti, c.txSets, c.txCopies = false, nil, nil
-	case info.flags&flagHello != 0:
+	case info.flags&rediscmd.Hello != 0:
 		c.helloProto.Store(0)
-	case info.flags&flagReset != 0:
+	case info.flags&rediscmd.Reset != 0:
 		c.proto, c.inMulti, c.replyOff, c.skip = 2, false, false, 0
 		c.txSets, c.txCopies = nil, nil
-	case info.flags&(flagSubscribe|flagMonitor) != 0 && (c.proto == 2 || info.flags&flagMonitor != 0):
+	case info.flags&(rediscmd.Subscribe|rediscmd.Monitor) != 0 && (c.proto == 2 || info.flags&rediscmd.Monitor != 0):
 		if cl != nil {
 			cl.kind = shapeRelay
 		}
@@ -1367,10 +1348,10 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	}
 	reqMark := len(c.req)
 	var owed *execRecompress // recompression after EXEC (recompress.go)
-	if info.flags&flagExec != 0 && cl != nil && len(cl.tx) > 0 {
+	if info.flags&rediscmd.Exec != 0 && cl != nil && len(cl.tx) > 0 {
 		owed = c.txRaw.arm(cl, len(cl.tx), c.dbQueued)
 	}
-	if info.flags&flagInspect != 0 {
+	if info.flags&rediscmd.Inspect != 0 {
 		// Commands before MULTI must have run before probing the keys.
 		c.flush()
 		c.waitWritten(c.multiSeq)
@@ -1408,7 +1389,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	if c.reqRaw {
 		c.flush() // req is rbuf's: sent now, alone
 	}
-	if info.flags&flagHello != 0 && cl != nil {
+	if info.flags&rediscmd.Hello != 0 && cl != nil {
 		// The protocol changes only if HELLO succeeds (HELLO 3 AUTH with a
 		// wrong password does not): wait for the reply, which the writer
 		// reads the protocol from.
@@ -1432,7 +1413,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.flush()
 		c.waitWritten(c.seq)
 		c.restoreSetup(c.s.connSetup(false, c.s.up.DB))
-	case info.flags&flagExec != 0 && c.dbQueued:
+	case info.flags&rediscmd.Exec != 0 && c.dbQueued:
 		// A SELECT ran in the transaction, or did not (an error, WATCH):
 		// ask Redis which database the client is in now.
 		c.flush()
@@ -1443,7 +1424,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			c.db = db
 		}
 		r.release()
-	case info.flags&flagReset != 0:
+	case info.flags&rediscmd.Reset != 0:
 		// RESET selects database 0 and, where Redis requires a password,
 		// logs the connection out: put it back in the state the proxy
 		// stands for (the URL's credentials unless RequireAuth, and its
@@ -1458,6 +1439,21 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.recompressAfterExec(owed)
 	}
 	return true
+}
+
+// noteTxWrites notes what a command queued in a transaction writes, for
+// the inspect commands queued after it: the values it sets (their keys,
+// and for hashes the hash's key), and the keys it copies or moves.
+func (c *client) noteTxWrites(info *cmdInfo, args [][]byte) {
+	if info.flags&rediscmd.SetsValue != 0 {
+		first, step, end := valueArgs(info.vals, args)
+		for i := first; step > 0 && i < end; i += step {
+			c.noteTxSet(info.vals.KeyOf(args, i), args[i])
+		}
+	}
+	if info.flags&rediscmd.Copies != 0 && len(args) >= 3 {
+		c.txCopies = append(c.txCopies, [2][]byte{bytes.Clone(args[2]), bytes.Clone(args[1])})
+	}
 }
 
 // clientInfoDB returns the db field of a CLIENT INFO reply.

@@ -154,13 +154,6 @@ func clusterShape(args [][]byte) shape {
 	return shapeNone
 }
 
-// Shapes of CLUSTER replies that name nodes.
-const (
-	shapeClusterSlots  shape = 100 + iota // [[start, end, [endpoint, port, id, meta], ...], ...]
-	shapeClusterShards                    // [{slots: [...], nodes: [{port, ip, endpoint, ...}]}, ...]
-	shapeClusterNodes                     // "id host:port@cport flags ..." lines, one string or an array
-)
-
 // errUnmapped carries an unmapped node out of a topology rewrite.
 type errUnmapped struct{ node string }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -182,9 +183,9 @@ func isMarker(v resp.Value) bool {
 // inspectKeyArgs returns the indexes of the keys an inspect command reads.
 func inspectKeyArgs(info *cmdInfo, args [][]byte) (first, end int) {
 	switch info.keys {
-	case keysTwo:
+	case rediscmd.KeysTwo:
 		return 1, min(3, len(args))
-	case keysFrom3:
+	case rediscmd.KeysFrom3:
 		return min(3, len(args)), len(args)
 	default:
 		return 1, min(2, len(args))
@@ -193,10 +194,10 @@ func inspectKeyArgs(info *cmdInfo, args [][]byte) (first, end int) {
 
 // writtenKey returns the string key a write command stores into, or nil.
 func writtenKey(info *cmdInfo, args [][]byte) []byte {
-	if info.readOnly || info.compare || info.keys == keysHash {
+	if info.readOnly || info.compare || info.keys == rediscmd.KeyHash {
 		return nil
 	}
-	if info.keys == keysFrom3 {
+	if info.keys == rediscmd.KeysFrom3 {
 		if len(args) > 2 {
 			return args[2]
 		}
@@ -259,7 +260,7 @@ func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, 
 	default:
 		dst = appendFlag(dst, info.readOnly)
 	}
-	if info.keys == keysHash && len(args) > 2 {
+	if info.keys == rediscmd.KeyHash && len(args) > 2 {
 		dst = resp.AppendBulk(dst, args[2])
 	} else {
 		dst = resp.AppendBulkString(dst, "")
@@ -487,7 +488,7 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 // IFEQ's) replaced by what the write policy of the key stores, or args
 // itself when it writes none: the script runs the command as it gets it.
 func (c *client) storedArgs(info *cmdInfo, args [][]byte) [][]byte {
-	if info.vals == argsNone || len(args) < 2 {
+	if info.vals == rediscmd.ValuesNone || len(args) < 2 {
 		return args
 	}
 	first, step, end := valueArgs(info.vals, args)
@@ -525,7 +526,7 @@ func (c *client) txSources(key []byte) [][]byte {
 // by the time the command runs.
 func (c *client) probeFrame(cands []candidate, info *cmdInfo, args [][]byte, key, src []byte) []candidate {
 	probe, pargs := commandTable["strlen"], [][]byte{[]byte("STRLEN"), src}
-	if info.keys == keysHash {
+	if info.keys == rediscmd.KeyHash {
 		if len(args) < 3 {
 			return cands
 		}

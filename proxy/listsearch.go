@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -213,7 +214,7 @@ func searchScope(info *cmdInfo, args [][]byte) (dir int, need, maxlen int64) {
 // exactListSearch reports whether the command must go through the list
 // search script.
 func (c *client) exactListSearch(info *cmdInfo, args [][]byte) bool {
-	return info.flags&flagListSearch != 0 && !c.s.StoredListSearch && listSearchArg(info, args) > 0
+	return info.flags&rediscmd.ListSearch != 0 && !c.s.StoredListSearch && listSearchArg(info, args) > 0
 }
 
 // listForms are the SHA-1s (hex, as redis.sha1hex writes them) of frames

@@ -260,13 +260,7 @@ func (c *upConn) takeHeld() []*call {
 
 // isBlocking reports whether a command may block its client in Redis.
 func isBlocking(info *cmdInfo, args [][]byte) bool {
-	switch info.name {
-	case "BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP", "WAIT", "WAITAOF":
-		return true
-	case "XREAD", "XREADGROUP":
-		return len(args) > 1 && hasArg(args[1:], "BLOCK")
-	}
-	return false
+	return info.spec != nil && info.spec.Blocks(args)
 }
 
 // maxBlockedWait bounds how long endWhenBlocked asks Redis.

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -43,11 +44,8 @@ type quarantined struct {
 
 // destructive reports whether cmd removes the values it returns.
 func destructive(cmd string) bool {
-	switch cmd {
-	case "LPOP", "RPOP", "BLPOP", "BRPOP", "LMPOP", "BLMPOP", "GETDEL", "GETSET", "SET", "HGETDEL":
-		return true
-	}
-	return false
+	spec := rediscmd.LookupString(cmd)
+	return spec != nil && spec.Has(rediscmd.Destructive)
 }
 
 var quarantineSeq atomic.Uint64

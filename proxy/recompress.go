@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -131,7 +132,7 @@ func (t *txRecompress) reset() { t.at, t.keys = t.at[:0], t.keys[:0] }
 // note records command number i of the transaction, if it is a string
 // write of the inspect script whose key the write policy compresses.
 func (t *txRecompress) note(s *Server, i int, info *cmdInfo, args [][]byte) {
-	if info.flags&flagInspect == 0 || info.compare {
+	if info.flags&rediscmd.Inspect == 0 || info.compare {
 		return
 	}
 	wk := writtenKey(info, args)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -33,12 +34,12 @@ func (r *rewriter) appendRequest(dst []byte, info *cmdInfo, args [][]byte) []byt
 	first, step, end := 0, 0, 0
 	var ps *policies
 	var pol *policy
-	if info.vals != argsNone && len(args) > 1 {
+	if info.vals != rediscmd.ValuesNone && len(args) > 1 {
 		first, step, end = valueArgs(info.vals, args)
 		ps = r.s.writePolicy() // one policy for the whole command
 		pol = r.s.keyPolicy(ps, args[1])
 	}
-	perKey := ps != nil && (info.vals == argsEvery2 || info.vals == argsMsetex) && len(ps.rules) > 0 // MSET k1 v1 k2 v2
+	perKey := ps != nil && (info.vals == rediscmd.ValuesEvery2 || info.vals == rediscmd.ValuesMsetex) && len(ps.rules) > 0 // MSET k1 v1 k2 v2
 	dst = resp.AppendArray(dst, len(args))
 	for i, a := range args {
 		if step == 0 || i < first || i >= end || (i-first)%step != 0 {
@@ -87,7 +88,7 @@ func (r *rewriter) forwardsAsIs(info *cmdInfo, args [][]byte, raw []byte) bool {
 	if pos != len(raw) {
 		return false
 	}
-	if info.vals == argsNone || len(args) < 2 {
+	if info.vals == rediscmd.ValuesNone || len(args) < 2 {
 		return true
 	}
 	first, step, end := valueArgs(info.vals, args)
@@ -95,7 +96,7 @@ func (r *rewriter) forwardsAsIs(info *cmdInfo, args [][]byte, raw []byte) bool {
 		return true
 	}
 	ps := r.s.writePolicy()
-	perKey := (info.vals == argsEvery2 || info.vals == argsMsetex) && len(ps.rules) > 0
+	perKey := (info.vals == rediscmd.ValuesEvery2 || info.vals == rediscmd.ValuesMsetex) && len(ps.rules) > 0
 	pol := r.s.keyPolicy(ps, args[1])
 	for i := first; i < end; i += step {
 		if perKey {
@@ -495,12 +496,6 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 	}
 	return append(dst, v.Raw...), nil
 }
-
-// Shapes used only inside walk.
-const (
-	shapeStreamPair shape = 200 + iota // [stream, entries] inside an XREAD reply
-	shapeInspect3                      // shapeInspect for a RESP3 client
-)
 
 // positional rewrites a two-or-more element aggregate whose element 0 has
 // shape first and element 1 shape second; further elements pass through.

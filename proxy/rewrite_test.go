@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -32,66 +33,6 @@ func argv(ss ...string) [][]byte {
 		out[i] = []byte(s)
 	}
 	return out
-}
-
-func TestValueArgs(t *testing.T) {
-	tests := []struct {
-		args []string
-		want []int // indexes compressed
-	}{
-		{[]string{"SET", "k", "v", "EX", "10"}, []int{2}},
-		{[]string{"SETEX", "k", "10", "v"}, []int{3}},
-		{[]string{"MSET", "a", "1", "b", "2"}, []int{2, 4}},
-		{[]string{"HSET", "h", "f", "v", "g", "w"}, []int{3, 5}},
-		{[]string{"LPUSH", "l", "a", "b"}, []int{2, 3}},
-		{[]string{"LINSERT", "l", "BEFORE", "p", "e"}, []int{3, 4}},
-		{[]string{"LPOS", "l", "e", "RANK", "2"}, []int{2}},
-		{[]string{"LREM", "l", "0", "e"}, []int{3}},
-		{[]string{"XADD", "s", "*", "f", "v", "g", "w"}, []int{4, 6}},
-		{[]string{"XADD", "s", "NOMKSTREAM", "MAXLEN", "~", "10", "LIMIT", "5", "1-1", "f", "v"}, []int{10}},
-		{[]string{"XADD", "s", "MINID", "0", "*", "f", "v"}, []int{6}},
-		{[]string{"XADD", "s", "KEEPREF", "*", "f", "v"}, []int{5}},                            // Redis 8.2
-		{[]string{"XADD", "s", "nomkstream", "acked", "maxlen", "5", "1", "f", "v"}, []int{8}}, // Redis 8.2
-		{[]string{"XADD", "s", "DELREF", "IDMPAUTO", "p1", "*", "f", "v"}, []int{7}},           // Redis 8.6
-		{[]string{"XADD", "s", "IDMP", "p1", "i1", "MINID", "=", "0", "2-*", "f", "v"}, []int{10}},
-		{[]string{"XADD", "s", "NEWOPTION", "*", "f", "v"}, nil}, // unknown: nothing compressed
-		{[]string{"XADD", "s", "MAXLEN", "5"}, nil},              // no id
-		{[]string{"XADD", "s", "IDMP", "p"}, nil},                // IDMP cut short: Redis's error
-		{[]string{"HSETEX", "h", "FIELDS", "2", "f", "v", "g", "w"}, []int{5, 7}},
-		{[]string{"HSETEX", "h", "FXX", "EX", "100", "FIELDS", "1", "f", "v"}, []int{8}},
-		{[]string{"hsetex", "h", "fnx", "keepttl", "fields", "1", "FIELDS", "v"}, []int{7}}, // a field named FIELDS
-		{[]string{"HSETEX", "h", "PXAT", "FIELDS", "FIELDS", "1", "f", "v"}, []int{7}},      // a bad time: Redis's error
-		{[]string{"HSETEX", "h", "NX", "FXX", "FIELDS", "1", "f", "v"}, []int{7}},           // Valkey 9's NX
-		{[]string{"HSETEX", "h", "NOSUCH", "FIELDS", "1", "f", "v"}, nil},                   // not an option: Redis's error
-		{[]string{"HSETEX", "h", "FIELDS"}, nil},
-		{[]string{"MSETEX", "2", "a", "v", "b", "w"}, []int{3, 5}},
-		{[]string{"MSETEX", "1", "a", "v", "XX", "EX", "100"}, []int{3}}, // not the options
-		{[]string{"MSETEX", "2", "a", "v", "KEEPTTL"}, nil},              // too few pairs: Redis's error
-		{[]string{"MSETEX", "0", "a", "v"}, nil},
-		{[]string{"MSETEX", "x", "a", "v"}, nil},
-		{[]string{"MSETEX"}, nil},
-		{[]string{"GET", "k"}, nil},
-	}
-	for _, tt := range tests {
-		info := lookup([]byte(tt.args[0]))
-		args := argv(tt.args...)
-		first, step, end := valueArgs(info.vals, args)
-		var got []int
-		for i := range args {
-			if step != 0 && i >= first && i < end && (i-first)%step == 0 {
-				got = append(got, i)
-			}
-		}
-		if len(got) != len(tt.want) {
-			t.Errorf("%q: compressed %v, want %v", tt.args, got, tt.want)
-			continue
-		}
-		for i := range got {
-			if got[i] != tt.want[i] {
-				t.Errorf("%q: compressed %v, want %v", tt.args, got, tt.want)
-			}
-		}
-	}
 }
 
 // TestRewrite_Allocs: parsing, request rewriting with compression (under
@@ -226,7 +167,7 @@ func FuzzAppendRequest(f *testing.F) {
 	}
 	var names []string
 	for name, info := range commandTable {
-		if info.vals != argsNone {
+		if info.vals != rediscmd.ValuesNone {
 			names = append(names, name)
 		}
 	}
@@ -284,26 +225,4 @@ func FuzzAppendRequest(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestReplyShape_HScan: HSCAN ... NOVALUES (Redis 7.4) replies with fields
-// only, which must not be decoded as values; a MATCH pattern or COUNT that
-// happens to be the word NOVALUES is not the option.
-func TestReplyShape_HScan(t *testing.T) {
-	info := commandTable["hscan"]
-	for _, c := range []struct {
-		args []string
-		want shape
-	}{
-		{[]string{"HSCAN", "h", "0"}, shapeScanPairs},
-		{[]string{"HSCAN", "h", "0", "COUNT", "10"}, shapeScanPairs},
-		{[]string{"HSCAN", "h", "0", "NOVALUES"}, shapeNone},
-		{[]string{"hscan", "h", "0", "match", "f*", "novalues"}, shapeNone},
-		{[]string{"HSCAN", "h", "0", "MATCH", "NOVALUES"}, shapeScanPairs},
-		{[]string{"HSCAN"}, shapeScanPairs},
-	} {
-		if got := replyShape(info, argv(c.args...)); got != c.want {
-			t.Errorf("%q: shape %d, want %d", c.args, got, c.want)
-		}
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/squeeze-kv/squeeze/internal/luaguard"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -146,7 +147,7 @@ func (c *client) prepareScript(keys [][]byte, rt func([]byte) *call) []byte {
 // origSHA is the client's SHA-1 of a SCRIPT LOAD body, for its reply.
 func (s *Server) scriptArgs(info *cmdInfo, args [][]byte) (out [][]byte, origSHA string) {
 	switch {
-	case info.flags&flagScript != 0 && len(args) >= 2:
+	case info.flags&rediscmd.Script != 0 && len(args) >= 2:
 		out = append([][]byte(nil), args...)
 		switch info.name {
 		case "EVAL", "EVAL_RO":
@@ -187,7 +188,7 @@ func isScriptAdmin(args [][]byte) bool {
 // the keys plain again.
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	keys, ok := scriptKeysOf(args)
-	if ok && info.flags&flagScript != 0 {
+	if ok && info.flags&rediscmd.Script != 0 {
 		if e := c.prepareScript(keys, c.roundtripScript); e != nil {
 			return c.localCall(info.name, e)
 		}
@@ -233,7 +234,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 // returns an error reply, or nil.
 func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) []byte {
 	keys, ok := scriptKeysOf(args)
-	if !ok || info.flags&flagScript == 0 {
+	if !ok || info.flags&rediscmd.Script == 0 {
 		return nil
 	}
 	up, err := c.s.pool.getDB(context.Background(), c.db, int(c.id))
@@ -251,7 +252,7 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) []byte {
 // has not read the prefixes yet), the client gets its error, and the keys
 // are made plain before the next script that declares them (noteFastScript).
 func (s *Server) scriptFast(info *cmdInfo, args [][]byte) bool {
-	if info.flags&flagScript == 0 {
+	if info.flags&rediscmd.Script == 0 {
 		return false
 	}
 	keys, ok := scriptKeysOf(args)

@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 )
 
 // Config controls one run.
@@ -209,19 +211,17 @@ func compareStep(a, b *conn, cfg Config, step int, cmds [][]string, history []st
 	return nil
 }
 
-// normalize makes replies comparable where Redis leaves details undefined.
+// normalize makes replies comparable where Redis leaves details undefined,
+// as the command table says: the order of some replies' elements (field,
+// value pairs kept together), and a time left, which counts down.
 func normalize(cmd []string, r *Reply) {
-	switch strings.ToUpper(cmd[0]) {
-	case "HGETALL":
-		r.sortElems(true)
-	case "HKEYS", "HVALS", "SMEMBERS":
-		r.sortElems(false)
-	case "TTL", "PTTL":
-		if n, err := strconv.Atoi(r.Str); err == nil && n > 0 {
-			r.Str = "positive"
-		}
-	case "HTTL", "HPTTL":
-		for _, e := range r.Elems {
+	spec := rediscmd.LookupString(cmd[0])
+	switch {
+	case spec == nil:
+	case spec.Has(rediscmd.Unordered):
+		r.sortElems(spec.Reply == rediscmd.ReplyPairs)
+	case spec.Has(rediscmd.TimeToLive):
+		for _, e := range append([]*Reply{r}, r.Elems...) {
 			if n, err := strconv.Atoi(e.Str); err == nil && n > 0 {
 				e.Str = "positive"
 			}
