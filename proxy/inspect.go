@@ -386,26 +386,16 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 			// writers of it wait for each other (keylock.go).
 			keyLock.take(&c.s.keyLocks, writtenKey(info, args))
 		}
-		r := c.roundtripScript(appendInspect(nil, info, args, cands, true, false, byName, rmin))
+		r, ok := c.scriptCall(info.name, c.roundtripScript, &byName, func(byName bool) []byte {
+			return appendInspect(nil, info, args, cands, true, false, byName, rmin)
+		})
 		pinSeq = max(pinSeq, r.pinSeq)
-		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
-			// Not cached (a restarted Redis, SCRIPT FLUSH): send the text.
-			r.release()
-			byName = false
-			r = c.roundtripScript(appendInspect(nil, info, args, cands, true, false, false, rmin))
-			pinSeq = max(pinSeq, r.pinSeq)
-		}
-		if r.err != nil {
-			err, lost := r.err, r.connLost
-			r.release()
-			if lost {
-				return c.lostCall(info.name)
-			}
-			return errCall("upstream: " + err.Error())
+		if !ok {
+			return r
 		}
 		v, _, err := resp.ReadValue(r.reply)
 		if err == nil && isRecompress(v) {
-			r.reply = c.recompress(writtenKey(info, args), v, r.reply[:0:0])
+			r.reply = c.recompress(info.name, writtenKey(info, args), v, r.reply[:0:0])
 			v, _, err = resp.ReadValue(r.reply)
 		}
 		if err != nil || !isMarker(v) {
