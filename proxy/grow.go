@@ -63,8 +63,8 @@ if not framed then
   if not risk and (grown < min or (n > 0 and n >= min)) then return redis.pcall(unpack(ARGV, 8)) end
 end
 local cur = redis.pcall('GETEX', k)
-if type(cur) ~= 'string' then return {'\193SQ'} end
-return {'\193SQ', cur}`
+if type(cur) ~= 'string' then return {'` + luaMagic + `'} end
+return {'` + luaMagic + `', cur}`
 
 var growSHA = scriptSHA(growScript)
 

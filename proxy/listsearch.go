@@ -93,7 +93,7 @@ if type(n) == 'number' then
               match = true
             elseif not differ[h] and not asked[h] then
               asked[h] = true
-              marker = marker or {'\193SQ'}
+              marker = marker or {'` + luaMagic + `'}
               marker[#marker + 1] = v
             end
           end

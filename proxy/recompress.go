@@ -110,7 +110,7 @@ func (c *client) casStore(cmd string, key, read, enc []byte) *call {
 const probeRawScript = `local v = redis.pcall('GETEX', KEYS[1])
 if type(v) ~= 'string' or #v < tonumber(ARGV[1]) then return false end
 local h = string.sub(v, 1, 6)
-if string.sub(h, 1, 3) ~= '\193SQ' or h == '\193SQ\1\0\0' then return v end
+if string.sub(h, 1, 3) ~= '` + luaMagic + `' or h == '` + luaMagic + `\1\0\0' then return v end
 return false`
 
 var probeRawSHA = scriptSHA(probeRawScript)
