@@ -1222,7 +1222,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			// reports at EXEC: the command is queued all the same.
 			c.flush()
 			c.waitWritten(c.multiSeq)
-			_ = c.queueScriptPrep(info, args)
+			c.queueScriptPrep(info, args)
 		}
 		args, _ = c.s.scriptArgs(info, args)
 	}

@@ -63,8 +63,8 @@ if not framed then
   if not risk and (grown < min or (n > 0 and n >= min)) then return redis.pcall(unpack(ARGV, 8)) end
 end
 local cur = redis.pcall('GETEX', k)
-if type(cur) ~= 'string' then return {'\193SQ'} end
-return {'\193SQ', cur}`
+if type(cur) ~= 'string' then return {'` + luaMagic + `'} end
+return {'` + luaMagic + `', cur}`
 
 var growSHA = scriptSHA(growScript)
 
@@ -161,31 +161,19 @@ func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
 		return dst
 	}
 	byName := true
-	send := func(mode, want string, enc []byte, newLen string) *call {
-		r := c.roundtripScript(request(byName, mode, want, enc, newLen))
+	send := func(mode, want string, enc []byte, newLen string) (*call, bool) {
+		r, ok := c.scriptCall(info.name, c.roundtripScript, &byName, func(byName bool) []byte {
+			return request(byName, mode, want, enc, newLen)
+		})
 		pinSeq = max(pinSeq, r.pinSeq)
-		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
-			r.release()
-			byName = false
-			r = c.roundtripScript(request(false, mode, want, enc, newLen))
-			pinSeq = max(pinSeq, r.pinSeq)
-		}
-		return r
-	}
-	fail := func(msg string) *call {
-		return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+": "+msg))
+		return r, ok
 	}
 	var keyLock keyLockHold
 	defer keyLock.release()
-	r := send("P", "", nil, "")
+	r, ok := send("P", "", nil, "")
 	for attempt := 0; ; attempt++ {
-		if r.err != nil {
-			err, lost := r.err, r.connLost
-			r.release()
-			if lost {
-				return c.lostCall(info.name)
-			}
-			return fail("upstream: " + err.Error())
+		if !ok {
+			return r
 		}
 		v, _, err := resp.ReadValue(r.reply)
 		if err != nil || v.Type != resp.Array || v.N < 1 || v.N > 2 || !isMarkerHead(v) {
@@ -254,7 +242,7 @@ func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
 		}
 		// Stored if the key still holds what was read; else the script
 		// probes again and its reply is handled as the first one.
-		r = send("S", want, enc, strconv.Itoa(len(val)))
+		r, ok = send("S", want, enc, strconv.Itoa(len(val)))
 	}
 }
 

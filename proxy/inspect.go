@@ -64,7 +64,7 @@ import (
 // that one reply become an error.
 const inspectScript = `local restore, compare, field, written, head, m = ARGV[1] == '1' or ARGV[1] == '5', ARGV[1] == '2', ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5])
 local exact = ARGV[1] == '4' or ARGV[1] == '5'
-local sget, magic = 'GET', function(k) return redis.pcall('GETRANGE', k, 0, 2) == '\193SQ' end
+local sget, magic = 'GET', function(k) return redis.pcall('GETRANGE', k, 0, 2) == '` + luaMagic + `' end
 if not restore then
   sget = 'GETEX'
   magic = function(k) local r = redis.pcall('BITFIELD', k, 'GET', 'u24', 0) return type(r) == 'table' and r[1] == 12669777 end
@@ -82,7 +82,7 @@ local function framed(k)
     return redis.call(sget, k)
   end
   local v = redis.pcall('HGET', k, field)
-  if type(v) == 'string' and string.sub(v, 1, 3) == '\193SQ' then return v end
+  if type(v) == 'string' and string.sub(v, 1, 3) == '` + luaMagic + `' then return v end
   return nil
 end
 local function plain(v)
@@ -103,7 +103,7 @@ local function wrap(k)
   local v = redis.call(sget, k)
   local n, len = #v, ''
   while n >= 128 do len = len .. string.char(n % 128 + 128); n = math.floor(n / 128) end
-  redis.call('SET', k, '\193SQ\1\0\0' .. len .. string.char(n) .. v, 'KEEPTTL')
+  redis.call('SET', k, '` + luaMagic + `\1\0\0' .. len .. string.char(n) .. v, 'KEEPTTL')
 end
 local orig, dec, out = {}, {}, nil
 for i, k in ipairs(KEYS) do
@@ -114,7 +114,7 @@ for i, k in ipairs(KEYS) do
     end
     if dec[k] == nil then dec[k] = plain(cur) end
     if dec[k] == nil then
-      out = out or {'\193SQ'}
+      out = out or {'` + luaMagic + `'}
       out[#out+1] = k
       if head then out[#out+1] = string.sub(cur, 1, 64) else out[#out+1] = cur end
     end
@@ -127,7 +127,7 @@ for k, v in pairs(dec) do put(k, v) end
 local function bits64(k, at) return redis.pcall('BITFIELD', k, 'GET', 'u32', at, 'GET', 'u32', at + 32) end
 local function run(b)
   if not exact then return redis.pcall(unpack(ARGV, b)) end
-  local name, k, out = ARGV[b], ARGV[b+1], {'\193SQB'}
+  local name, k, out = ARGV[b], ARGV[b+1], {'` + luaMagic + `B'}
   for i = b + 2, #ARGV, 6 do
     local op, at = ARGV[i], tonumber(ARGV[i+5])
     local before, r
@@ -151,7 +151,7 @@ elseif compare then
 elseif field ~= '' then
   for k, v in pairs(orig) do
     local now = get(k)
-    if type(now) == 'string' and string.sub(now, 1, 3) == '\193SQ' then put(k, v) end
+    if type(now) == 'string' and string.sub(now, 1, 3) == '` + luaMagic + `' then put(k, v) end
   end
 else
   -- Keys only read (BITOP's sources) get their frames back; the written
@@ -163,12 +163,22 @@ else
   local min = tonumber(ARGV[6])
   if written ~= '' and min >= 0 and next(orig) ~= nil then
     local v = redis.pcall(sget, written)
-    if type(v) == 'string' and #v >= min and string.sub(v, 1, 3) ~= '\193SQ' then return {'\193SQW', r, v} end
+    if type(v) == 'string' and #v >= min and string.sub(v, 1, 3) ~= '` + luaMagic + `' then return {'` + luaMagic + `W', r, v} end
   end
 end
 return r`
 
-var magic = []byte("\xC1SQ")
+// magic is codec.Magic, the frame magic, as bytes.
+var magic = []byte(codec.Magic)
+
+// luaMagic is the frame magic, codec.Magic (the bytes 0xC1 'S' 'Q'), as
+// the proxy's Lua scripts write it inside a quoted Lua string: 0xC1 in
+// Lua's decimal escape, since the scripts are Go raw strings (no escapes)
+// and Go source cannot hold that byte (it is not UTF-8). Every script
+// spells the magic, and the markers that begin with it ("\xC1SQB",
+// "\xC1SQW"), with it by string concatenation; TestLuaMagic checks it
+// against codec.Magic as Redis's Lua reads it.
+const luaMagic = `\193SQ`
 
 // isMarker reports whether v is the script's marker array.
 func isMarker(v resp.Value) bool {
@@ -387,26 +397,16 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 			// writers of it wait for each other (keylock.go).
 			keyLock.take(&c.s.keyLocks, writtenKey(info, args))
 		}
-		r := c.roundtripScript(appendInspect(nil, info, args, cands, true, false, byName, rmin))
+		r, ok := c.scriptCall(info.name, c.roundtripScript, &byName, func(byName bool) []byte {
+			return appendInspect(nil, info, args, cands, true, false, byName, rmin)
+		})
 		pinSeq = max(pinSeq, r.pinSeq)
-		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
-			// Not cached (a restarted Redis, SCRIPT FLUSH): send the text.
-			r.release()
-			byName = false
-			r = c.roundtripScript(appendInspect(nil, info, args, cands, true, false, false, rmin))
-			pinSeq = max(pinSeq, r.pinSeq)
-		}
-		if r.err != nil {
-			err, lost := r.err, r.connLost
-			r.release()
-			if lost {
-				return c.lostCall(info.name)
-			}
-			return errCall("upstream: " + err.Error())
+		if !ok {
+			return r
 		}
 		v, _, err := resp.ReadValue(r.reply)
 		if err == nil && isRecompress(v) {
-			r.reply = c.recompress(writtenKey(info, args), v, r.reply[:0:0])
+			r.reply = c.recompress(info.name, writtenKey(info, args), v, r.reply[:0:0])
 			v, _, err = resp.ReadValue(r.reply)
 		}
 		if err != nil || !isMarker(v) {

@@ -94,7 +94,7 @@ if type(n) == 'number' then
               match = true
             elseif not differ[h] and not asked[h] then
               asked[h] = true
-              marker = marker or {'\193SQ'}
+              marker = marker or {'` + luaMagic + `'}
               marker[#marker + 1] = v
             end
           end
@@ -355,22 +355,12 @@ func (c *client) listSearch(info *cmdInfo, args [][]byte) (out *call) {
 	var pinSeq uint64
 	defer func() { out.pinSeq = max(out.pinSeq, pinSeq) }()
 	for attempt := 0; attempt < maxInspectRetries; attempt++ {
-		r := c.roundtripScript(c.appendListSearch(nil, info, args, searchMode(info), &forms, byName))
+		r, ok := c.scriptCall(info.name, c.roundtripScript, &byName, func(byName bool) []byte {
+			return c.appendListSearch(nil, info, args, searchMode(info), &forms, byName)
+		})
 		pinSeq = max(pinSeq, r.pinSeq)
-		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
-			// Not cached (a restarted Redis, SCRIPT FLUSH): send the text.
-			r.release()
-			byName = false
-			r = c.roundtripScript(c.appendListSearch(nil, info, args, searchMode(info), &forms, false))
-			pinSeq = max(pinSeq, r.pinSeq)
-		}
-		if r.err != nil {
-			err, lost := r.err, r.connLost
-			r.release()
-			if lost {
-				return c.lostCall(info.name)
-			}
-			return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+": upstream: "+err.Error()))
+		if !ok {
+			return r
 		}
 		v, _, err := resp.ReadValue(r.reply)
 		if err != nil || !isMarker(v) {

@@ -49,8 +49,9 @@ func isRecompress(v resp.Value) bool {
 }
 
 // recompress stores the value of hand-back v under key compressed, if the
-// write policy compresses it, and appends the command's reply to dst.
-func (c *client) recompress(key []byte, v resp.Value, dst []byte) []byte {
+// write policy compresses it, and appends the reply of the client's
+// command cmd to dst.
+func (c *client) recompress(cmd string, key []byte, v resp.Value, dst []byte) []byte {
 	it := v.Elements()
 	it.Next()
 	reply, _ := it.Next()
@@ -64,28 +65,24 @@ func (c *client) recompress(key []byte, v resp.Value, dst []byte) []byte {
 		return dst // as the script left it
 	}
 	// Compressed, or a result that begins with the frame magic, wrapped.
-	c.casStore(key, val.Str, enc).release() // 0: another client changed the key; its value stands
+	c.casStore(cmd, key, val.Str, enc).release() // 0: another client changed the key; its value stands
 	return dst
 }
 
 // casStore stores enc at key with casScript if the key still holds read,
-// and returns the script's call for the caller to release.
-func (c *client) casStore(key, read, enc []byte) *call {
+// after the client's command cmd, and returns the script's call (see
+// scriptCall) for the caller to release.
+func (c *client) casStore(cmd string, key, read, enc []byte) *call {
 	sum := sha1.Sum(read)
-	send := func(byName bool) *call {
+	byName := true
+	r, _ := c.scriptCall(cmd, c.roundtripScript, &byName, func(byName bool) []byte {
 		req := resp.AppendArray(nil, 6)
 		req = appendScript(req, casScript, casSHA, byName)
 		req = resp.AppendBulkString(req, "1")
 		req = resp.AppendBulk(req, key)
 		req = resp.AppendBulkString(req, hex.EncodeToString(sum[:]))
-		req = resp.AppendBulk(req, enc)
-		return c.roundtripScript(req)
-	}
-	r := send(true)
-	if r.err == nil && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
-		r.release()
-		r = send(false)
-	}
+		return resp.AppendBulk(req, enc)
+	})
 	return r
 }
 
@@ -114,7 +111,7 @@ func (c *client) casStore(key, read, enc []byte) *call {
 const probeRawScript = `local v = redis.pcall('GETEX', KEYS[1])
 if type(v) ~= 'string' or #v < tonumber(ARGV[1]) then return false end
 local h = string.sub(v, 1, 6)
-if string.sub(h, 1, 3) ~= '\193SQ' or h == '\193SQ\1\0\0' then return v end
+if string.sub(h, 1, 3) ~= '` + luaMagic + `' or h == '` + luaMagic + `\1\0\0' then return v end
 return false`
 
 var probeRawSHA = scriptSHA(probeRawScript)
@@ -227,23 +224,18 @@ func (c *client) recompressAfterExec(x *execRecompress) {
 // last script's place among the private connection's replies.
 func (c *client) recompressKey(key []byte) uint64 {
 	pol := c.s.policyFor(key)
-	send := func(byName bool) *call {
+	byName := true
+	r, ok := c.scriptCall("EXEC", c.roundtripScript, &byName, func(byName bool) []byte {
 		req := resp.AppendArray(nil, 5)
 		req = appendScript(req, probeRawScript, probeRawSHA, byName)
 		req = resp.AppendBulkString(req, "1")
 		req = resp.AppendBulk(req, key)
-		req = resp.AppendBulkString(req, strconv.Itoa(pol.enc.MinSize()))
-		return c.roundtripScript(req)
-	}
-	r := send(true)
-	if r.err == nil && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
-		r.release()
-		r = send(false)
-	}
+		return resp.AppendBulkString(req, strconv.Itoa(pol.enc.MinSize()))
+	})
 	defer r.release()
 	pinSeq := r.pinSeq
-	if r.err != nil {
-		return pinSeq
+	if !ok {
+		return pinSeq // EXEC's reply is written already: the key stays raw
 	}
 	v, _, err := resp.ReadValue(r.reply)
 	if err != nil || v.Type != resp.BulkString || v.N < 0 {
@@ -260,7 +252,7 @@ func (c *client) recompressKey(key []byte) uint64 {
 	if o != codec.Compressed {
 		return pinSeq
 	}
-	w := c.casStore(key, v.Str, enc) // 0: another client changed the key; its value stands
+	w := c.casStore("EXEC", key, v.Str, enc) // 0: another client changed the key; its value stands
 	pinSeq = max(pinSeq, w.pinSeq)
 	w.release()
 	return pinSeq

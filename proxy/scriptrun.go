@@ -41,10 +41,11 @@ func scriptKeysOf(args [][]byte) ([][]byte, bool) {
 	return args[3 : 3+n], true
 }
 
-// makePlain turns the frames at keys into plain values, with rt as the
-// round trip (the client's connection outside MULTI, a shared one inside).
-// It returns an error reply for the client, or nil.
-func (c *client) makePlain(keys [][]byte, rt func([]byte) *call) []byte {
+// makePlain turns the frames at keys into plain values, for the client's
+// script command cmd, with rt as the round trip (the client's connection
+// outside MULTI, a shared one inside). It returns nil, or cmd's reply, an
+// error (or none and the connection's end, see scriptCall).
+func (c *client) makePlain(cmd string, keys [][]byte, rt func([]byte) *call) *call {
 	byName := true
 	var cands []plainCand
 	for round := 0; round < maxPlainRounds; round++ {
@@ -71,26 +72,19 @@ func (c *client) makePlain(keys [][]byte, rt func([]byte) *call) []byte {
 			}
 			return resp.AppendBulkString(dst, strconv.Itoa(maxPlainBatch))
 		}
-		r := rt(req(byName))
-		if r.err == nil && byName && bytes.HasPrefix(r.reply, []byte("-NOSCRIPT")) {
-			r.release()
-			byName = false
-			r = rt(req(false))
-		}
-		if r.err != nil {
-			err := r.err
-			r.release()
-			return resp.AppendError(nil, "ERR squeeze: decoding the script's keys: upstream: "+err.Error())
+		r, ok := c.scriptCall(cmd, rt, &byName, req)
+		if !ok {
+			return r
 		}
 		v, _, err := resp.ReadValue(r.reply)
 		if err != nil || v.Type != resp.Array {
-			ok := string(r.reply) == "+OK\r\n" || string(r.reply) == "$2\r\nOK\r\n"
+			done := string(r.reply) == "+OK\r\n" || string(r.reply) == "$2\r\nOK\r\n"
 			reply := bytes.Clone(r.reply)
 			r.release()
-			if ok {
+			if done {
 				return nil
 			}
-			return resp.AppendError(nil, "ERR squeeze: decoding the script's keys: "+string(bytes.TrimSpace(reply)))
+			return c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: decoding the script's keys: "+string(bytes.TrimSpace(reply))))
 		}
 		cands = cands[:0]
 		it := v.Elements()
@@ -106,7 +100,7 @@ func (c *client) makePlain(keys [][]byte, rt func([]byte) *call) []byte {
 			d, derr := c.s.decodeFrame(f.Str)
 			if derr != nil {
 				r.release()
-				return resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: "EVAL", Key: bytes.Clone(k.Str), Err: derr}).Error())
+				return c.localCall(cmd, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: "EVAL", Key: bytes.Clone(k.Str), Err: derr}).Error()))
 			}
 			if bytes.HasPrefix(d, magic) {
 				// Stored plain it would read as a frame: it keeps its
@@ -120,12 +114,13 @@ func (c *client) makePlain(keys [][]byte, rt func([]byte) *call) []byte {
 			return nil // only frames that must stay
 		}
 	}
-	return resp.AppendError(nil, "ERR squeeze: the script's keys kept changing under concurrent writes; try again")
+	return c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: the script's keys kept changing under concurrent writes; try again"))
 }
 
 // prepareScript learns the prefixes of the keys a script declares and makes
-// the keys not known clean plain. It returns an error reply, or nil.
-func (c *client) prepareScript(keys [][]byte, rt func([]byte) *call) []byte {
+// the keys not known clean plain. It returns nil, or the reply of the
+// client's script command cmd (see makePlain).
+func (c *client) prepareScript(cmd string, keys [][]byte, rt func([]byte) *call) *call {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -134,8 +129,8 @@ func (c *client) prepareScript(keys [][]byte, rt func([]byte) *call) []byte {
 	if len(dirty) == 0 {
 		return nil
 	}
-	if e := c.makePlain(dirty, rt); e != nil {
-		return e
+	if f := c.makePlain(cmd, dirty, rt); f != nil {
+		return f
 	}
 	c.s.scriptKeys.setClean(dirty, true)
 	return nil
@@ -189,8 +184,8 @@ func isScriptAdmin(args [][]byte) bool {
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	keys, ok := scriptKeysOf(args)
 	if ok && info.flags&rediscmd.Script != 0 {
-		if e := c.prepareScript(keys, c.roundtripScript); e != nil {
-			return c.localCall(info.name, e)
+		if f := c.prepareScript(info.name, keys, c.roundtripScript); f != nil {
+			return f
 		}
 	}
 	sent, origSHA := c.s.scriptArgs(info, args)
@@ -209,9 +204,9 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		}
 		if ok && attempt < maxInspectRetries && bytes.HasPrefix(r.reply, []byte(luaguard.FrameErr)) && bytes.Contains(r.reply, []byte(luaguard.Retryable)) {
 			c.s.scriptKeys.setClean(keys, false)
-			if e := c.prepareScript(keys, c.roundtripScript); e != nil {
+			if f := c.prepareScript(info.name, keys, c.roundtripScript); f != nil {
 				r.release()
-				return c.localCall(info.name, e)
+				return f
 			}
 			r.release()
 			continue
@@ -230,18 +225,21 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 }
 
 // queueScriptPrep, for a script queued in MULTI, makes its declared keys
-// plain now, on a shared connection (the client's own is queueing). It
-// returns an error reply, or nil.
-func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) []byte {
+// plain now, on a shared connection (the client's own is queueing). A
+// failure leaves the frames, which the script's prologue then reports at
+// EXEC: the command is queued all the same.
+func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 	keys, ok := scriptKeysOf(args)
 	if !ok || info.flags&rediscmd.Script == 0 {
-		return nil
+		return
 	}
 	up, err := c.s.pool.getDB(context.Background(), c.db, int(c.id))
 	if err != nil {
-		return resp.AppendError(nil, "ERR squeeze: decoding the script's keys: upstream: "+err.Error())
+		return
 	}
-	return c.prepareScript(keys, func(req []byte) *call { return roundtripOn(up, req) })
+	if f := c.prepareScript(info.name, keys, func(req []byte) *call { return roundtripOn(up, req) }); f != nil {
+		f.release()
+	}
 }
 
 // scriptFast reports whether a script command needs no round trip first:

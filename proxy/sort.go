@@ -28,7 +28,7 @@ import (
 // command, pipelined and in MULTI. It goes by its text (about 1.5 KB): a
 // NOSCRIPT error could not be retried without waiting for it.
 const sortCheckScript = `local key, alpha, by, patterns = KEYS[1], ARGV[1] == '1', ARGV[2], ARGV[3] == '1'
-local function framed(v) return type(v) == 'string' and string.sub(v, 1, 3) == '\193SQ' end
+local function framed(v) return type(v) == 'string' and string.sub(v, 1, 3) == '` + luaMagic + `' end
 local function refuse(why)
   return redis.error_reply('ERR squeeze: ' .. string.upper(ARGV[4]) .. ' ' .. why .. ' (key ' .. key .. '); sort in the client, or store those values uncompressed')
 end
