@@ -19,8 +19,7 @@ import (
 
 // Scripts (EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO, and
 // redis.NewScript, which runs EVALSHA then EVAL) work on values as the
-// application wrote them, as through the proxy (docs/ARCHITECTURE.md,
-// "Scripts"):
+// application wrote them, as through the proxy (docs/design/scripts.md):
 //
 //   - every script body the hook sends (EVAL, SCRIPT LOAD, FUNCTION LOAD)
 //     gets the prologue of package luaguard: a compressed value a script

@@ -12,7 +12,7 @@ import (
 //
 // A script reads stored bytes: on a compressed value it would compare,
 // return or copy a frame. The proxy makes that impossible in three ways
-// (see docs/ARCHITECTURE.md, "Scripts"):
+// (see docs/design/scripts.md):
 //
 //   - Every script it forwards (EVAL, EVAL_RO, SCRIPT LOAD, FUNCTION LOAD)
 //     gets a prologue (luaguard.EvalPrologue) that shadows redis with a local table

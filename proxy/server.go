@@ -12,7 +12,8 @@
 // few pipelined upstream connections; a client that needs connection state
 // (MULTI, WATCH, blocking commands, pub/sub, MONITOR, CLIENT, SELECT, HELLO,
 // AUTH ...) gets a private upstream connection pinned to it from then on.
-// docs/ARCHITECTURE.md describes the data path and the exceptions.
+// docs/ARCHITECTURE.md describes the data path, who owns what and the
+// rules kept; docs/design/ holds each topic, exceptions.md among them.
 package proxy
 
 import (

@@ -2,7 +2,7 @@
 // compressed values (issue 22), shared by the proxy and the go-redis hook:
 // the prologue put in front of every script, and the compare-and-set
 // script that turns the frames at a script's declared keys back into plain
-// values before it runs. See docs/ARCHITECTURE.md, "Scripts".
+// values before it runs. See docs/design/scripts.md.
 package luaguard
 
 import "bytes"
