@@ -39,14 +39,14 @@ const (
 // above): sha names the script, keys are the keys it declares. For
 // aclShared it returns the shared connection to run it on.
 func (c *client) scriptRoute(args [][]byte, sha string, keys [][]byte) (aclPlan, *upConn) {
-	if !c.s.RequireAuth || c.pinned == nil {
+	if !c.s.RequireAuth || c.pinned.conn == nil {
 		return aclOwn, nil
 	}
 	user := c.aclUser()
 	if user == nil {
 		return aclOwn, nil
 	}
-	up, err := c.s.pool.getDB(context.Background(), c.db, int(c.id))
+	up, err := c.s.pool.getDB(context.Background(), c.sess.db, int(c.id))
 	if err != nil {
 		return aclOwn, nil
 	}
@@ -74,7 +74,7 @@ func (c *client) scriptRoute(args [][]byte, sha string, keys [][]byte) (aclPlan,
 // aclUser returns the ACL user the client logged in as, nil before a
 // login the proxy saw succeed.
 func (c *client) aclUser() []byte {
-	if u := c.user.Load(); u != nil {
+	if u := c.sess.user.Load(); u != nil {
 		return *u
 	}
 	return nil
@@ -93,7 +93,7 @@ func (c *client) sendAsSent(name string, args [][]byte) *call {
 		return c.localCall(name, resp.AppendError(nil, "ERR squeeze: "+name+": upstream: "+err.Error()))
 	}
 	r.cmd, r.local = name, true
-	r.notify = c.ready
+	r.notify = c.q.ready
 	r.finish()
 	return r
 }

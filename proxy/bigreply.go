@@ -440,7 +440,7 @@ func (c *client) writeDecoded(cl *call, frame []byte, write func()) bool {
 	if err != nil {
 		return false // shorter than streamDecodeMin, or it fails at once
 	}
-	c.out = resp.AppendHeader(c.out, resp.BulkString, int(h.OriginalLen))
+	c.out.buf = resp.AppendHeader(c.out.buf, resp.BulkString, int(h.OriginalLen))
 	write()
 	for {
 		m, err := io.ReadFull(vr, next)
@@ -451,17 +451,17 @@ func (c *client) writeDecoded(cl *call, frame []byte, write func()) bool {
 			c.s.metrics.decodeError()
 			c.s.logger().Warn("a stored value failed to decode while it was written; the client's connection is closed",
 				"err", (&DecodeError{Cmd: cl.cmd, Key: keyOf(cl, 0), Err: err}).Error())
-			c.broken = true
+			c.out.broken = true
 			c.abort()
 			return true
 		}
 		if _, werr := c.nc.Write(cur[:k]); werr != nil {
-			c.broken = true
+			c.out.broken = true
 			c.abort()
 			return true
 		}
 		if end {
-			c.out = append(append(c.out, next[:m]...), '\r', '\n')
+			c.out.buf = append(append(c.out.buf, next[:m]...), '\r', '\n')
 			c.s.metrics.decoded(h.ID, len(frame), int(h.OriginalLen))
 			return true
 		}

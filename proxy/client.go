@@ -9,7 +9,6 @@ import (
 	"net"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -17,222 +16,35 @@ import (
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
-// client is one client connection: a reader goroutine (serve) and a writer
-// goroutine (writeLoop) joined by the out channel of calls in order.
-type client struct {
-	s  *Server
-	nc net.Conn
-	id uint64
-	// The calls in order, from the reader to the writer. The reader
-	// appends; the writer takes the head once it is ready. ready wakes the
-	// writer (a call completed or was queued complete); space wakes a
-	// reader waiting for room.
-	qmu     sync.Mutex
-	queue   []*call
-	qhead   int
-	qclosed bool
-	ready   chan struct{}
-	space   chan struct{}
-	// push carries RESP3 push messages and relayed pub/sub or MONITOR
-	// traffic from the pinned connection to the writer. It is made when
-	// the client pins (pin), before the connection that sends on it:
-	// only pinned clients get pushes, and the channel's buffer of 128
-	// messages was a third of an idle client's memory.
-	push atomic.Pointer[chan pushMsg]
-	// passOff is the time (Unix nanoseconds) until which large replies go
-	// the stored way: the client read a passed one too slowly (passreply.go).
-	passOff atomic.Int64
-	// pinDone is the highest pinSeq whose reply has been consumed, by the
-	// writer or by the reader's own round trips.
-	pinDone atomic.Uint64
-	// held is the bytes of replies that arrived for queued calls and are
-	// not written yet, and of large output being written (memory.go).
-	held atomic.Int64
-	// replyEst estimates the size of the client's replies, for its window
-	// of commands in flight (memory.go); 0 before the first reply.
-	replyEst atomic.Int64
-	// writing is the bytes of output the writer is writing now; expected
-	// the part of held that commands in flight reserved (memory.go).
-	writing  atomic.Int64
-	expected atomic.Int64
-
-	pinMu  sync.Mutex // guards pinned for forceClose
-	pinned *upConn
-	// pinHeld is the order barrier raised for a command that had to wait
-	// (pin, process), lowered once it is written (endPinOrder).
-	pinHeld *orderHold
-	// pinByCall: the call of the command that raised pinHeld ends it when
-	// Redis has run the command (or, blocking, holds it waiting).
-	pinByCall bool
-	// pinBlocking: that command may block (see endWhenBlocked).
-	pinBlocking bool
-	// pinID is the private connection's CLIENT ID (0: unknown).
-	pinID int64
-	// readFull: the poller's last read filled the buffer (loopStep).
-	readFull bool
-	// looping: an event loop is running process for this client.
-	looping bool
-	// user is the ACL user the client is logged in as, set by the writer
-	// when an AUTH or HELLO ... AUTH succeeds (with RequireAuth), nil
-	// before and after RESET.
-	user atomic.Pointer[[]byte]
-	// scriptUp, when set, is the shared connection the scripts of the
-	// command being handled run on (see aclscript.go).
-	scriptUp *upConn
-	// inputEnds: the event loop saw the end of input announced (EPOLLRDHUP)
-	// and reads again each round until the client sees it (poller.step).
-	inputEnds bool
-	proto     int
-	inMulti   bool
-	tx        []shape     // shapes of the commands queued in MULTI
-	txNames   []string    // and their names
-	txSets    []candidate // values SET in the open transaction
-	txCopies  [][2][]byte // {destination, source} of COPY and RENAME queued in it
-	relay     bool        // RESP2 pub/sub or MONITOR: replies are relayed as they come
-	relayGen  uint64      // the pinned connection's relayEnds when relay began
-	replyOff  bool        // CLIENT REPLY OFF
-	skip      int         // CLIENT REPLY SKIP: commands whose reply Redis skips
-
-	// txRaw: the writes of the open transaction that may leave values raw,
-	// recompressed after EXEC (recompress.go).
-	txRaw txRecompress
-
-	// rbuf holds the client's unparsed input: an event loop's read buffer
-	// during a loop step (loopStep), else a buffer of the client's own,
-	// which a client keeps only while part of a command waits in it.
-	rbuf   []byte
-	readAt time.Time // when the commands in rbuf were read (with metrics on)
-	// authed: the private connection is authenticated (Server.RequireAuth;
-	// until then commands are held to Redis's limits for unauthenticated
-	// clients).
-	authed bool
-	// db is the database the client's commands run in: the URL's, or the
-	// one its last successful SELECT chose. The proxy's own reads for the
-	// client (the frames a queued STRLEN will look inside) go there too.
-	// dbQueued: a SELECT is queued in the open transaction (db is then the
-	// database it selects); txDB is db when MULTI began.
-	db       int
-	dbQueued bool
-	txDB     int
-	args     [][]byte
-	// lastName and lastInfo: the name of the last command read, as sent,
-	// and its entry in the command table, for pipelines that repeat one
-	// command (lookupCommand).
-	lastName []byte
-	lastInfo *cmdInfo
-	req      []byte
-	// rawCmd is the command handle is handling as the client sent it (a
-	// slice of rbuf); reqRaw: req is rawCmd itself, forwarded without a
-	// copy, and reqOwn the client's own buffer meanwhile (flush).
-	rawCmd []byte
-	reqRaw bool
-	reqOwn []byte
-	batch  []*call
-	// batchExpected is what the calls in batch reserved, counted (expect)
-	// once per batch, before it is sent (flush); roomLocked counts it
-	// meanwhile.
-	batchExpected int64
-	// roomCredit is how many more calls the reply queue takes, by its
-	// count under qmu (hasRoom); command reader only.
-	roomCredit int
-	one        [1]*call
-	rw         rewriter // the reader's
-	wrw        rewriter // the writer's
-
-	// seq numbers calls; the writer publishes the last one it wrote, so
-	// the reader can wait for earlier commands to have run.
-	seq      uint64
-	multiSeq uint64
-	// writtenSeq is the last call whose reply was written; writtenWaiters
-	// counts readers waiting in waitWritten, which the writer wakes
-	// through writtenC (guarded by writtenMu) only when there are some.
-	writtenMu      sync.Mutex
-	writtenC       *sync.Cond
-	writtenSeq     atomic.Uint64
-	writtenWaiters atomic.Int32
-	// direct is writeDirect's list of the replies it takes (output owner
-	// only).
-	direct []*call
-	// obs gathers the metrics of the replies being emitted; the output
-	// owner's (emit, settleHeld).
-	obs pendingObs
-	// unheld is what replies written since the last settleHeld gave back,
-	// still to come off the process's total (output owner only).
-	unheld int64
-
-	// Output ownership (guarded by qmu): the writer goroutine or, for a
-	// client on a shared connection only, that connection's reader may
-	// take calls off the queue and write their replies, one at a time.
-	owned bool
-	// noDirect is set when the client pins a connection, or its socket
-	// has no raw descriptor, or the system no non-blocking raw write
-	// (directWrites): from then on only the writer goroutine writes.
-	noDirect atomic.Bool
-	// aborted is set when the connection is ended from the proxy's side (a
-	// write failed: the client is gone; or the server closes): the reader
-	// then runs no more of the commands it has already read.
-	aborted atomic.Bool
-	// Owned by the output owner: replies not written yet, and whether the
-	// socket failed.
-	out    []byte
-	broken bool
-	raw    syscall.RawConn
-	// rd and wr carry the arguments and results of the non-blocking reads
-	// (the reader's: poller or serve goroutine) and writes (the output
-	// owner's) through functions made once per client: a closure made per
-	// call would escape to the heap through syscall.RawConn.
-	rd, wr sockIO
-
-	writerDone chan struct{} // closed when writeLoop returns
-	helloProto atomic.Int64  // protocol from the last HELLO reply, 0 if it failed
-
-	drainOnce sync.Once
-	draining  chan struct{}
-
-	// The poller that reads this client while its commands need no
-	// waiting (nil: always its own goroutine), and the channel on which
-	// the poller gives it back. noLoop: never the poller again; handOff:
-	// the poller stopped before a command that must wait. Reader only.
-	poller   *poller
-	handback chan readEnd
-	noLoop   bool
-	handOff  bool
-}
-
 func (s *Server) newClient(nc net.Conn, pollers []*poller) *client {
 	if tcp, ok := nc.(*net.TCPConn); ok {
 		tcp.SetNoDelay(true)
 	}
 	c := &client{
-		s:        s,
-		nc:       nc,
-		id:       s.nextID.Add(1),
-		ready:    make(chan struct{}, 1),
-		space:    make(chan struct{}, 1),
-		proto:    2,
-		db:       s.up.DB,
-		args:     make([][]byte, 0, 16),
-		draining: make(chan struct{}),
-		handback: make(chan readEnd, 1),
-
-		writerDone: make(chan struct{}),
+		s:    s,
+		nc:   nc,
+		id:   s.nextID.Add(1),
+		q:    replyQueue{ready: make(chan struct{}, 1), space: make(chan struct{}, 1)},
+		in:   reader{args: make([][]byte, 0, 16), handback: make(chan readEnd, 1)},
+		sess: session{proto: 2, db: s.up.DB},
+		life: lifecycle{draining: make(chan struct{}), writerDone: make(chan struct{})},
 	}
-	c.rw.s, c.wrw.s = s, s
-	c.writtenC = sync.NewCond(&c.writtenMu)
+	c.in.rw.s, c.out.rw.s = s, s
+	c.out.writtenC = sync.NewCond(&c.out.writtenMu)
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}
-	c.wr.write = func(fd uintptr) bool {
-		c.wr.n, c.wr.errno = rawWrite(fd, c.wr.buf)
+	c.out.wr.write = func(fd uintptr) bool {
+		c.out.wr.n, c.out.wr.errno = rawWrite(fd, c.out.wr.buf)
 		return true // never wait: the writer goroutine finishes a full socket
 	}
 	c.nc = newRawSock(nc)
 	if c.raw == nil || !directWrites || s.RequireAuth { // RequireAuth: pinned from the start
-		c.noDirect.Store(true)
-		c.noLoop = true
+		c.out.noDirect.Store(true)
+		c.in.noLoop = true
 	}
 	if len(pollers) > 0 {
-		c.poller = pollers[c.id%uint64(len(pollers))]
+		c.in.poller = pollers[c.id%uint64(len(pollers))]
 	}
 	return c
 }
@@ -240,8 +52,8 @@ func (s *Server) newClient(nc net.Conn, pollers []*poller) *client {
 // drain makes the reader stop after the commands it has already read; the
 // writer then writes their replies and the connection closes.
 func (c *client) drain() {
-	c.drainOnce.Do(func() {
-		close(c.draining)
+	c.life.drainOnce.Do(func() {
+		close(c.life.draining)
 		c.nc.SetReadDeadline(time.Now())
 		c.shutdownSocket(shutRead) // the poller sees it
 	})
@@ -262,7 +74,7 @@ func (c *client) serve() {
 			return
 		}
 	}
-	go func() { c.writeLoop(); close(c.writerDone) }()
+	go func() { c.writeLoop(); close(c.life.writerDone) }()
 	if c.s.RequireAuth {
 		// A private connection without credentials before the first
 		// command: Redis itself decides what the client may do. On
@@ -273,7 +85,7 @@ func (c *client) serve() {
 	var end readEnd
 	for {
 		if c.loopable() {
-			if end = c.poller.run(c); end != endToGoroutine {
+			if end = c.in.poller.run(c); end != endToGoroutine {
 				break
 			}
 		}
@@ -297,7 +109,7 @@ func (c *client) serve() {
 			for {
 				if _, err := c.nc.Read(buf); err != nil {
 					select {
-					case <-c.writerDone:
+					case <-c.life.writerDone:
 					default:
 						c.closePinned()
 					}
@@ -306,11 +118,11 @@ func (c *client) serve() {
 			}
 		}()
 	}
-	c.qmu.Lock()
-	c.qclosed = true
-	c.qmu.Unlock()
+	c.q.mu.Lock()
+	c.q.closed = true
+	c.q.mu.Unlock()
 	c.wake()
-	<-c.writerDone
+	<-c.life.writerDone
 	c.closePinned()
 	c.nc.Close()
 }
@@ -335,7 +147,7 @@ const (
 // and the client's state needs no waiting (no private connection, no open
 // transaction, no pub/sub, replies on).
 func (c *client) loopable() bool {
-	return c.poller != nil && !c.noLoop && c.pinned == nil && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0
+	return c.in.poller != nil && !c.in.noLoop && c.pinned.conn == nil && c.sess.inPlainFlow()
 }
 
 // maxLoopCommand is the largest command an event loop handles itself: a
@@ -368,12 +180,12 @@ func (c *client) mustWait(info *cmdInfo, args [][]byte) bool {
 // count taken under it says how many more calls fit (roomCredit), and the
 // commands after it in the same read use that instead of the lock.
 func (c *client) hasRoom() bool {
-	if c.roomCredit > 0 && c.bytesRoom() {
+	if c.in.roomCredit > 0 && c.bytesRoom() {
 		return true
 	}
-	c.qmu.Lock()
+	c.q.mu.Lock()
 	ok := c.roomLocked()
-	c.qmu.Unlock()
+	c.q.mu.Unlock()
 	return ok
 }
 
@@ -381,11 +193,11 @@ func (c *client) hasRoom() bool {
 // roomCredit to the calls that may be queued before the count must be
 // taken again.
 func (c *client) roomLocked() bool {
-	n := len(c.queue) - c.qhead
+	n := len(c.q.calls) - c.q.head
 	w := c.replyWindow()
-	c.roomCredit = 0
+	c.in.roomCredit = 0
 	if n < w && c.bytesRoom() {
-		c.roomCredit = w - n
+		c.in.roomCredit = w - n
 		return true
 	}
 	return n == 0
@@ -395,14 +207,14 @@ func (c *client) roomLocked() bool {
 // MaxReplyBytes, and the process is not under pressure. Command reader
 // only (it counts batchExpected).
 func (c *client) bytesRoom() bool {
-	return c.held.Load()+c.expected.Load()+c.batchExpected <= c.s.maxReplyBytes() && !c.s.pressure()
+	return c.mem.held.Load()+c.mem.expected.Load()+c.in.batchExpected <= c.s.maxReplyBytes() && !c.s.pressure()
 }
 
 // closePinned closes the private upstream connection, failing its calls.
 func (c *client) closePinned() {
-	c.pinMu.Lock()
-	p := c.pinned
-	c.pinMu.Unlock()
+	c.pinned.mu.Lock()
+	p := c.pinned.conn
+	c.pinned.mu.Unlock()
 	if p != nil {
 		p.close()
 	}
@@ -418,7 +230,7 @@ func (c *client) forceClose() {
 // and writes fail, wherever they are waiting. The descriptor stays open
 // until serve closes it, so the poller never loses track of it.
 func (c *client) abort() {
-	c.aborted.Store(true)
+	c.life.aborted.Store(true)
 	if !c.shutdownSocket(shutBoth) {
 		c.nc.Close()
 	}
@@ -433,7 +245,7 @@ func (c *client) readLoop() readEnd {
 			return c.stopped()
 		}
 		select {
-		case <-c.draining:
+		case <-c.life.draining:
 			return endDrained
 		default:
 		}
@@ -441,7 +253,7 @@ func (c *client) readLoop() readEnd {
 			return endGone
 		}
 		if c.loopable() {
-			if len(c.rbuf) == 0 {
+			if len(c.in.rbuf) == 0 {
 				// Idle in the loop until the client sends more: the
 				// loop reads it into its own buffer.
 				c.dropReadBuf()
@@ -449,19 +261,19 @@ func (c *client) readLoop() readEnd {
 			}
 			return endToLoop
 		}
-		if len(c.rbuf) == 0 && cap(c.rbuf) != readBufSize {
+		if len(c.in.rbuf) == 0 && cap(c.in.rbuf) != readBufSize {
 			// The read may wait for hours (a subscriber): with a buffer
 			// of the usual size, not one grown for a large command.
 			c.dropReadBuf()
-			c.rbuf = getReadBuf()
+			c.in.rbuf = getReadBuf()
 		}
-		if len(c.rbuf) == 0 {
+		if len(c.in.rbuf) == 0 {
 			c.trimReader()
 		}
 		c.growRead()
 		var n int
-		n, rerr = c.nc.Read(c.rbuf[len(c.rbuf):cap(c.rbuf)])
-		c.rbuf = c.rbuf[:len(c.rbuf)+n]
+		n, rerr = c.nc.Read(c.in.rbuf[len(c.in.rbuf):cap(c.in.rbuf)])
+		c.in.rbuf = c.in.rbuf[:len(c.in.rbuf)+n]
 	}
 }
 
@@ -470,7 +282,7 @@ func (c *client) readLoop() readEnd {
 // pinned connection still owes is failed), or QUIT or malformed input
 // (endStop: close after the replies).
 func (c *client) stopped() readEnd {
-	if c.aborted.Load() {
+	if c.life.aborted.Load() {
 		return endGone
 	}
 	return endStop
@@ -480,39 +292,39 @@ func (c *client) stopped() readEnd {
 // read once, handle the complete commands, send them upstream.
 func (c *client) loopStep() readEnd {
 	select {
-	case <-c.draining:
+	case <-c.life.draining:
 		return endDrained
 	default:
 	}
 	// With nothing pending, read into the loop's buffer: an idle client
 	// then holds no read buffer (as Redis's clients share one query
 	// buffer), and the loop reads every such client into the same memory.
-	shared := len(c.rbuf) == 0
+	shared := len(c.in.rbuf) == 0
 	if shared {
-		putReadBuf(c.rbuf)
-		c.rbuf = c.poller.rbuf[:0]
+		putReadBuf(c.in.rbuf)
+		c.in.rbuf = c.in.poller.rbuf[:0]
 	} else {
 		c.growRead()
 	}
-	room := cap(c.rbuf) - len(c.rbuf)
-	n, err := c.readOnce(c.rbuf[len(c.rbuf):cap(c.rbuf)])
-	c.rbuf = c.rbuf[:len(c.rbuf)+n]
+	room := cap(c.in.rbuf) - len(c.in.rbuf)
+	n, err := c.readOnce(c.in.rbuf[len(c.in.rbuf):cap(c.in.rbuf)])
+	c.in.rbuf = c.in.rbuf[:len(c.in.rbuf)+n]
 	// The socket may hold more, which an edge-triggered poller hears of
 	// only if it asks again.
-	c.readFull = n == room && err == nil
+	c.in.readFull = n == room && err == nil
 	ok := c.process(true)
 	switch {
-	case shared && len(c.rbuf) > 0:
+	case shared && len(c.in.rbuf) > 0:
 		// Part of a command, or commands for the client's goroutine:
 		// they move to a buffer of the client's own (nothing refers to
 		// the loop's buffer once process returns), sized at once for a
 		// large argument that is still arriving.
-		size := max(readBufSize, readGrowth(len(c.rbuf), resp.PendingBulkEnd(c.rbuf)))
-		c.rbuf = append(getBig(size), c.rbuf...)
+		size := max(readBufSize, readGrowth(len(c.in.rbuf), resp.PendingBulkEnd(c.in.rbuf)))
+		c.in.rbuf = append(getBig(size), c.in.rbuf...)
 	case shared:
-		c.rbuf = nil
+		c.in.rbuf = nil
 		c.trimReader()
-	case len(c.rbuf) == 0:
+	case len(c.in.rbuf) == 0:
 		c.dropReadBuf()
 		c.trimReader()
 	}
@@ -522,8 +334,8 @@ func (c *client) loopStep() readEnd {
 	switch {
 	case err != nil:
 		return endGone
-	case !c.loopable() || c.handOff:
-		c.handOff = false
+	case !c.loopable() || c.in.handOff:
+		c.in.handOff = false
 		return endToGoroutine
 	}
 	return endStay
@@ -542,9 +354,9 @@ func putReadBuf(b []byte) { putBig(b) }
 
 // dropReadBuf gives back the client's empty read buffer.
 func (c *client) dropReadBuf() {
-	putReadBuf(c.rbuf)
-	c.rbuf = nil
-	clear(c.args[:cap(c.args)]) // slices of it: it must not stay reachable
+	putReadBuf(c.in.rbuf)
+	c.in.rbuf = nil
+	clear(c.in.args[:cap(c.in.args)]) // slices of it: it must not stay reachable
 }
 
 // idleKeep is the capacity from which a client's working buffer (its
@@ -558,19 +370,19 @@ const idleKeep = 1 << minBigClass
 // trimReader gives back the command reader's large working buffers: the
 // batch of requests (sent by now) and the scratch of compression.
 func (c *client) trimReader() {
-	if !c.reqRaw {
-		giveBackIdle(&c.req)
+	if !c.in.reqRaw {
+		giveBackIdle(&c.in.req)
 	}
-	c.rw.scratch = c.rw.scratch[:0]
-	giveBackIdle(&c.rw.scratch)
+	c.in.rw.scratch = c.in.rw.scratch[:0]
+	giveBackIdle(&c.in.rw.scratch)
 }
 
 // trimWriter gives back the output owner's large working buffers once
 // everything is written.
 func (c *client) trimWriter() {
-	giveBackIdle(&c.out)
-	c.wrw.scratch = c.wrw.scratch[:0]
-	giveBackIdle(&c.wrw.scratch)
+	giveBackIdle(&c.out.buf)
+	c.out.rw.scratch = c.out.rw.scratch[:0]
+	giveBackIdle(&c.out.rw.scratch)
 }
 
 // giveBackIdle puts *b, if it is empty and of idleKeep or more, back in
@@ -584,13 +396,13 @@ func giveBackIdle(b *[]byte) {
 
 // growRead makes room in rbuf for the next read: see readGrowth.
 func (c *client) growRead() {
-	if len(c.rbuf) < cap(c.rbuf) {
+	if len(c.in.rbuf) < cap(c.in.rbuf) {
 		return
 	}
-	nb := getBig(readGrowth(len(c.rbuf), resp.PendingBulkEnd(c.rbuf)))[:len(c.rbuf)]
-	copy(nb, c.rbuf)
-	putBig(c.rbuf) // between two runs of process: no argument points into it
-	c.rbuf = nb
+	nb := getBig(readGrowth(len(c.in.rbuf), resp.PendingBulkEnd(c.in.rbuf)))[:len(c.in.rbuf)]
+	copy(nb, c.in.rbuf)
+	putBig(c.in.rbuf) // between two runs of process: no argument points into it
+	c.in.rbuf = nb
 }
 
 // readGrowth returns the capacity a full read buffer of n bytes grows to
@@ -613,9 +425,9 @@ func readGrowth(n, need int) int {
 // command that may wait and sets handOff. It returns false when the
 // connection must end (QUIT, malformed input).
 func (c *client) process(inLoop bool) bool {
-	c.looping = inLoop
-	c.roomCredit = 0 // counted afresh for each read (hasRoom)
-	defer func() { c.looping = false }()
+	c.in.looping = inLoop
+	c.in.roomCredit = 0 // counted afresh for each read (hasRoom)
+	defer func() { c.in.looping = false }()
 	maxBulk := c.s.maxBulk()
 	off := 0
 	if !inLoop {
@@ -627,20 +439,20 @@ func (c *client) process(inLoop bool) bool {
 		// One clock reading for the whole batch: the commands of one read
 		// arrived together, and a reading per command was about 8% of the
 		// proxy's CPU at -P 16.
-		c.readAt = time.Now()
+		c.in.readAt = time.Now()
 	}
 	defer func() {
 		// Keep the unparsed tail; shrink a buffer grown by a huge command.
-		rest := copy(c.rbuf, c.rbuf[off:])
-		c.rbuf = c.rbuf[:rest]
-		if cap(c.rbuf) > 1<<20 && rest < 16<<10 {
-			old := c.rbuf
-			c.rbuf = append(getReadBuf(), c.rbuf...)
+		rest := copy(c.in.rbuf, c.in.rbuf[off:])
+		c.in.rbuf = c.in.rbuf[:rest]
+		if cap(c.in.rbuf) > 1<<20 && rest < 16<<10 {
+			old := c.in.rbuf
+			c.in.rbuf = append(getReadBuf(), c.in.rbuf...)
 			putBig(old) // every command in it is handled: its calls hold copies
 		}
 	}()
-	for off < len(c.rbuf) {
-		if c.aborted.Load() {
+	for off < len(c.in.rbuf) {
+		if c.life.aborted.Load() {
 			// Nobody will read the replies: like Redis, which drops the
 			// query buffer of a client it frees, run no more of them (a
 			// pipeline of thousands read in one go would keep Redis busy
@@ -650,25 +462,25 @@ func (c *client) process(inLoop bool) bool {
 			return false
 		}
 		limit := maxBulk
-		if c.s.RequireAuth && !c.authed {
+		if c.s.RequireAuth && !c.sess.authed {
 			limit = unauthMaxBulk
 		}
-		args, m, perr := resp.ReadCommand(c.args, c.rbuf[off:], limit)
-		c.args = args[:0]
+		args, m, perr := resp.ReadCommand(c.in.args, c.in.rbuf[off:], limit)
+		c.in.args = args[:0]
 		if limit == unauthMaxBulk {
-			perr = unauthLimit(c.rbuf[off:], perr, maxBulk)
+			perr = unauthLimit(c.in.rbuf[off:], perr, maxBulk)
 		}
 		if errors.Is(perr, resp.ErrIncomplete) {
 			// A large value to store as it is passes on as it arrives
 			// (stream.go), from the client's goroutine.
-			if _, _, _, _, ok := c.streamable(c.rbuf[off:]); ok {
+			if _, _, _, _, ok := c.streamable(c.in.rbuf[off:]); ok {
 				if inLoop {
-					c.handOff = true
+					c.in.handOff = true
 					break
 				}
-				c.rbuf = c.rbuf[:copy(c.rbuf, c.rbuf[off:])]
+				c.in.rbuf = c.in.rbuf[:copy(c.in.rbuf, c.in.rbuf[off:])]
 				off = 0
-				key, count, at, size, _ := c.streamable(c.rbuf)
+				key, count, at, size, _ := c.streamable(c.in.rbuf)
 				streamed, alive := c.streamSet(key, count, at, size)
 				if !alive {
 					return false
@@ -694,27 +506,27 @@ func (c *client) process(inLoop bool) bool {
 		// SET and DELEX that compare the value run as inspect commands.
 		info := c.s.served(conditional(c.lookupCommand(args[0]), args))
 		if inLoop && (!c.loopable() || m > maxLoopCommand || !c.loopSafe(info, args)) {
-			c.handOff = true
-			if c.pinHeld == nil && c.loopable() && (m > maxLoopCommand || c.mustWait(info, args)) {
+			c.in.handOff = true
+			if c.pinned.held == nil && c.loopable() && (m > maxLoopCommand || c.mustWait(info, args)) {
 				// The command came now: other clients' commands read
 				// after it must reach Redis after it, although the client's
 				// goroutine sends it later (proxy/order.go). What the
 				// client sent before it goes first.
 				c.flush()
-				c.pinHeld = c.s.pool.raiseOrder()
+				c.pinned.held = c.s.pool.raiseOrder()
 			}
 			break
 		}
 		off += m
-		c.rawCmd = c.rbuf[off-m : off : off]
+		c.in.rawCmd = c.in.rbuf[off-m : off : off]
 		ok := c.handle(info, args)
-		c.rawCmd = nil
+		c.in.rawCmd = nil
 		if !ok {
 			c.flush()
 			c.endPinOrder()
 			return false
 		}
-		if c.pinHeld != nil {
+		if c.pinned.held != nil {
 			c.flush()
 			c.endPinOrder()
 		}
@@ -726,13 +538,13 @@ func (c *client) process(inLoop bool) bool {
 // lookupCommand returns the command table's entry for name: the last
 // command's again when the name is spelt the same, without hashing it.
 func (c *client) lookupCommand(name []byte) *cmdInfo {
-	if c.lastInfo != nil && bytes.Equal(name, c.lastName) {
-		return c.lastInfo
+	if c.in.lastInfo != nil && bytes.Equal(name, c.in.lastName) {
+		return c.in.lastInfo
 	}
 	info := lookup(name)
 	if len(name) <= 24 { // as long as lookup looks up
-		c.lastName = append(c.lastName[:0], name...)
-		c.lastInfo = info
+		c.in.lastName = append(c.in.lastName[:0], name...)
+		c.in.lastInfo = info
 	}
 	return info
 }
@@ -759,7 +571,7 @@ func (c *client) localCall(cmd string, reply []byte) *call {
 	if c.s.metrics != nil {
 		cl.start = time.Now()
 	}
-	cl.notify = c.ready
+	cl.notify = c.q.ready
 	cl.finish()
 	return cl
 }
@@ -767,7 +579,7 @@ func (c *client) localCall(cmd string, reply []byte) *call {
 // wake nudges the writer.
 func (c *client) wake() {
 	select {
-	case c.ready <- struct{}{}:
+	case c.q.ready <- struct{}{}:
 	default:
 	}
 }
@@ -782,33 +594,33 @@ func (c *client) wake() {
 // command (loopSafe), and room taken since by other clients' replies
 // (MaxMemory) must not stop the loop.
 func (c *client) enqueue(cl *call) {
-	if c.roomCredit > 0 {
-		c.roomCredit-- // one call fewer fits now
+	if c.in.roomCredit > 0 {
+		c.in.roomCredit-- // one call fewer fits now
 	}
 	for {
-		if c.looping {
-			c.qmu.Lock()
-			c.queue = append(c.queue, cl)
-			c.qmu.Unlock()
+		if c.in.looping {
+			c.q.mu.Lock()
+			c.q.calls = append(c.q.calls, cl)
+			c.q.mu.Unlock()
 			break
 		}
-		c.qmu.Lock()
+		c.q.mu.Lock()
 		if c.roomLocked() {
-			c.queue = append(c.queue, cl)
-			c.roomCredit = max(c.roomCredit-1, 0)
-			c.qmu.Unlock()
+			c.q.calls = append(c.q.calls, cl)
+			c.in.roomCredit = max(c.in.roomCredit-1, 0)
+			c.q.mu.Unlock()
 			break
 		}
-		c.qmu.Unlock()
+		c.q.mu.Unlock()
 		c.flush()
 		stop := func() {}
-		if c.pinned != nil {
+		if c.pinned.conn != nil {
 			// A reply that never comes (a command blocked for good, a
 			// subscriber's) must not keep a client that left waiting here,
 			// where it reads nothing and so never sees the end.
 			stop = c.watchPeer()
 		}
-		<-c.space
+		<-c.q.space
 		stop()
 	}
 	if cl.ready.Load() {
@@ -819,33 +631,33 @@ func (c *client) enqueue(cl *call) {
 // next returns the call at the head of the queue, or nil, and whether the
 // reader is done.
 func (c *client) next() (*call, bool) {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	if c.qhead < len(c.queue) {
-		return c.queue[c.qhead], c.qclosed
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	if c.q.head < len(c.q.calls) {
+		return c.q.calls[c.q.head], c.q.closed
 	}
-	return nil, c.qclosed
+	return nil, c.q.closed
 }
 
 // pop removes the head of the queue.
 func (c *client) pop() {
-	c.qmu.Lock()
-	c.queue[c.qhead] = nil
-	c.qhead++
-	if c.qhead == len(c.queue) {
-		c.queue, c.qhead = c.queue[:0], 0
+	c.q.mu.Lock()
+	c.q.calls[c.q.head] = nil
+	c.q.head++
+	if c.q.head == len(c.q.calls) {
+		c.q.calls, c.q.head = c.q.calls[:0], 0
 	}
-	c.qmu.Unlock()
+	c.q.mu.Unlock()
 	select {
-	case c.space <- struct{}{}:
+	case c.q.space <- struct{}{}:
 	default:
 	}
 }
 
 // conn returns the upstream connection for this client's next commands.
 func (c *client) conn() (*upConn, error) {
-	if c.pinned != nil {
-		return c.pinned, nil
+	if c.pinned.conn != nil {
+		return c.pinned.conn, nil
 	}
 	return c.s.pool.get(context.Background(), int(c.id))
 }
@@ -856,17 +668,17 @@ func (c *client) conn() (*upConn, error) {
 // its own so that other clients' later commands follow it.
 func (c *client) sendOn(up *upConn, req []byte, calls []*call) {
 	switch {
-	case c.pinHeld != nil:
-		if !c.pinHeld.awaited {
-			c.s.pool.awaitOrder(c.pinHeld)
+	case c.pinned.held != nil:
+		if !c.pinned.held.awaited {
+			c.s.pool.awaitOrder(c.pinned.held)
 		}
 		up.sendAhead(req, calls)
 	case up.onPush != nil:
 		h := c.s.pool.beginOrder()
 		up.send(req, calls)
 		c.s.pool.endOrder(h)
-	case c.looping && len(req) >= forwardAsIsMin:
-		up.sendHeld(c.poller, req, calls)
+	case c.in.looping && len(req) >= forwardAsIsMin:
+		up.sendHeld(c.in.poller, req, calls)
 	default:
 		up.send(req, calls)
 	}
@@ -881,15 +693,15 @@ var pingRequest = resp.AppendCommand(nil, []byte("PING"))
 // endPinOrder lowers the order barrier raised for a command that had to
 // wait (see pin and process), once that command is written.
 func (c *client) endPinOrder() {
-	if c.pinHeld != nil {
+	if c.pinned.held != nil {
 		switch {
-		case !c.pinByCall:
-			c.s.pool.endOrder(c.pinHeld)
-		case c.pinBlocking && c.pinID > 0:
+		case !c.pinned.byCall:
+			c.s.pool.endOrder(c.pinned.held)
+		case c.pinned.blocking && c.pinned.id > 0:
 			// Written: end the barrier once Redis holds it blocked.
-			go c.s.endWhenBlocked(c.pinHeld, c.pinID)
+			go c.s.endWhenBlocked(c.pinned.held, c.pinned.id)
 		}
-		c.pinHeld, c.pinByCall, c.pinBlocking = nil, false, false
+		c.pinned.held, c.pinned.byCall, c.pinned.blocking = nil, false, false
 	}
 }
 
@@ -907,50 +719,50 @@ func (c *client) endPinOrder() {
 // the command is written, as for other commands; and no barrier lasts
 // longer than maxBlockedWait in any case.
 func (c *client) holdUntilRun(cl *call, blocking bool) {
-	if c.pinned != nil && c.pinned.awaiting.Load() > 0 {
+	if c.pinned.conn != nil && c.pinned.conn.awaiting.Load() > 0 {
 		return // behind an earlier command that has not run yet
 	}
-	if c.pinHeld == nil {
+	if c.pinned.held == nil {
 		c.flush() // what the client sent before goes first
-		c.pinHeld = c.s.pool.raiseOrder()
+		c.pinned.held = c.s.pool.raiseOrder()
 	}
-	h := c.pinHeld
-	c.pinByCall, c.pinBlocking = true, blocking
+	h := c.pinned.held
+	c.pinned.byCall, c.pinned.blocking = true, blocking
 	cl.onFinish = func() { c.s.pool.endOrder(h) }
 	time.AfterFunc(maxBlockedWait, func() { c.s.pool.endOrder(h) })
 }
 
 // flush sends the batch of rewritten requests upstream.
 func (c *client) flush() {
-	if c.batchExpected != 0 {
+	if c.in.batchExpected != 0 {
 		// Before the batch goes: its replies give the reservations back.
-		c.expect(c.batchExpected)
-		c.batchExpected = 0
+		c.expect(c.in.batchExpected)
+		c.in.batchExpected = 0
 	}
-	if len(c.req) == 0 {
+	if len(c.in.req) == 0 {
 		return
 	}
 	up, err := c.conn()
 	if err != nil {
-		for _, cl := range c.batch {
+		for _, cl := range c.in.batch {
 			cl.err = err
 			cl.finish()
 		}
 	} else {
-		c.sendOn(up, c.req, c.batch)
+		c.sendOn(up, c.in.req, c.in.batch)
 	}
-	for i := range c.batch {
-		c.batch[i] = nil
+	for i := range c.in.batch {
+		c.in.batch[i] = nil
 	}
-	c.batch = c.batch[:0]
-	if c.reqRaw { // req was the client's read buffer: back to its own
-		c.req, c.reqOwn, c.reqRaw = c.reqOwn[:0], nil, false
+	c.in.batch = c.in.batch[:0]
+	if c.in.reqRaw { // req was the client's read buffer: back to its own
+		c.in.req, c.in.reqOwn, c.in.reqRaw = c.in.reqOwn[:0], nil, false
 		return
 	}
-	c.req = c.req[:0]
-	if cap(c.req) > 1<<20 {
-		putBig(c.req) // sent: the connection wrote it or copied it
-		c.req = nil
+	c.in.req = c.in.req[:0]
+	if cap(c.in.req) > 1<<20 {
+		putBig(c.in.req) // sent: the connection wrote it or copied it
+		c.in.req = nil
 	}
 }
 
@@ -964,10 +776,10 @@ func (c *client) roundtrip(req []byte) *call {
 		cl.err = err
 		return cl
 	}
-	c.one[0] = cl
-	c.sendOn(up, req, c.one[:])
+	c.in.one[0] = cl
+	c.sendOn(up, req, c.in.one[:])
 	c.endPinOrder() // if a command waited, it is written now
-	c.one[0] = nil
+	c.in.one[0] = nil
 	stop := c.watchGone()
 	<-cl.done
 	stop()
@@ -983,7 +795,7 @@ func (c *client) roundtrip(req []byte) *call {
 // function that stops watching; without a private connection that owes
 // earlier replies it watches nothing.
 func (c *client) watchGone() (stop func()) {
-	if c.pinned == nil || c.pinned.awaiting.Load() <= 1 {
+	if c.pinned.conn == nil || c.pinned.conn.awaiting.Load() <= 1 {
 		return func() {}
 	}
 	return c.watchPeer()
@@ -1020,8 +832,8 @@ func (c *client) watchPeer() (stop func()) {
 // Its pinSeq is left for that reply's call to note (see emit).
 func (c *client) roundtripScript(req []byte) *call {
 	c.flush()
-	if c.scriptUp != nil {
-		return roundtripOn(c.scriptUp, req)
+	if c.in.scriptUp != nil {
+		return roundtripOn(c.in.scriptUp, req)
 	}
 	cl := newCall()
 	up, err := c.conn()
@@ -1030,10 +842,10 @@ func (c *client) roundtripScript(req []byte) *call {
 		return cl
 	}
 	if up.onPush == nil {
-		c.one[0] = cl
-		c.sendOn(up, req, c.one[:])
+		c.in.one[0] = cl
+		c.sendOn(up, req, c.in.one[:])
 		c.endPinOrder() // if a command waited, it is written now
-		c.one[0] = nil
+		c.in.one[0] = nil
 		<-cl.done
 		return cl
 	}
@@ -1058,25 +870,25 @@ func (c *client) roundtripScript(req []byte) *call {
 // pin moves the client to a private upstream connection. Commands sent on
 // the shared connection complete first, so order is kept.
 func (c *client) pin() error {
-	if c.pinned != nil {
+	if c.pinned.conn != nil {
 		return nil
 	}
-	c.noDirect.Store(true)
-	if c.push.Load() == nil {
+	c.out.noDirect.Store(true)
+	if c.pinned.push.Load() == nil {
 		ch := make(chan pushMsg, 128)
-		c.push.Store(&ch)
+		c.pinned.push.Store(&ch)
 		c.wake() // a writer asleep on no channel waits on this one
 	}
 	// Other clients' requests from now on reach Redis after the command
 	// that made this client pin, however long the dial takes: an order
 	// barrier (raised already if an event loop handed the client over)
 	// holds them until that command is written (proxy/order.go).
-	if c.pinHeld == nil {
+	if c.pinned.held == nil {
 		c.flush() // this client's earlier commands go before the barrier
-		c.pinHeld = c.s.pool.raiseOrder()
+		c.pinned.held = c.s.pool.raiseOrder()
 	}
-	if !c.pinHeld.awaited {
-		c.s.pool.awaitOrder(c.pinHeld)
+	if !c.pinned.held.awaited {
+		c.s.pool.awaitOrder(c.pinned.held)
 	}
 	if !c.s.RequireAuth { // else the client pins before its first command
 		// This client's own commands sent before must have run, not only
@@ -1084,9 +896,9 @@ func (c *client) pin() error {
 		// barrier, and wait for the reply.
 		if shared, err := c.conn(); err == nil {
 			ping := newCall()
-			c.one[0] = ping
-			shared.sendAhead(pingRequest, c.one[:])
-			c.one[0] = nil
+			c.in.one[0] = ping
+			shared.sendAhead(pingRequest, c.in.one[:])
+			c.in.one[0] = nil
 			<-ping.done
 			ping.release()
 		}
@@ -1102,22 +914,22 @@ func (c *client) pin() error {
 		up.send(clientIDRequest, []*call{idc})
 		<-idc.done
 		if idc.err == nil && len(idc.reply) > 3 && idc.reply[0] == ':' {
-			c.pinID, _ = strconv.ParseInt(string(bytes.TrimSpace(idc.reply[1:])), 10, 64)
+			c.pinned.id, _ = strconv.ParseInt(string(bytes.TrimSpace(idc.reply[1:])), 10, 64)
 		}
 		c.notePin(idc.pinSeq)
 		idc.release()
 	}
-	c.authed = up.authed
-	c.pinMu.Lock()
-	c.pinned = up
-	c.pinMu.Unlock()
+	c.sess.authed = up.authed
+	c.pinned.mu.Lock()
+	c.pinned.conn = up
+	c.pinned.mu.Unlock()
 	return nil
 }
 
 // pushes returns the channel of push messages, nil (which never
 // delivers) before the client pins.
 func (c *client) pushes() chan pushMsg {
-	if p := c.push.Load(); p != nil {
+	if p := c.pinned.push.Load(); p != nil {
 		return *p
 	}
 	return nil
@@ -1127,19 +939,19 @@ func (c *client) pushes() chan pushMsg {
 // relayed replies.
 func (c *client) onPush(msg []byte, seq uint64) {
 	select {
-	case *c.push.Load() <- pushMsg{append([]byte(nil), msg...), seq}: // made by pin, which dialed
-	case <-c.writerDone: // nobody will write it
+	case *c.pinned.push.Load() <- pushMsg{append([]byte(nil), msg...), seq}: // made by pin, which dialed
+	case <-c.life.writerDone: // nobody will write it
 	}
 }
 
 // handle processes one command. It returns false when the connection must
 // end (QUIT).
 func (c *client) handle(info *cmdInfo, args [][]byte) bool {
-	start := c.readAt
-	if c.relay && c.pinned != nil && c.pinned.relayEnds.Load() > c.relayGen {
-		c.relay = false // Redis left the subscribed state
+	start := c.in.readAt
+	if c.sess.relay && c.pinned.conn != nil && c.pinned.conn.relayEnds.Load() > c.sess.relayGen {
+		c.sess.relay = false // Redis left the subscribed state
 	}
-	if c.pinned != nil && c.pinned.isDead() {
+	if c.pinned.conn != nil && c.pinned.conn.isDead() {
 		// The private connection's state (transaction, subscriptions,
 		// database, protocol) is gone: end the client's connection as a
 		// failed Redis would, without a reply, so that the client's
@@ -1158,21 +970,21 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		return true
 	}
 	justPinned := false
-	if c.pinned == nil && (needsPin(info, args) || c.s.RequireAuth) {
+	if c.pinned.conn == nil && (needsPin(info, args) || c.s.RequireAuth) {
 		justPinned = true
 		if err := c.pin(); err != nil {
 			c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: cannot open a private upstream connection for "+info.name+": "+err.Error())))
 			return true
 		}
 	}
-	if info.flags&rediscmd.SelectDB != 0 && len(args) == 2 && c.inMulti {
+	if info.flags&rediscmd.SelectDB != 0 && len(args) == 2 && c.sess.inMulti {
 		// Queued: the commands after it in the transaction run in that
 		// database, if EXEC runs it; EXEC then asks Redis (see below).
 		if n, ok := resp.ParseInt(args[1]); ok && n >= 0 {
-			c.db, c.dbQueued = int(n), true
+			c.sess.db, c.sess.dbQueued = int(n), true
 		}
 	}
-	if info.flags&rediscmd.SelectDB != 0 && len(args) == 2 && c.pinned != nil && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
+	if info.flags&rediscmd.SelectDB != 0 && len(args) == 2 && c.pinned.conn != nil && c.sess.inPlainFlow() {
 		// Run it now, to know the database the client is in.
 		cl := c.roundtrip(resp.AppendCommand(nil, args...))
 		if cl.err != nil && cl.connLost {
@@ -1184,7 +996,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		if cl.err == nil {
 			reply = append(reply[:0], cl.reply...)
 			if n, ok := resp.ParseInt(args[1]); ok && string(cl.reply) == "+OK\r\n" {
-				c.db = int(n)
+				c.sess.db = int(n)
 			}
 		}
 		cl.release()
@@ -1196,7 +1008,7 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	if info.flags&rediscmd.Inspect != 0 && !arityOK(info.arity, len(args)) {
 		info = unknownCmd // Redis will reply with its arity error
 	}
-	if info.flags&rediscmd.Inspect != 0 && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
+	if info.flags&rediscmd.Inspect != 0 && c.sess.inPlainFlow() {
 		cl := c.inspect(info, args)
 		cl.start = start
 		c.enqueue(cl)
@@ -1207,27 +1019,27 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	if !c.s.RejectScripts && (info.flags&rediscmd.Script != 0 || isScriptAdmin(args)) {
 		// Scripts: see scripts.go.
 		fast := c.s.scriptFast(info, args)
-		if fast && !c.inMulti {
+		if fast && !c.sess.inMulti {
 			fastScript = true
 			fastScriptKeys, _ = scriptKeysOf(args)
 		}
-		if !fast && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
+		if !fast && c.sess.inPlainFlow() {
 			cl := c.runScript(info, args)
 			cl.start = start
 			c.enqueue(cl)
 			return true
 		}
-		if c.inMulti && !c.relay {
+		if c.sess.inMulti && !c.sess.relay {
 			// An error here leaves the frames, which the prologue then
 			// reports at EXEC: the command is queued all the same.
 			c.flush()
-			c.waitWritten(c.multiSeq)
+			c.waitWritten(c.in.multiSeq)
 			c.queueScriptPrep(info, args)
 		}
 		args, _ = c.s.scriptArgs(info, args)
 	}
-	listSearch := c.exactListSearch(info, args) && !c.relay // subscribed: Redis refuses it by name
-	if listSearch && !c.inMulti && !c.relay && !c.replyOff && c.skip == 0 {
+	listSearch := c.exactListSearch(info, args) && !c.sess.relay // subscribed: Redis refuses it by name
+	if listSearch && c.sess.inPlainFlow() {
 		cl := c.listSearch(info, args)
 		cl.start = start
 		c.enqueue(cl)
@@ -1236,27 +1048,27 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	// Does this command get a reply we must wait for?
 	expect := true
 	switch {
-	case c.relay:
+	case c.sess.relay:
 		expect = false
-	case c.replyOff:
+	case c.sess.replyOff:
 		expect = false
-	case c.skip > 0:
-		c.skip--
+	case c.sess.skip > 0:
+		c.sess.skip--
 		expect = false
 	}
 	if info.flags&rediscmd.Client != 0 && len(args) > 2 && is(args[1], "REPLY") {
 		switch {
 		case is(args[2], "OFF"):
-			c.replyOff, expect = true, false
+			c.sess.replyOff, expect = true, false
 		case is(args[2], "SKIP"):
-			if !c.replyOff {
-				c.skip, expect = 1, false
+			if !c.sess.replyOff {
+				c.sess.skip, expect = 1, false
 			}
 		case is(args[2], "ON"):
-			c.replyOff, expect = false, true
+			c.sess.replyOff, expect = false, true
 		}
 	}
-	if c.proto == 3 && info.flags&(rediscmd.Subscribe|rediscmd.Unsubscribe) != 0 {
+	if c.sess.proto == 3 && info.flags&(rediscmd.Subscribe|rediscmd.Unsubscribe) != 0 {
 		expect = false // RESP3 confirms with push messages
 	}
 	kind := replyShape(info, args)
@@ -1265,34 +1077,34 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		// executes the command on uncompressed values and refuses, with a
 		// marker, on compressed ones.
 		kind = shapeInspect
-		if c.proto == 3 {
+		if c.sess.proto == 3 {
 			kind = shapeInspect3
 		}
 	}
-	if c.inMulti && info.flags&rediscmd.NotQueued == 0 {
+	if c.sess.inMulti && info.flags&rediscmd.NotQueued == 0 {
 		c.noteTxWrites(info, args)
 	}
-	queued := c.inMulti && info.flags&rediscmd.NotQueued == 0
+	queued := c.sess.inMulti && info.flags&rediscmd.NotQueued == 0
 	if queued {
-		c.txRaw.note(c.s, len(c.tx), info, args)
-		c.tx, c.txNames = append(c.tx, kind), append(c.txNames, info.name)
+		c.sess.txRaw.note(c.s, len(c.sess.tx), info, args)
+		c.sess.tx, c.sess.txNames = append(c.sess.tx, kind), append(c.sess.txNames, info.name)
 		kind = shapeNone // the reply now is +QUEUED
 	}
 	var cl *call
 	if expect {
 		cl = newCall()
-		cl.notify, cl.owner = c.ready, c
+		cl.notify, cl.owner = c.q.ready, c
 		cl.cmd, cl.cmdID, cl.kind, cl.start = info.name, info.id, kind, start
 		if c.s.RequireAuth && authenticates(info, args) {
 			// Until its reply says it succeeded, the client is nobody
 			// the proxy knows (aclscript.go), never the user before.
-			c.user.Store(nil)
+			c.sess.user.Store(nil)
 			cl.authUser = authUser(info, args)
 		}
-		c.seq++
-		cl.seq = c.seq
+		c.in.seq++
+		cl.seq = c.in.seq
 		if info.flags&rediscmd.Multi != 0 {
-			c.multiSeq = c.seq
+			c.in.multiSeq = c.in.seq
 		}
 		if kind != shapeNone && kind != shapeSniff {
 			// The keys, for decode errors that name them (keyOf): every
@@ -1308,85 +1120,85 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	}
 	switch {
 	case info.flags&rediscmd.Multi != 0:
-		if !c.inMulti {
-			c.txDB = c.db
+		if !c.sess.inMulti {
+			c.sess.txDB = c.sess.db
 		}
-		c.inMulti, c.tx, c.txNames, c.txSets, c.txCopies = true, c.tx[:0], c.txNames[:0], nil, nil
-		c.txRaw.reset()
+		c.sess.inMulti, c.sess.tx, c.sess.txNames, c.sess.txSets, c.sess.txCopies = true, c.sess.tx[:0], c.sess.txNames[:0], nil, nil
+		c.sess.txRaw.reset()
 	case info.flags&rediscmd.Exec != 0:
-		if cl != nil && c.inMulti {
-			cl.tx = append(cl.tx[:0], c.tx...)
-			cl.txNames = append(cl.txNames[:0], c.txNames...)
+		if cl != nil && c.sess.inMulti {
+			cl.tx = append(cl.tx[:0], c.sess.tx...)
+			cl.txNames = append(cl.txNames[:0], c.sess.txNames...)
 		}
 		// The values noted for the commands queued are needed no more:
 		// a client whose last transaction wrote a 300 kB value kept it
 		// twice, plain and framed, until its next MULTI.
-		c.inMulti, c.txSets, c.txCopies = false, nil, nil
+		c.sess.inMulti, c.sess.txSets, c.sess.txCopies = false, nil, nil
 	case info.flags&rediscmd.Discard != 0:
-		if c.inMulti && c.dbQueued {
-			c.db, c.dbQueued = c.txDB, false
+		if c.sess.inMulti && c.sess.dbQueued {
+			c.sess.db, c.sess.dbQueued = c.sess.txDB, false
 		}
-		c.inMulti, c.txSets, c.txCopies = false, nil, nil
+		c.sess.inMulti, c.sess.txSets, c.sess.txCopies = false, nil, nil
 	case info.flags&rediscmd.Hello != 0:
-		c.helloProto.Store(0)
+		c.sess.helloProto.Store(0)
 	case info.flags&rediscmd.Reset != 0:
-		c.proto, c.inMulti, c.replyOff, c.skip = 2, false, false, 0
-		c.txSets, c.txCopies = nil, nil
-	case info.flags&(rediscmd.Subscribe|rediscmd.Monitor) != 0 && (c.proto == 2 || info.flags&rediscmd.Monitor != 0):
+		c.sess.proto, c.sess.inMulti, c.sess.replyOff, c.sess.skip = 2, false, false, 0
+		c.sess.txSets, c.sess.txCopies = nil, nil
+	case info.flags&(rediscmd.Subscribe|rediscmd.Monitor) != 0 && (c.sess.proto == 2 || info.flags&rediscmd.Monitor != 0):
 		if cl != nil {
 			cl.kind = shapeRelay
 		}
-		if !c.relay {
-			c.relay, c.relayGen = true, c.pinned.relayEnds.Load()
+		if !c.sess.relay {
+			c.sess.relay, c.sess.relayGen = true, c.pinned.conn.relayEnds.Load()
 		}
 	}
-	if cl != nil && !queued && c.pinned != nil {
+	if cl != nil && !queued && c.pinned.conn != nil {
 		blocking := isBlocking(info, args)
 		if justPinned || blocking || cl.kind == shapeRelay {
 			c.holdUntilRun(cl, blocking)
 		}
 	}
-	reqMark := len(c.req)
+	reqMark := len(c.in.req)
 	var owed *execRecompress // recompression after EXEC (recompress.go)
 	if info.flags&rediscmd.Exec != 0 && cl != nil && len(cl.tx) > 0 {
-		owed = c.txRaw.arm(cl, len(cl.tx), c.dbQueued)
+		owed = c.sess.txRaw.arm(cl, len(cl.tx), c.sess.dbQueued)
 	}
 	if info.flags&rediscmd.Inspect != 0 {
 		// Commands before MULTI must have run before probing the keys.
 		c.flush()
-		c.waitWritten(c.multiSeq)
-		c.req = c.appendQueuedInspect(c.req, info, args)
+		c.waitWritten(c.in.multiSeq)
+		c.in.req = c.appendQueuedInspect(c.in.req, info, args)
 	} else if listSearch {
 		c.flush()
-		c.waitWritten(c.multiSeq)
-		c.req = c.appendQueuedListSearch(c.req, info, args)
+		c.waitWritten(c.in.multiSeq)
+		c.in.req = c.appendQueuedListSearch(c.in.req, info, args)
 	} else if by, alpha, patterns, ok := sortNeedsCheck(info, args); ok {
-		c.req = appendSortCheck(c.req, by, alpha, patterns, args)
-	} else if raw := c.rawCmd; len(raw) >= forwardAsIsMin && c.rw.forwardsAsIs(info, args, raw) {
+		c.in.req = appendSortCheck(c.in.req, by, alpha, patterns, args)
+	} else if raw := c.in.rawCmd; len(raw) >= forwardAsIsMin && c.in.rw.forwardsAsIs(info, args, raw) {
 		// A large command that goes to Redis as it came: sent from the
 		// read buffer, after the batch before it, rather than copied
 		// into the batch (flush sends it before rbuf changes).
 		c.flush()
-		c.reqOwn, c.req, c.reqRaw = c.req, raw, true
+		c.in.reqOwn, c.in.req, c.in.reqRaw = c.in.req, raw, true
 		reqMark = 0
 	} else {
-		if m := len(c.rbuf); m >= 1<<minBigClass && cap(c.req)-len(c.req) < m {
+		if m := len(c.in.rbuf); m >= 1<<minBigClass && cap(c.in.req)-len(c.in.req) < m {
 			// A large command: room for it from the reused buffers.
-			c.req = append(getBig(len(c.req)+m), c.req...)
+			c.in.req = append(getBig(len(c.in.req)+m), c.in.req...)
 		}
-		c.req = c.rw.appendRequest(c.req, info, args)
+		c.in.req = c.in.rw.appendRequest(c.in.req, info, args)
 	}
 	if cl != nil && fastScript {
 		c.s.noteFastScript(cl, fastScriptKeys)
 	}
 	if cl != nil {
-		held := max(int64(len(c.req)-reqMark), c.expectedReply())
+		held := max(int64(len(c.in.req)-reqMark), c.expectedReply())
 		cl.reserved = held
-		c.batch = append(c.batch, cl)
-		c.enqueue(cl)           // the writer owns cl from here on
-		c.batchExpected += held // counted in flush, before it is sent
+		c.in.batch = append(c.in.batch, cl)
+		c.enqueue(cl)              // the writer owns cl from here on
+		c.in.batchExpected += held // counted in flush, before it is sent
 	}
-	if c.reqRaw {
+	if c.in.reqRaw {
 		c.flush() // req is rbuf's: sent now, alone
 	}
 	if info.flags&rediscmd.Hello != 0 && cl != nil {
@@ -1394,34 +1206,34 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		// wrong password does not): wait for the reply, which the writer
 		// reads the protocol from.
 		c.flush()
-		c.waitWritten(c.seq)
-		if p := c.helloProto.Load(); p == 2 || p == 3 {
-			c.proto = int(p)
+		c.waitWritten(c.in.seq)
+		if p := c.sess.helloProto.Load(); p == 2 || p == 3 {
+			c.sess.proto = int(p)
 		}
 	}
 	switch {
-	case cl == nil || c.inMulti:
-	case c.s.RequireAuth && c.authed && authenticates(info, args):
+	case cl == nil || c.sess.inMulti:
+	case c.s.RequireAuth && c.sess.authed && authenticates(info, args):
 		// Another login: the commands after it run as whoever it logs in
 		// as, which its reply tells (see client.user).
 		c.flush()
-		c.waitWritten(c.seq)
-	case c.s.RequireAuth && !c.authed && authenticates(info, args):
+		c.waitWritten(c.in.seq)
+	case c.s.RequireAuth && !c.sess.authed && authenticates(info, args):
 		// The connection was dialed without credentials, so its SELECT of
 		// the URL's database failed: select it once the client's own AUTH
 		// has run. Its reply says whether that AUTH succeeded.
 		c.flush()
-		c.waitWritten(c.seq)
+		c.waitWritten(c.in.seq)
 		c.restoreSetup(c.s.connSetup(false, c.s.up.DB))
-	case info.flags&rediscmd.Exec != 0 && c.dbQueued:
+	case info.flags&rediscmd.Exec != 0 && c.sess.dbQueued:
 		// A SELECT ran in the transaction, or did not (an error, WATCH):
 		// ask Redis which database the client is in now.
 		c.flush()
-		c.waitWritten(c.seq)
-		c.dbQueued = false
+		c.waitWritten(c.in.seq)
+		c.sess.dbQueued = false
 		r := c.roundtrip(resp.AppendCommand(nil, []byte("CLIENT"), []byte("INFO")))
 		if db, ok := clientInfoDB(r.reply); r.err == nil && ok {
-			c.db = db
+			c.sess.db = db
 		}
 		r.release()
 	case info.flags&rediscmd.Reset != 0:
@@ -1430,9 +1242,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		// stands for (the URL's credentials unless RequireAuth, and its
 		// database).
 		c.flush()
-		c.waitWritten(c.seq)
-		c.authed, c.db = false, c.s.up.DB
-		c.user.Store(nil)
+		c.waitWritten(c.in.seq)
+		c.sess.authed, c.sess.db = false, c.s.up.DB
+		c.sess.user.Store(nil)
 		c.restoreSetup(c.s.connSetup(!c.s.RequireAuth, c.s.up.DB))
 	}
 	if owed != nil {
@@ -1452,7 +1264,7 @@ func (c *client) noteTxWrites(info *cmdInfo, args [][]byte) {
 		}
 	}
 	if info.flags&rediscmd.Copies != 0 && len(args) >= 3 {
-		c.txCopies = append(c.txCopies, [2][]byte{bytes.Clone(args[2]), bytes.Clone(args[1])})
+		c.sess.txCopies = append(c.sess.txCopies, [2][]byte{bytes.Clone(args[2]), bytes.Clone(args[1])})
 	}
 }
 
@@ -1475,11 +1287,11 @@ func clientInfoDB(reply []byte) (int, bool) {
 // connection, without showing their replies, and notes whether the client
 // is authenticated now: true unless Redis answered -NOAUTH.
 func (c *client) restoreSetup(cmds [][]byte) {
-	c.authed = true
+	c.sess.authed = true
 	for _, cmd := range cmds {
 		r := c.roundtrip(cmd)
 		if r.err != nil || bytes.HasPrefix(r.reply, []byte("-NOAUTH")) {
-			c.authed = false
+			c.sess.authed = false
 		}
 		r.release()
 	}
@@ -1507,10 +1319,10 @@ func helloReplyProto(reply []byte) int64 {
 
 // acquire makes the caller the output owner if nobody is.
 func (c *client) acquire() bool {
-	c.qmu.Lock()
-	ok := !c.owned
-	c.owned = true
-	c.qmu.Unlock()
+	c.q.mu.Lock()
+	ok := !c.q.owned
+	c.q.owned = true
+	c.q.mu.Unlock()
 	return ok
 }
 
@@ -1522,11 +1334,11 @@ func (c *client) acquire() bool {
 // pushes), it nudges the writer.
 func (c *client) release(direct bool) {
 	c.settleHeld()
-	c.qmu.Lock()
-	c.owned = false
-	more := direct && (c.qclosed || len(c.out) > 0 || c.noDirect.Load() ||
-		(c.qhead < len(c.queue) && c.queue[c.qhead].ready.Load()))
-	c.qmu.Unlock()
+	c.q.mu.Lock()
+	c.q.owned = false
+	more := direct && (c.q.closed || len(c.out.buf) > 0 || c.out.noDirect.Load() ||
+		(c.q.head < len(c.q.calls) && c.q.calls[c.q.head].ready.Load()))
+	c.q.mu.Unlock()
 	if more {
 		c.wake()
 	}
@@ -1536,10 +1348,10 @@ func (c *client) release(direct bool) {
 // off the process's total: once per batch of replies, not once per reply,
 // as the total is shared by every goroutine. Output owner only.
 func (c *client) settleHeld() {
-	c.obs.flush() // the commands counted, as the totals, before the write
-	if c.unheld != 0 {
-		c.s.heldTotal.Add(-c.unheld)
-		c.unheld = 0
+	c.out.obs.flush() // the commands counted, as the totals, before the write
+	if c.out.unheld != 0 {
+		c.s.heldTotal.Add(-c.out.unheld)
+		c.out.unheld = 0
 	}
 }
 
@@ -1556,12 +1368,12 @@ func (c *client) emit(rw *rewriter, cl *call, now *time.Time) bool {
 		cl.close = true
 	} else if cl.err != nil {
 		c.s.metrics.upstreamError("reply")
-		c.out = resp.AppendError(c.out, "ERR squeeze: upstream: "+cl.err.Error())
-	} else if c.broken && !destructive(cl.cmd) && cl.kind != shapeExec {
+		c.out.buf = resp.AppendError(c.out.buf, "ERR squeeze: upstream: "+cl.err.Error())
+	} else if c.out.broken && !destructive(cl.cmd) && cl.kind != shapeExec {
 		// The client is gone: nothing to write, and no value to decode
 		// (a destructive read is still decoded: see quarantine.go).
 	} else {
-		c.out = rw.appendReply(c.out, cl)
+		c.out.buf = rw.appendReply(c.out.buf, cl)
 	}
 	if cl.cmd != "" && c.s.metrics != nil {
 		if now.Before(cl.start) { // also the zero time: not read yet
@@ -1569,30 +1381,30 @@ func (c *client) emit(rw *rewriter, cl *call, now *time.Time) bool {
 		}
 		// Replies written together mostly share their command and
 		// their batch's clock readings: counted in one go (pendingObs).
-		c.obs.note(c.s.metrics.statsOf(cl.cmdID, cl.cmd), now.Sub(cl.start))
+		c.out.obs.note(c.s.metrics.statsOf(cl.cmdID, cl.cmd), now.Sub(cl.start))
 	}
 	if cl.cmd == "HELLO" && cl.err == nil {
-		c.helloProto.Store(helloReplyProto(cl.reply))
+		c.sess.helloProto.Store(helloReplyProto(cl.reply))
 	}
 	if cl.authUser != nil && cl.err == nil && len(cl.reply) > 0 && cl.reply[0] != '-' {
 		u := cl.authUser
-		c.user.Store(&u) // the login succeeded: the client is this user now
+		c.sess.user.Store(&u) // the login succeeded: the client is this user now
 	}
 	c.notePin(cl.pinSeq)
 	if cl.owner != nil {
-		c.held.Add(-cl.held)
-		c.unheld += cl.held   // the process's total: in settleHeld
-		if cl.reserved != 0 { // no reply came (a failure, a local reply)
+		c.mem.held.Add(-cl.held)
+		c.out.unheld += cl.held // the process's total: in settleHeld
+		if cl.reserved != 0 {   // no reply came (a failure, a local reply)
 			c.expect(-cl.reserved)
 		}
 	}
 	closeAfter := cl.close
 	if cl.seq != 0 {
-		c.writtenSeq.Store(cl.seq)
-		if c.writtenWaiters.Load() > 0 {
-			c.writtenMu.Lock()
-			c.writtenC.Broadcast()
-			c.writtenMu.Unlock()
+		c.out.writtenSeq.Store(cl.seq)
+		if c.out.writtenWaiters.Load() > 0 {
+			c.out.writtenMu.Lock()
+			c.out.writtenC.Broadcast()
+			c.out.writtenMu.Unlock()
 		}
 	}
 	cl.release()
@@ -1617,43 +1429,43 @@ type sockIO struct {
 // the writer goroutine. It returns false if it did nothing; the caller
 // then wakes the writer.
 func (c *client) writeDirect(rw *rewriter) bool {
-	if c.noDirect.Load() {
+	if c.out.noDirect.Load() {
 		return false
 	}
 	// Become the output owner (as acquire does) and take the run of ready
 	// replies at the head of the queue, up to 64 KiB, with one lock; write
 	// them with one system call.
-	c.qmu.Lock()
-	if c.owned {
-		c.qmu.Unlock()
+	c.q.mu.Lock()
+	if c.q.owned {
+		c.q.mu.Unlock()
 		return false
 	}
-	c.owned = true
-	if len(c.out) > 0 || c.broken {
-		c.qmu.Unlock()
+	c.q.owned = true
+	if len(c.out.buf) > 0 || c.out.broken {
+		c.q.mu.Unlock()
 		c.release(true)
 		return false
 	}
-	run, size := c.direct[:0], 0
-	for c.qhead < len(c.queue) && size < 64<<10 {
-		cl := c.queue[c.qhead]
+	run, size := c.out.direct[:0], 0
+	for c.q.head < len(c.q.calls) && size < 64<<10 {
+		cl := c.q.calls[c.q.head]
 		if !cl.ready.Load() || cl.close || cl.cmd == "HELLO" || len(cl.reply) >= handOverReply || bigDecode(cl) {
 			// Large replies: the writer goroutine writes them from their
 			// buffer, or decodes them, while this reader goes on.
 			break
 		}
-		c.queue[c.qhead] = nil
-		c.qhead++
+		c.q.calls[c.q.head] = nil
+		c.q.head++
 		run = append(run, cl)
 		size += len(cl.reply)
 	}
-	if c.qhead == len(c.queue) {
-		c.queue, c.qhead = c.queue[:0], 0
+	if c.q.head == len(c.q.calls) {
+		c.q.calls, c.q.head = c.q.calls[:0], 0
 	}
-	c.qmu.Unlock()
+	c.q.mu.Unlock()
 	if len(run) > 0 {
 		select { // as pop does
-		case c.space <- struct{}{}:
+		case c.q.space <- struct{}{}:
 		default:
 		}
 	}
@@ -1662,33 +1474,33 @@ func (c *client) writeDirect(rw *rewriter) bool {
 		c.emit(rw, cl, &now)
 		run[i] = nil
 	}
-	c.direct = run[:0]
-	c.obs.flush() // counted before the client can see the replies
-	if len(c.out) > 0 {
-		c.wr.buf = c.out
-		rerr := c.raw.Write(c.wr.write)
-		n := c.wr.n
+	c.out.direct = run[:0]
+	c.out.obs.flush() // counted before the client can see the replies
+	if len(c.out.buf) > 0 {
+		c.out.wr.buf = c.out.buf
+		rerr := c.raw.Write(c.out.wr.write)
+		n := c.out.wr.n
 		var err error
 		switch {
 		case rerr != nil:
 			err = rerr
-		case c.wr.errno != 0:
-			err = c.wr.errno
+		case c.out.wr.errno != 0:
+			err = c.out.wr.errno
 		}
-		c.wr.buf = nil
+		c.out.wr.buf = nil
 		switch {
 		case err == syscall.EAGAIN || err == syscall.EINTR:
 			n = 0
 		case err != nil:
-			c.broken = true
+			c.out.broken = true
 			c.abort() // ends the reader
-			n = len(c.out)
+			n = len(c.out.buf)
 		}
 		if n < 0 {
 			n = 0
 		}
-		rest := copy(c.out, c.out[n:])
-		c.out = c.out[:rest]
+		rest := copy(c.out.buf, c.out.buf[n:])
+		c.out.buf = c.out.buf[:rest]
 		if rest == 0 {
 			c.trimWriter()
 		}
@@ -1701,33 +1513,33 @@ func (c *client) writeDirect(rw *rewriter) bool {
 func (c *client) writeLoop() {
 	write := func() {
 		c.settleHeld()
-		if len(c.out) > 0 && !c.broken {
+		if len(c.out.buf) > 0 && !c.out.broken {
 			// The output counts against the client's bounds while the
 			// socket takes it (memory.go).
 			// Large output counts against the client's bounds while
 			// the socket takes it (memory.go); small output is not
 			// worth the bookkeeping.
-			n := int64(len(c.out))
+			n := int64(len(c.out.buf))
 			if n < minOtherHeld {
 				n = 0
 			}
 			if n > 0 {
 				c.hold(n)
-				c.writing.Store(n)
+				c.mem.writing.Store(n)
 			}
-			if _, err := c.nc.Write(c.out); err != nil {
-				c.broken = true
+			if _, err := c.nc.Write(c.out.buf); err != nil {
+				c.out.broken = true
 				c.abort() // ends the reader
 			}
 			if n > 0 {
-				c.writing.Store(0)
+				c.mem.writing.Store(0)
 				c.hold(-n)
 			}
 		}
-		c.out = c.out[:0]
-		if cap(c.out) > 1<<20 {
-			putBig(c.out) // only the writer held it
-			c.out = nil
+		c.out.buf = c.out.buf[:0]
+		if cap(c.out.buf) > 1<<20 {
+			putBig(c.out.buf) // only the writer held it
+			c.out.buf = nil
 		}
 	}
 	var held []pushMsg // pushes that came after replies not written yet
@@ -1736,16 +1548,16 @@ func (c *client) writeLoop() {
 			m := held[0].msg
 			held = held[1:]
 			v, _, err := resp.ReadValue(m)
-			mark := len(c.out)
+			mark := len(c.out.buf)
 			if err == nil {
-				c.out, err = c.wrw.walk(c.out, v, shapeAny, nil, nil)
+				c.out.buf, err = c.out.rw.walk(c.out.buf, v, shapeAny, nil, nil)
 			}
 			if err != nil {
-				c.out = append(c.out[:mark], m...)
+				c.out.buf = append(c.out.buf[:mark], m...)
 			}
 		}
 	}
-	writePushes := func() { writePushesUpTo(c.pinDone.Load()) }
+	writePushes := func() { writePushesUpTo(c.pinned.done.Load()) }
 	// sleep waits for a nudge or a push; pushes are only held here, and
 	// written once the writer owns the output.
 	// lost: the private upstream connection ended (a push without a
@@ -1763,7 +1575,7 @@ func (c *client) writeLoop() {
 	sleep := func() {
 		now = time.Time{}
 		select {
-		case <-c.ready:
+		case <-c.q.ready:
 		case m := <-c.pushes():
 			take(m)
 		}
@@ -1787,9 +1599,9 @@ func (c *client) writeLoop() {
 			// until a call completes or a push arrives.
 			write()
 			c.trimWriter()
-			if lost && !c.broken {
+			if lost && !c.out.broken {
 				c.abort()
-				c.broken = true
+				c.out.broken = true
 			}
 			c.release(false)
 			own = false
@@ -1813,18 +1625,18 @@ func (c *client) writeLoop() {
 			// numbered k came after k calls completed) go before it.
 			writePushesUpTo(cl.pinSeq - 1)
 		}
-		if verbatimReply(cl) && !c.broken {
+		if verbatimReply(cl) && !c.out.broken {
 			// Written from the reply's own buffer, after what is before it.
 			// (No second copy: the reply counts as held until emit.)
 			write()
 			if _, err := c.nc.Write(cl.reply); err != nil {
-				c.broken = true
+				c.out.broken = true
 				c.abort()
 			}
 			putBig(cl.reply)
 			cl.local = true // the reply is written: emit only does the bookkeeping
 			cl.reply = nil
-		} else if frame, ok := decodedAsWritten(cl); ok && !c.broken && c.writeDecoded(cl, frame, write) {
+		} else if frame, ok := decodedAsWritten(cl); ok && !c.out.broken && c.writeDecoded(cl, frame, write) {
 			cl.local = true // written: emit only does the bookkeeping
 			cl.reply = cl.reply[:0]
 		}
@@ -1835,18 +1647,18 @@ func (c *client) writeLoop() {
 			// of several clients decoding at once, and the event loop,
 			// are not left to take turns on --procs threads.
 			release := takeExtraProc()
-			closeAfter = c.emit(&c.wrw, cl, &now)
+			closeAfter = c.emit(&c.out.rw, cl, &now)
 			release()
 		} else {
-			closeAfter = c.emit(&c.wrw, cl, &now)
+			closeAfter = c.emit(&c.out.rw, cl, &now)
 		}
 		writePushes()
 		if closeAfter {
 			write()
 			c.abort()
-			c.broken = true
+			c.out.broken = true
 		}
-		if len(c.out) >= 64<<10 {
+		if len(c.out.buf) >= 64<<10 {
 			write()
 		}
 	}
@@ -1856,13 +1668,13 @@ func (c *client) writeLoop() {
 // The caller must have flushed: the call must be on its way.
 func (c *client) waitWritten(seq uint64) {
 	defer c.watchGone()()
-	c.writtenMu.Lock()
-	c.writtenWaiters.Add(1) // before the test: emit then sees it, or we see its seq
-	for c.writtenSeq.Load() < seq {
-		c.writtenC.Wait()
+	c.out.writtenMu.Lock()
+	c.out.writtenWaiters.Add(1) // before the test: emit then sees it, or we see its seq
+	for c.out.writtenSeq.Load() < seq {
+		c.out.writtenC.Wait()
 	}
-	c.writtenWaiters.Add(-1)
-	c.writtenMu.Unlock()
+	c.out.writtenWaiters.Add(-1)
+	c.out.writtenMu.Unlock()
 }
 
 // pushMsg is a push message (or relayed reply) and the number of calls its
@@ -1876,8 +1688,8 @@ type pushMsg struct {
 // been consumed, so pushes that came after it may be written.
 func (c *client) notePin(seq uint64) {
 	for {
-		cur := c.pinDone.Load()
-		if seq <= cur || c.pinDone.CompareAndSwap(cur, seq) {
+		cur := c.pinned.done.Load()
+		if seq <= cur || c.pinned.done.CompareAndSwap(cur, seq) {
 			return
 		}
 	}

@@ -180,7 +180,7 @@ func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
 			// Redis's own reply: the command ran as it is, or the new
 			// value was stored.
 			r.cmd, r.local = info.name, true
-			r.notify = c.ready
+			r.notify = c.q.ready
 			r.finish()
 			return r
 		}

@@ -360,8 +360,8 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 		case aclDirect:
 			return c.sendAsSent(info.name, args)
 		case aclShared:
-			c.scriptUp = up
-			defer func() { c.scriptUp = nil }()
+			c.in.scriptUp = up
+			defer func() { c.in.scriptUp = nil }()
 		}
 	}
 	if info == appendCmd || info == setrangeCmd {
@@ -411,11 +411,11 @@ func (c *client) inspect(info *cmdInfo, args [][]byte) (out *call) {
 		}
 		if err != nil || !isMarker(v) {
 			if info.exact {
-				r.reply = exactBitfieldReply(r.reply, c.proto)
+				r.reply = exactBitfieldReply(r.reply, c.sess.proto)
 			}
-			r.reply = fixResp3(r.reply, c.proto)
+			r.reply = fixResp3(r.reply, c.sess.proto)
 			r.cmd, r.local = info.name, true
-			r.notify = c.ready
+			r.notify = c.q.ready
 			r.finish()
 			return r
 		}
@@ -459,7 +459,7 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 			// A candidate applies only where the key holds its very frame,
 			// so a hash field's value noted under the hash's key cannot
 			// stand for another field or for a string.
-			for _, w := range c.txSets {
+			for _, w := range c.sess.txSets {
 				if bytes.Equal(w.key, src) {
 					cands = append(cands, candidate{key: k, frame: w.frame, dec: w.dec})
 				}
@@ -470,7 +470,7 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 		}
 	}
 	// Frames the keys hold now, read on a shared connection.
-	if up, err := c.s.pool.getDB(context.Background(), c.db, int(c.id)); err == nil {
+	if up, err := c.s.pool.getDB(context.Background(), c.sess.db, int(c.id)); err == nil {
 		r := roundtripOn(up, appendInspect(nil, info, args, nil, false, false, false, -1))
 		if r.err == nil {
 			if v, _, err := resp.ReadValue(r.reply); err == nil && isMarker(v) {
@@ -511,7 +511,7 @@ func (c *client) storedArgs(info *cmdInfo, args [][]byte) [][]byte {
 func (c *client) txSources(key []byte) [][]byte {
 	out := [][]byte{key}
 	for i := 0; i < len(out) && len(out) < 16; i++ {
-		for _, cp := range c.txCopies {
+		for _, cp := range c.sess.txCopies {
 			if bytes.Equal(cp[0], out[i]) && !slices.ContainsFunc(out, func(k []byte) bool { return bytes.Equal(k, cp[1]) }) {
 				out = append(out, cp[1])
 			}
@@ -532,7 +532,7 @@ func (c *client) probeFrame(cands []candidate, info *cmdInfo, args [][]byte, key
 		}
 		probe, pargs = commandTable["hstrlen"], [][]byte{[]byte("HSTRLEN"), src, args[2]}
 	}
-	up, err := c.s.pool.getDB(context.Background(), c.db, int(c.id))
+	up, err := c.s.pool.getDB(context.Background(), c.sess.db, int(c.id))
 	if err != nil {
 		return cands
 	}
@@ -562,7 +562,7 @@ func (c *client) noteTxSet(key, value []byte) {
 	if !codec.IsFramed(frame) {
 		return
 	}
-	c.txSets = append(c.txSets, candidate{key: append([]byte(nil), key...), frame: frame, dec: append([]byte(nil), value...)})
+	c.sess.txSets = append(c.sess.txSets, candidate{key: append([]byte(nil), key...), frame: frame, dec: append([]byte(nil), value...)})
 }
 
 // roundtripOn sends one request on up and waits for its reply.

@@ -243,7 +243,7 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 	mark := len(dst)
 	// e0: the searched value as the command below sends it.
 	if encoded(ai) {
-		dst = c.rw.appendStored(dst, c.s.metrics, pol, raw)
+		dst = c.in.rw.appendStored(dst, c.s.metrics, pol, raw)
 	} else {
 		dst = resp.AppendBulk(dst, raw)
 	}
@@ -272,13 +272,13 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 		case i == ai:
 			dst = append(dst, e0...) // the same bytes the script compares
 		case encoded(i):
-			dst = c.rw.appendStored(dst, c.s.metrics, pol, a)
+			dst = c.in.rw.appendStored(dst, c.s.metrics, pol, a)
 		default:
 			dst = resp.AppendBulk(dst, a)
 		}
 	}
-	if cap(c.rw.scratch) > maxPooledReply {
-		c.rw.scratch = nil
+	if cap(c.in.rw.scratch) > maxPooledReply {
+		c.in.rw.scratch = nil
 	}
 	return dst
 }
@@ -343,8 +343,8 @@ func (c *client) listSearch(info *cmdInfo, args [][]byte) (out *call) {
 		case aclDirect:
 			return c.sendAsSent(info.name, args)
 		case aclShared:
-			c.scriptUp = up
-			defer func() { c.scriptUp = nil }()
+			c.in.scriptUp = up
+			defer func() { c.in.scriptUp = nil }()
 		}
 	}
 	var forms listForms
@@ -365,7 +365,7 @@ func (c *client) listSearch(info *cmdInfo, args [][]byte) (out *call) {
 		v, _, err := resp.ReadValue(r.reply)
 		if err != nil || !isMarker(v) {
 			r.cmd, r.local = info.name, true
-			r.notify = c.ready
+			r.notify = c.q.ready
 			r.finish()
 			return r
 		}
@@ -388,7 +388,7 @@ func (c *client) listSearch(info *cmdInfo, args [][]byte) (out *call) {
 func (c *client) appendQueuedListSearch(dst []byte, info *cmdInfo, args [][]byte) []byte {
 	var forms listForms
 	value := args[listSearchArg(info, args)]
-	if up, err := c.s.pool.getDB(context.Background(), c.db, int(c.id)); err == nil {
+	if up, err := c.s.pool.getDB(context.Background(), c.sess.db, int(c.id)); err == nil {
 		for attempt := 0; attempt < maxInspectRetries; attempt++ {
 			r := roundtripOn(up, c.appendListSearch(nil, info, args, searchProbe, &forms, false))
 			v, _, err := resp.ReadValue(r.reply)

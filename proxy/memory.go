@@ -64,7 +64,7 @@ const minOtherHeld = 64 << 10
 // hold counts n more (or, negative, fewer) bytes held for the client in
 // fact: replies not written, large output being written.
 func (c *client) hold(n int64) {
-	c.held.Add(n)
+	c.mem.held.Add(n)
 	c.s.heldTotal.Add(n)
 }
 
@@ -73,7 +73,7 @@ func (c *client) hold(n int64) {
 // reply arrives. The hard bounds act on what is held in fact, the soft
 // ones and the windows on what is held and expected.
 func (c *client) expect(n int64) {
-	c.expected.Add(n)
+	c.mem.expected.Add(n)
 	c.s.expectedTotal.Add(n)
 }
 
@@ -84,8 +84,8 @@ func (c *client) noteReply(n int64) {
 	// Stored only when it changes: replies of one size leave it as it is,
 	// and the store is an atomic write the client's reader then misses in
 	// its cache.
-	if est := max(c.expectedReply()/2, n, 1); est != c.replyEst.Load() {
-		c.replyEst.Store(est)
+	if est := max(c.expectedReply()/2, n, 1); est != c.mem.replyEst.Load() {
+		c.mem.replyEst.Store(est)
 	}
 }
 
@@ -94,7 +94,7 @@ func (s *Server) inFlightBudget() int64 { return min(s.maxReplyBytes(), 16<<20) 
 
 // expectedReply is the size the client's next reply is expected to have.
 func (c *client) expectedReply() int64 {
-	if est := c.replyEst.Load(); est > 0 {
+	if est := c.mem.replyEst.Load(); est > 0 {
 		return est
 	}
 	return c.s.inFlightBudget() / 4
@@ -141,7 +141,7 @@ func (s *Server) checkLimits(o *client, own int64) {
 func (c *client) checkHardLimit(own int64) {
 	// The reply being written (a value decoded to its full size, say) is
 	// the one that is never cut, as is the one that just came.
-	if h := c.held.Load(); h > c.s.clientBufferLimit() && h-own-c.writing.Load() >= minOtherHeld {
+	if h := c.mem.held.Load(); h > c.s.clientBufferLimit() && h-own-c.mem.writing.Load() >= minOtherHeld {
 		c.drop("client-buffer-limit", h)
 	}
 }
@@ -165,7 +165,7 @@ func (s *Server) shed() {
 	var most int64
 	s.mu.Lock()
 	for c := range s.clients {
-		if h := c.held.Load(); h > most && !c.aborted.Load() && c.queued() > 1 {
+		if h := c.mem.held.Load(); h > most && !c.life.aborted.Load() && c.queued() > 1 {
 			worst, most = c, h
 		}
 	}
@@ -178,16 +178,16 @@ func (s *Server) shed() {
 // queued is the number of the client's commands whose replies are not
 // written yet.
 func (c *client) queued() int {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	return len(c.queue) - c.qhead
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	return len(c.q.calls) - c.q.head
 }
 
 // drop closes a client that went past a memory bound: its connection ends
 // (as Redis ends a client past client-output-buffer-limit) and the replies
 // it holds are let go as its writer pops them.
 func (c *client) drop(reason string, held int64) {
-	if c.aborted.Swap(true) {
+	if c.life.aborted.Swap(true) {
 		return
 	}
 	c.s.metrics.clientDropped(reason)

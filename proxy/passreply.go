@@ -75,13 +75,13 @@ func (c *upConn) passReply(b []byte) (bool, error) {
 		c.taken = cl
 	}
 	o := cl.owner
-	if o == nil || c.srv.Cluster != nil || !passable(cl) || !plainSocket(o.nc) || time.Now().UnixNano() < o.passOff.Load() {
+	if o == nil || c.srv.Cluster != nil || !passable(cl) || !plainSocket(o.nc) || time.Now().UnixNano() < o.out.passOff.Load() {
 		return false, nil
 	}
 	if !o.acquire() {
 		return false, nil
 	}
-	if head, _ := o.next(); head != cl || len(o.out) > 0 || o.broken {
+	if head, _ := o.next(); head != cl || len(o.out.buf) > 0 || o.out.broken {
 		o.release(true)
 		return false, nil
 	}
@@ -95,7 +95,7 @@ func (c *upConn) passReply(b []byte) (bool, error) {
 	if err != nil {
 		// Part of the reply is written: the client's connection ends, as
 		// it would if Redis went away in the middle of a reply.
-		o.broken = true
+		o.out.broken = true
 		o.abort()
 	}
 	if stored && err == nil { // the rest is in cl.reply: the writer writes it
@@ -147,7 +147,7 @@ func (c *upConn) passTo(o *client, cl *call, b []byte, rest int64) (stored bool,
 				if errors.Is(err, os.ErrDeadlineExceeded) {
 					return true, c.passStore(o, cl, pend, rest)
 				}
-				o.broken = true
+				o.out.broken = true
 				o.abort()
 				return false, c.passDrop(rest)
 			}
@@ -161,7 +161,7 @@ func (c *upConn) passTo(o *client, cl *call, b []byte, rest int64) (stored bool,
 				case errors.Is(cerr, os.ErrDeadlineExceeded):
 					return true, c.passStore(o, cl, back, left)
 				case cerr != nil:
-					o.broken = true
+					o.out.broken = true
 					o.abort()
 					return false, c.passDrop(left)
 				}
@@ -188,7 +188,7 @@ func (c *upConn) passTo(o *client, cl *call, b []byte, rest int64) (stored bool,
 // for o's writer.
 func (c *upConn) passStore(o *client, cl *call, pend []byte, rest int64) error {
 	c.srv.metrics.passedReply("stored")
-	o.passOff.Store(time.Now().Add(passPause).UnixNano())
+	o.out.passOff.Store(time.Now().Add(passPause).UnixNano())
 	n := len(pend) + int(rest)
 	r := append(getBig(n), pend...)[:n]
 	if _, err := io.ReadFull(c.nc, r[len(pend):]); err != nil {

@@ -106,7 +106,7 @@ func newPoller(srv *Server) (*poller, error) {
 // The caller is c's serve goroutine.
 func (p *poller) run(c *client) readEnd {
 	select {
-	case <-c.draining:
+	case <-c.life.draining:
 		return endDrained
 	default:
 	}
@@ -128,10 +128,10 @@ func (p *poller) run(c *client) readEnd {
 	if addErr != nil {
 		// Cannot poll this descriptor: read it from the goroutine, for
 		// good.
-		c.noLoop = true
+		c.in.noLoop = true
 		return endToGoroutine
 	}
-	return <-c.handback
+	return <-c.in.handback
 }
 
 // unregister removes c, whose descriptor was fd, from the set. Loop only.
@@ -175,8 +175,8 @@ func (p *poller) loop() {
 			p.mu.Lock()
 			for fd, c := range p.clients {
 				delete(p.clients, fd)
-				c.noLoop = true
-				c.handback <- endToGoroutine
+				c.in.noLoop = true
+				c.in.handback <- endToGoroutine
 			}
 			p.mu.Unlock()
 			return
@@ -226,12 +226,12 @@ func (p *poller) step(c *client, fd int32, hup bool, held []*upConn) []*upConn {
 		p.srv.pool.releaseWrites(held)
 		held = held[:0]
 		p.unregister(c, fd)
-		c.handback <- end
+		c.in.handback <- end
 	default:
-		if c.readFull || hup || c.inputEnds {
+		if c.in.readFull || hup || c.in.inputEnds {
 			// Read again next round: more data, or the end of input,
 			// waits that no new edge will announce.
-			c.inputEnds = hup || c.inputEnds
+			c.in.inputEnds = hup || c.in.inputEnds
 			p.next = append(p.next, pollerClient{c, fd})
 		}
 		if queuedTooMany(held) {
@@ -251,22 +251,22 @@ func (p *poller) close() { p.file.Close() }
 // readOnce reads once from c's socket without waiting: the poller said it
 // has data. It returns 0, nil when the socket had nothing after all.
 func (c *client) readOnce(b []byte) (int, error) {
-	if c.rd.read == nil {
-		c.rd.read = func(fd uintptr) { c.rd.n, c.rd.errno = rawRead(fd, c.rd.buf) }
+	if c.in.rd.read == nil {
+		c.in.rd.read = func(fd uintptr) { c.in.rd.n, c.in.rd.errno = rawRead(fd, c.in.rd.buf) }
 	}
-	c.rd.buf = b
-	err := c.raw.Control(c.rd.read)
-	c.rd.buf = nil
+	c.in.rd.buf = b
+	err := c.raw.Control(c.in.rd.read)
+	c.in.rd.buf = nil
 	if err != nil {
 		return 0, err
 	}
-	n := c.rd.n
-	switch c.rd.errno {
+	n := c.in.rd.n
+	switch c.in.rd.errno {
 	case 0:
 	case syscall.EAGAIN:
 		return 0, nil
 	default:
-		return 0, c.rd.errno
+		return 0, c.in.rd.errno
 	}
 	if n == 0 && len(b) > 0 {
 		return 0, io.EOF

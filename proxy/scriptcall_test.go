@@ -27,7 +27,7 @@ func startScriptCallEnv(t *testing.T) *scriptCallEnv {
 	if err := s.init(); err != nil {
 		t.Fatal(err)
 	}
-	return &scriptCallEnv{redis: r, srv: s, c: &client{s: s, ready: make(chan struct{}, 1)}, admin: dialRaw(t, r.Addr)}
+	return &scriptCallEnv{redis: r, srv: s, c: &client{s: s, q: replyQueue{ready: make(chan struct{}, 1)}}, admin: dialRaw(t, r.Addr)}
 }
 
 // dial opens an upstream connection: a client's private one (which

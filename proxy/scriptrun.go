@@ -218,7 +218,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		}
 		r.pinSeq = max(r.pinSeq, pinSeq)
 		r.cmd, r.local = info.name, true
-		r.notify = c.ready
+		r.notify = c.q.ready
 		r.finish()
 		return r
 	}
@@ -233,7 +233,7 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 	if !ok || info.flags&rediscmd.Script == 0 {
 		return
 	}
-	up, err := c.s.pool.getDB(context.Background(), c.db, int(c.id))
+	up, err := c.s.pool.getDB(context.Background(), c.sess.db, int(c.id))
 	if err != nil {
 		return
 	}

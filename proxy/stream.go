@@ -59,11 +59,11 @@ const streamIfErr = "ERR squeeze: SET with IFEQ, IFNE, IFDEQ or IFDNE and a valu
 // returns the key (a slice of b), the command's argument count, where the
 // value's data begins in b and its size.
 func (c *client) streamable(b []byte) (key []byte, count int64, at int, size int64, ok bool) {
-	if c.pinned != nil || c.inMulti || c.relay || c.replyOff || c.skip > 0 || c.s.Cluster != nil || c.s.RequireAuth || len(b) < 32 || !startsSet(b) {
+	if c.pinned.conn != nil || c.sess.inMulti || c.sess.relay || c.sess.replyOff || c.sess.skip > 0 || c.s.Cluster != nil || c.s.RequireAuth || len(b) < 32 || !startsSet(b) {
 		return nil, 0, 0, 0, false
 	}
-	args, count, at, size, ok := resp.ReadCommandHead(c.args, b, c.s.maxBulk())
-	c.args = args[:0]
+	args, count, at, size, ok := resp.ReadCommandHead(c.in.args, b, c.s.maxBulk())
+	c.in.args = args[:0]
 	if !ok || len(args) != 2 || count < 3 || count > 16 || size < streamMinValue || !is(args[0], "SET") {
 		return nil, 0, 0, 0, false
 	}
@@ -96,9 +96,9 @@ func (c *client) streamSet(key []byte, count int64, at int, size int64) (streame
 	var ping *call
 	if shared, err := c.conn(); err == nil {
 		ping = newCall()
-		c.one[0] = ping
-		shared.send(pingRequest, c.one[:])
-		c.one[0] = nil
+		c.in.one[0] = ping
+		shared.send(pingRequest, c.in.one[:])
+		c.in.one[0] = nil
 	}
 	waitPing := func() {
 		if ping != nil {
@@ -116,8 +116,8 @@ func (c *client) streamSet(key []byte, count int64, at int, size int64) (streame
 	// Everything up to the value's tail: what is in the buffer, then the
 	// rest straight from the client's socket to Redis's.
 	cut := int64(at) + size - streamTail
-	first := min(int64(len(c.rbuf)), cut)
-	if up.streamWrite(c.rbuf[:first]) != nil {
+	first := min(int64(len(c.in.rbuf)), cut)
+	if up.streamWrite(c.in.rbuf[:first]) != nil {
 		return abort()
 	}
 	if rest := cut - first; rest > 0 {
@@ -126,17 +126,17 @@ func (c *client) streamSet(key []byte, count int64, at int, size int64) (streame
 		}
 	}
 	c.s.metrics.streamed(size)
-	c.rbuf = c.rbuf[:copy(c.rbuf, c.rbuf[first:])]
+	c.in.rbuf = c.in.rbuf[:copy(c.in.rbuf, c.in.rbuf[first:])]
 
 	// The rest of the command: the value's tail, its CRLF, the options.
 	need := streamTail + 2
 	var opts [][]byte
 	var m int
 	for {
-		if len(c.rbuf) >= need {
+		if len(c.in.rbuf) >= need {
 			var err error
-			opts, m, err = resp.ReadBulks(c.args, c.rbuf[need:], count-3, c.s.maxBulk())
-			c.args = opts[:0]
+			opts, m, err = resp.ReadBulks(c.in.args, c.in.rbuf[need:], count-3, c.s.maxBulk())
+			c.in.args = opts[:0]
 			if err == nil {
 				break
 			}
@@ -151,8 +151,8 @@ func (c *client) streamSet(key []byte, count int64, at int, size int64) (streame
 			}
 		}
 		c.growRead()
-		n, err := c.nc.Read(c.rbuf[len(c.rbuf):cap(c.rbuf)])
-		c.rbuf = c.rbuf[:len(c.rbuf)+n]
+		n, err := c.nc.Read(c.in.rbuf[len(c.in.rbuf):cap(c.in.rbuf)])
+		c.in.rbuf = c.in.rbuf[:len(c.in.rbuf)+n]
 		if err != nil && n == 0 {
 			return abort()
 		}
@@ -164,17 +164,17 @@ func (c *client) streamSet(key []byte, count int64, at int, size int64) (streame
 	if conditional(setCmd, shapeArgs) != setCmd {
 		up.close()
 		waitPing()
-		c.rbuf = c.rbuf[:copy(c.rbuf, c.rbuf[whole:])]
+		c.in.rbuf = c.in.rbuf[:copy(c.in.rbuf, c.in.rbuf[whole:])]
 		c.enqueue(c.localCall(setCmd.name, resp.AppendError(nil, streamIfErr)))
 		return true, true
 	}
 
 	cl := newCall()
-	cl.notify, cl.owner = c.ready, c
-	cl.cmd, cl.cmdID, cl.kind, cl.start = setCmd.name, setCmd.id, replyShape(setCmd, shapeArgs), c.readAt
+	cl.notify, cl.owner = c.q.ready, c
+	cl.cmd, cl.cmdID, cl.kind, cl.start = setCmd.name, setCmd.id, replyShape(setCmd, shapeArgs), c.in.readAt
 	cl.saveArgs(shapeArgs[:2])
-	c.seq++
-	cl.seq = c.seq
+	c.in.seq++
+	cl.seq = c.in.seq
 	cl.reserved = c.expectedReply()
 	c.enqueue(cl) // may wait for room: before the barrier, which must not
 	c.expect(cl.reserved)
@@ -188,8 +188,8 @@ func (c *client) streamSet(key []byte, count int64, at int, size int64) (streame
 		go p.putStream(up) // not on the reader: putStream may take the pool's lock
 	}
 	time.AfterFunc(maxBlockedWait, func() { p.endOrder(h) })
-	up.streamFinish(cl, c.rbuf[:whole]) // a failure fails cl, which ends the barrier
-	c.rbuf = c.rbuf[:copy(c.rbuf, c.rbuf[whole:])]
+	up.streamFinish(cl, c.in.rbuf[:whole]) // a failure fails cl, which ends the barrier
+	c.in.rbuf = c.in.rbuf[:copy(c.in.rbuf, c.in.rbuf[whole:])]
 	return true, true
 }
 

@@ -982,8 +982,8 @@ func (c *upConn) readLoop() {
 			// per read, in deliver, before any of its replies is written.
 			n := int64(len(cl.reply))
 			if shared {
-				o.expected.Add(-cl.reserved)
-				o.held.Add(n)
+				o.mem.expected.Add(-cl.reserved)
+				o.mem.held.Add(n)
 				batch.expected -= cl.reserved
 				batch.held += n
 			} else {
