@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -507,7 +508,7 @@ func (c *client) loopStep() readEnd {
 		// the loop's buffer once process returns), sized at once for a
 		// large argument that is still arriving.
 		size := max(readBufSize, readGrowth(len(c.rbuf), resp.PendingBulkEnd(c.rbuf)))
-		c.rbuf = append(getBig(size), c.rbuf...)
+		c.rbuf = append(bufpool.Get(size), c.rbuf...)
 	case shared:
 		c.rbuf = nil
 		c.trimReader()
@@ -533,11 +534,11 @@ func (c *client) loopStep() readEnd {
 const readBufSize = 16 << 10
 
 // getReadBuf returns an empty read buffer of readBufSize, from the free
-// lists of buffers (bigreply.go).
-func getReadBuf() []byte { return getBig(readBufSize) }
+// lists of buffers (internal/bufpool).
+func getReadBuf() []byte { return bufpool.Get(readBufSize) }
 
 // putReadBuf gives an empty read buffer back to the free lists.
-func putReadBuf(b []byte) { putBig(b) }
+func putReadBuf(b []byte) { bufpool.Put(b) }
 
 // dropReadBuf gives back the client's empty read buffer.
 func (c *client) dropReadBuf() {
@@ -552,7 +553,7 @@ func (c *client) dropReadBuf() {
 // than stay with a client that may wait for hours: a proxy whose 300
 // clients had each stored and read a 500 kB document held 1.2 MB per idle
 // client (scripts/idle-memory.sh with VALUE=500000).
-const idleKeep = 1 << minBigClass
+const idleKeep = bufpool.MinSize
 
 // trimReader gives back the command reader's large working buffers: the
 // batch of requests (sent by now) and the scratch of compression.
@@ -576,7 +577,7 @@ func (c *client) trimWriter() {
 // the free lists of large buffers.
 func giveBackIdle(b *[]byte) {
 	if len(*b) == 0 && cap(*b) >= idleKeep {
-		putBig(*b)
+		bufpool.Put(*b)
 		*b = nil
 	}
 }
@@ -586,9 +587,9 @@ func (c *client) growRead() {
 	if len(c.rbuf) < cap(c.rbuf) {
 		return
 	}
-	nb := getBig(readGrowth(len(c.rbuf), resp.PendingBulkEnd(c.rbuf)))[:len(c.rbuf)]
+	nb := bufpool.Get(readGrowth(len(c.rbuf), resp.PendingBulkEnd(c.rbuf)))[:len(c.rbuf)]
 	copy(nb, c.rbuf)
-	putBig(c.rbuf) // between two runs of process: no argument points into it
+	bufpool.Put(c.rbuf) // between two runs of process: no argument points into it
 	c.rbuf = nb
 }
 
@@ -635,7 +636,7 @@ func (c *client) process(inLoop bool) bool {
 		if cap(c.rbuf) > 1<<20 && rest < 16<<10 {
 			old := c.rbuf
 			c.rbuf = append(getReadBuf(), c.rbuf...)
-			putBig(old) // every command in it is handled: its calls hold copies
+			bufpool.Put(old) // every command in it is handled: its calls hold copies
 		}
 	}()
 	for off < len(c.rbuf) {
@@ -948,7 +949,7 @@ func (c *client) flush() {
 	}
 	c.req = c.req[:0]
 	if cap(c.req) > 1<<20 {
-		putBig(c.req) // sent: the connection wrote it or copied it
+		bufpool.Put(c.req) // sent: the connection wrote it or copied it
 		c.req = nil
 	}
 }
@@ -1389,9 +1390,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.reqOwn, c.req, c.reqRaw = c.req, raw, true
 		reqMark = 0
 	} else {
-		if m := len(c.rbuf); m >= 1<<minBigClass && cap(c.req)-len(c.req) < m {
+		if m := len(c.rbuf); m >= bufpool.MinSize && cap(c.req)-len(c.req) < m {
 			// A large command: room for it from the reused buffers.
-			c.req = append(getBig(len(c.req)+m), c.req...)
+			c.req = append(bufpool.Get(len(c.req)+m), c.req...)
 		}
 		c.req = c.rw.appendRequest(c.req, info, args)
 	}
@@ -1730,7 +1731,7 @@ func (c *client) writeLoop() {
 		}
 		c.out = c.out[:0]
 		if cap(c.out) > 1<<20 {
-			putBig(c.out) // only the writer held it
+			bufpool.Put(c.out) // only the writer held it
 			c.out = nil
 		}
 	}
@@ -1825,7 +1826,7 @@ func (c *client) writeLoop() {
 				c.broken = true
 				c.abort()
 			}
-			putBig(cl.reply)
+			bufpool.Put(cl.reply)
 			cl.local = true // the reply is written: emit only does the bookkeeping
 			cl.reply = nil
 		} else if frame, ok := decodedAsWritten(cl); ok && !c.broken && c.writeDecoded(cl, frame, write) {

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -695,7 +696,7 @@ func (c *upConn) sendHeld(by *poller, req []byte, calls []*call) {
 	if cap(buf) <= 1<<20 {
 		c.spare = buf[:0]
 	} else {
-		putBig(buf)
+		bufpool.Put(buf)
 		c.spare = nil // it became wbuf above: no longer spare
 	}
 	if c.holdN > 0 {
@@ -740,7 +741,7 @@ func (c *upConn) writeQueued() {
 		if cap(buf) <= 1<<20 {
 			c.spare = buf[:0]
 		} else {
-			putBig(buf) // written: nothing else points into it
+			bufpool.Put(buf) // written: nothing else points into it
 			// The spare became wbuf above: it must not be handed out
 			// as wbuf again while senders append to it.
 			c.spare = nil
@@ -880,7 +881,7 @@ func (c *upConn) readLoop() {
 				} else if passed {
 					buf, start = buf[:0], 0
 					if cap(buf) > 1<<20 {
-						putBig(buf)
+						bufpool.Put(buf)
 						buf = make([]byte, 0, upReadSize)
 					}
 					continue
@@ -895,15 +896,15 @@ func (c *upConn) readLoop() {
 				// A private connection with nothing pending: back to the
 				// usual size before a read that may wait for hours. (The
 				// few shared ones keep theirs, for the next burst.)
-				putBig(buf)
+				bufpool.Put(buf)
 				buf = make([]byte, 0, upReadSize)
 			}
 			if len(buf) == cap(buf) {
 				// Double, or jump to the end of a large bulk reply
 				// (upstreamGrowth).
-				nb := getBig(upstreamGrowth(len(buf), resp.PendingValueEnd(buf)))[:len(buf)]
+				nb := bufpool.Get(upstreamGrowth(len(buf), resp.PendingValueEnd(buf)))[:len(buf)]
 				copy(nb, buf)
-				putBig(buf)
+				bufpool.Put(buf)
 				buf = nb
 			}
 			n, rerr := c.nc.Read(buf[len(buf):cap(buf)])
@@ -964,7 +965,7 @@ func (c *upConn) readLoop() {
 			// with whatever followed the reply.
 			// The reply keeps the buffer's room after it (the rest is
 			// copied out below), so the buffer returns to its own size
-			// class when the reply is written (bigreply.go).
+			// class when the reply is written (internal/bufpool).
 			cl.reply = buf[start-len(v.Raw) : start : cap(buf)]
 			rest := buf[start:]
 			buf = append(make([]byte, 0, max(upReadSize, len(rest))), rest...)
@@ -1028,7 +1029,7 @@ func (c *upConn) readLoop() {
 		if start == len(buf) {
 			buf, start = buf[:0], 0
 			if cap(buf) > 1<<20 { // do not keep a huge buffer after a big reply
-				putBig(buf)
+				bufpool.Put(buf)
 				buf = make([]byte, 0, 32<<10)
 			}
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/dictstore"
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
 	"github.com/squeeze-kv/squeeze/internal/units"
 	"github.com/squeeze-kv/squeeze/proxy"
 )
@@ -59,6 +60,12 @@ flag name in upper case with _ for - (SQUEEZE_UPSTREAM, SQUEEZE_MIN_SIZE), or
 from a config file (--config, or SQUEEZE_CONFIG) of "name = value" lines with
 the flag names; # starts a comment. Flags beat environment, environment
 beats the file.
+
+SQUEEZE_CHECK_BUFFERS=1 (environment only, no flag) checks the proxy's free
+lists of large buffers: a buffer put back while the lists hold it, two
+owners of one buffer, panics. It is for load runs such as
+SQUEEZE_CHECK_BUFFERS=1 bash scripts/bench-proxy.sh, and costs a map
+operation per buffer.
 
 On SIGTERM or Ctrl-C the proxy stops accepting, writes the replies of the
 commands it has already read, and exits; a second signal exits at once.
@@ -194,6 +201,10 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	config := fs.String("config", "", "read settings from this file (name = value lines)")
 	return fs, p, config
 }
+
+// envCheckBuffers, set to 1, checks the free lists of buffers for a buffer
+// put back twice (bufpool.SetChecks), for load runs the tests do not match.
+const envCheckBuffers = "SQUEEZE_CHECK_BUFFERS"
 
 // commandLineOnly are the flags that neither the config file nor the
 // environment may set: they say what to do with the settings.
@@ -472,6 +483,9 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	if os.Getenv(envCheckBuffers) == "1" {
+		bufpool.SetChecks(true) // before the proxy takes a buffer
+	}
 	if p.maxMemory > 0 && !p.check {
 		// Collect garbage before the heap reaches the bound (memory.go).
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(p.maxMemory)))
