@@ -56,6 +56,7 @@ type call struct {
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
+// newCall returns an empty call, from callPool (see release).
 func newCall() *call {
 	c := callPool.Get().(*call)
 	return c
@@ -65,18 +66,20 @@ func newCall() *call {
 // huge reply does not stay in memory forever.
 const maxPooledReply = 256 << 10
 
+// release puts c back in callPool for newCall, every field zero but the
+// buffers a call reuses: done, and reply, args, argv, tx and txNames
+// emptied (reply and args let go above maxPooledReply).
 func (c *call) release() {
-	if cap(c.reply) > maxPooledReply {
-		c.reply = nil
+	reply, args := c.reply[:0], c.args[:0]
+	if cap(reply) > maxPooledReply {
+		reply = nil
 	}
-	if cap(c.args) > maxPooledReply {
-		c.args = nil
+	if cap(args) > maxPooledReply {
+		args = nil
 	}
-	c.reply, c.err, c.kind, c.tx, c.cmd, c.cmdID, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", 0, false, false, 0, 0
-	c.txNames = c.txNames[:0]
-	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify, c.owner, c.onFinish, c.deferPushes, c.connLost, c.authUser, c.held, c.reserved = nil, nil, nil, false, false, nil, 0, 0
-	c.ready.Store(false)
+	// One assignment of the whole struct, so that no field, a new one
+	// included, keeps a value from the call before.
+	*c = call{done: c.done, reply: reply, args: args, argv: c.argv[:0], tx: c.tx[:0], txNames: c.txNames[:0]}
 	callPool.Put(c)
 }
 
