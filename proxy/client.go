@@ -742,7 +742,6 @@ func (c *client) lookupCommand(name []byte) *cmdInfo {
 // (forwardsAsIs): below it, one batch for many commands costs less.
 const forwardAsIsMin = 32 << 10
 
-// localCall returns a finished call whose reply the proxy made.
 // lostCall ends the client's connection without a reply: its private
 // upstream connection ended, as Redis ends a client's connection.
 func (c *client) lostCall(cmd string) *call {
@@ -751,6 +750,7 @@ func (c *client) lostCall(cmd string) *call {
 	return cl
 }
 
+// localCall returns a finished call whose reply the proxy made.
 func (c *client) localCall(cmd string, reply []byte) *call {
 	cl := newCall()
 	cl.cmd = cmd

@@ -727,11 +727,11 @@ func (c *upConn) isDead() bool {
 
 func (c *upConn) close() { c.fail(errUpstreamClosed) }
 
-// readLoop reads replies and hands each to the oldest call in flight.
 // upReadSize is the size of an upstream connection's read buffer when no
 // large reply has grown it.
 const upReadSize = 32 << 10
 
+// readLoop reads replies and hands each to the oldest call in flight.
 func (c *upConn) readLoop() {
 	buf := make([]byte, 0, upReadSize)
 	start := 0

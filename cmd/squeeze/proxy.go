@@ -653,7 +653,6 @@ func reloadWritePolicy(ctx context.Context, e env, args []string, running *flag.
 	return nil
 }
 
-// redactURL hides a password in an upstream URL for logs.
 // remoteClientsWarning says why the settings give other hosts the upstream
 // URL's rights (--listen reachable from them, --client-auth pass), or "".
 func (p *proxyFlags) remoteClientsWarning() string {
@@ -699,6 +698,7 @@ func cmdlineHandler(args []string) http.HandlerFunc {
 	}
 }
 
+// redactURL hides a password in an upstream URL for logs.
 func redactURL(s string) string {
 	at := strings.LastIndexByte(s, '@')
 	sch := strings.Index(s, "://")
@@ -714,8 +714,6 @@ func redactURL(s string) string {
 	return s[:sch+3] + user + s[at:]
 }
 
-// probeUpstream dials the upstream once (TCP or unix socket only, no TLS or
-// AUTH), to warn at start-up when nothing listens there.
 // logUpstreamServer logs which server the upstream is (INFO server), with
 // a warning for one older than squeeze is tested with. A server that
 // refuses INFO is logged at debug level: it is not a fault.
@@ -734,6 +732,8 @@ func logUpstreamServer(ctx context.Context, logger *slog.Logger, p *proxyFlags, 
 	}
 }
 
+// probeUpstream dials the upstream once (TCP or unix socket only, no TLS or
+// AUTH), to warn at start-up when nothing listens there.
 func probeUpstream(rawURL string) error {
 	u, err := proxy.ParseUpstream(rawURL)
 	if err != nil {
