@@ -692,10 +692,6 @@ func (h *Hook) isRaw(key string) bool {
 	return (h.raw != nil && h.raw(key)) || dictstore.IsStoreKey(key)
 }
 
-// encodeArg replaces args[i] by its stored form when it is a string, a byte
-// slice or a BinaryMarshaler; other values (numbers, bools) are short and
-// never begin with the frame magic, so they are stored as go-redis formats
-// them.
 // encoderFor returns the encoder of key's values: its longest matching
 // rule's, or the default.
 func (h *Hook) encoderFor(key string) *codec.Encoder {
@@ -710,6 +706,10 @@ func (h *Hook) encoderFor(key string) *codec.Encoder {
 	return h.enc
 }
 
+// encodeArg replaces args[i] by its stored form when it is a string, a byte
+// slice or a BinaryMarshaler; other values (numbers, bools) are short and
+// never begin with the frame magic, so they are stored as go-redis formats
+// them.
 func (h *Hook) encodeArg(key string, args []any, i int, p *prepared) {
 	if i >= len(args) {
 		return

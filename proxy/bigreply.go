@@ -3,17 +3,13 @@ package proxy
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
-	"math/bits"
-	"os"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -55,244 +51,6 @@ func verbatimShape(kind shape) bool {
 	return false
 }
 
-// Buffers of 16 KiB and more, reused by size class (a power of two) rather
-// than allocated and zeroed for each large value: the read buffers as they
-// grow toward a large command or reply (and clients' read buffers of 16
-// KiB), requests, queued upstream writes, replies once written, clients'
-// output, decoded values. Up to bigKeepBytes of classes up to
-// 16 MiB stay in free lists that the garbage collector does not empty (a
-// sync.Pool is emptied by every other collection, and with values of
-// megabytes collections come every request or two); beyond that a
-// sync.Pool. Larger buffers (huge: 32 MiB to 1 GiB) are kept, up to
-// hugeKeepBytes, only while they are in use: hugeIdle after the last one
-// was asked for, they are let go and the process's free memory goes back
-// to the system (debug.FreeOSMemory). Otherwise a proxy that once carried
-// a 200 MiB value stayed 200 MiB larger for minutes while idle: an idle
-// process collects every two minutes, and a sync.Pool needs two
-// collections to let go.
-const (
-	minBigClass   = 14 // 16 KiB
-	maxBigClass   = 30 // 1 GiB
-	maxKeptClass  = 24 // 16 MiB
-	bigKeepBytes  = 64 << 20
-	hugeKeepBytes = 256 << 20
-	hugeIdle      = time.Second
-)
-
-var (
-	bigBufs   [maxKeptClass + 1]sync.Pool // of *[]byte
-	bigKept   [maxKeptClass + 1]chan []byte
-	bigKeptN  atomic.Int64 // bytes in the free lists
-	bigKeptMk sync.Once
-)
-
-func keptList(k int) chan []byte {
-	bigKeptMk.Do(func() {
-		for i := minBigClass; i <= maxKeptClass; i++ {
-			bigKept[i] = make(chan []byte, bigKeepBytes>>i)
-		}
-	})
-	return bigKept[k]
-}
-
-// getBig returns an empty buffer with room for n bytes.
-func getBig(n int) []byte {
-	k := bits.Len(uint(n - 1)) // 2^k >= n
-	if n < 1<<minBigClass || k > maxBigClass {
-		return make([]byte, 0, n)
-	}
-	if k > maxKeptClass {
-		return getHuge(k)
-	}
-	select {
-	case b := <-keptList(k):
-		bigKeptN.Add(-int64(cap(b)))
-		bigUnlisted(b)
-		return b
-	default:
-	}
-	if p, _ := bigBufs[k].Get().(*[]byte); p != nil {
-		return (*p)[:0]
-	}
-	return make([]byte, 0, 1<<k)
-}
-
-// putBig keeps b for reuse; the caller must hold no other reference to it.
-func putBig(b []byte) {
-	k := bits.Len(uint(cap(b))) - 1 // 2^k <= cap
-	if k < minBigClass || k > maxBigClass {
-		return
-	}
-	b = b[:0]
-	bigListed(b)
-	if k > maxKeptClass {
-		putHuge(k, b)
-		return
-	}
-	if bigKeptN.Load()+int64(cap(b)) > bigKeepBytes {
-		evictKept(k) // the sizes in use now win over those of before
-	}
-	if bigKeptN.Load()+int64(cap(b)) <= bigKeepBytes {
-		select {
-		case keptList(k) <- b:
-			bigKeptN.Add(int64(cap(b)))
-			return
-		default:
-		}
-	}
-	poolBig(k, b)
-}
-
-// poolBig puts b in class k's sync.Pool. Apart from putBig, so that only
-// this path moves a slice header to the heap (the pool keeps a pointer):
-// putBig is called on every event loop step, mostly with nothing to keep.
-//
-//go:noinline
-func poolBig(k int, b []byte) {
-	if bigCheck {
-		bigUnlisted(b) // dropped: see bigCheck
-		return
-	}
-	bigBufs[k].Put(&b)
-}
-
-// bigCheck, set by the package's tests before anything runs, makes putBig
-// panic when a buffer is put back while the free lists hold it already:
-// two owners of one buffer, the way one client's value is overwritten by
-// another's bytes. Meanwhile buffers stay out of the sync.Pools, which drop
-// them unseen (their addresses then come back with new buffers).
-var (
-	bigCheck  bool
-	bigCheckM sync.Mutex
-	bigListd  map[*byte]bool // first bytes of the buffers in the lists
-)
-
-// SQUEEZE_CHECK_BUFFERS=1 turns the check on in a built proxy, for load
-// runs (scripts/bench-proxy.sh) that the tests do not match: it costs a
-// map operation per buffer and keeps the sync.Pools empty.
-func init() {
-	if os.Getenv("SQUEEZE_CHECK_BUFFERS") == "1" {
-		bigCheck = true
-	}
-}
-
-// bigListed notes that b goes into a free list (bigCheck).
-func bigListed(b []byte) {
-	if !bigCheck {
-		return
-	}
-	p := &b[:1][0]
-	bigCheckM.Lock()
-	defer bigCheckM.Unlock()
-	if bigListd == nil {
-		bigListd = map[*byte]bool{}
-	}
-	if bigListd[p] {
-		panic(fmt.Sprintf("proxy: a buffer of %d bytes was put back while the free lists held it", cap(b)))
-	}
-	bigListd[p] = true
-}
-
-// bigUnlisted notes that b left the free lists (bigCheck).
-func bigUnlisted(b []byte) {
-	if !bigCheck {
-		return
-	}
-	bigCheckM.Lock()
-	delete(bigListd, &b[:1][0])
-	bigCheckM.Unlock()
-}
-
-// The huge buffers kept (see above), guarded by hugeMu: by class, their
-// bytes, when one was last asked for, whether a trim is due, and how many
-// trims have let buffers go.
-var (
-	hugeMu      sync.Mutex
-	hugeKept    [maxBigClass + 1][][]byte
-	hugeKeptN   int64
-	hugeUsed    time.Time
-	hugeArmed   bool
-	hugeTrimmed int
-)
-
-// getHuge returns an empty buffer of class k (above maxKeptClass).
-func getHuge(k int) []byte {
-	hugeMu.Lock()
-	hugeUsed = time.Now()
-	if l := hugeKept[k]; len(l) > 0 {
-		b := l[len(l)-1]
-		l[len(l)-1] = nil
-		hugeKept[k] = l[:len(l)-1]
-		hugeKeptN -= int64(cap(b))
-		hugeMu.Unlock()
-		bigUnlisted(b)
-		return b
-	}
-	hugeMu.Unlock()
-	return make([]byte, 0, 1<<k)
-}
-
-// putHuge keeps b, of class k, for reuse while huge buffers are in use,
-// and arms the trim that lets them go hugeIdle after the last use.
-func putHuge(k int, b []byte) {
-	hugeMu.Lock()
-	defer hugeMu.Unlock()
-	if hugeKeptN+int64(cap(b)) <= hugeKeepBytes {
-		hugeKept[k] = append(hugeKept[k], b)
-		hugeKeptN += int64(cap(b))
-	} else {
-		bigUnlisted(b) // let go
-	}
-	if !hugeArmed {
-		hugeArmed = true
-		time.AfterFunc(hugeIdle, trimHuge)
-	}
-}
-
-// trimHuge lets the huge buffers go, and returns the process's free memory
-// to the system, once none was asked for in hugeIdle; until then it waits
-// again.
-func trimHuge() {
-	hugeMu.Lock()
-	if wait := hugeIdle - time.Since(hugeUsed); wait > 0 {
-		time.AfterFunc(wait, trimHuge)
-		hugeMu.Unlock()
-		return
-	}
-	hugeArmed = false
-	for k := range hugeKept {
-		for _, b := range hugeKept[k] {
-			bigUnlisted(b)
-		}
-		clear(hugeKept[k])
-		hugeKept[k] = hugeKept[k][:0]
-	}
-	hugeKeptN = 0
-	hugeTrimmed++
-	hugeMu.Unlock()
-	debug.FreeOSMemory()
-}
-
-// evictKept moves one buffer from the free list that holds the most bytes,
-// other than class k's, to its sync.Pool.
-func evictKept(k int) {
-	most, from := 0, -1
-	for i := minBigClass; i <= maxKeptClass; i++ {
-		if n := len(keptList(i)) << i; i != k && n > most {
-			most, from = n, i
-		}
-	}
-	if from < 0 {
-		return
-	}
-	select {
-	case b := <-keptList(from):
-		bigKeptN.Add(-int64(cap(b)))
-		poolBig(from, b)
-	default:
-	}
-}
-
 // upstreamGrowth is the capacity the upstream reader's full buffer of n
 // bytes grows to when the reply in it ends at need (0: unknown): Redis is
 // trusted, so a large reply gets its whole size at once, with room for the
@@ -324,9 +82,9 @@ func bigDecode(cl *call) bool {
 // takes 16 KiB or more of room dst has not, the bytes move to a reused
 // buffer and dst's goes back to the pool.
 func appendBig(dst, src []byte) []byte {
-	if need := len(dst) + len(src); need > cap(dst) && need >= 1<<minBigClass {
-		nb := append(getBig(need), dst...)
-		putBig(dst)
+	if need := len(dst) + len(src); need > cap(dst) && need >= bufpool.MinSize {
+		nb := append(bufpool.Get(need), dst...)
+		bufpool.Put(dst)
 		dst = nb
 	}
 	return append(dst, src...)
@@ -433,8 +191,8 @@ func (c *client) writeDecoded(cl *call, frame []byte, write func()) bool {
 	defer vr.Close()
 	defer takeExtraProc()()
 	h := vr.Header()
-	buf := getBig(2 * decodePiece)[:2*decodePiece]
-	defer putBig(buf)
+	buf := bufpool.Get(2 * decodePiece)[:2*decodePiece]
+	defer bufpool.Put(buf)
 	cur, next := buf[:decodePiece], buf[decodePiece:]
 	k, err := io.ReadFull(vr, cur)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
 	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
@@ -320,7 +321,7 @@ func (c *client) loopStep() readEnd {
 		// the loop's buffer once process returns), sized at once for a
 		// large argument that is still arriving.
 		size := max(readBufSize, readGrowth(len(c.in.rbuf), resp.PendingBulkEnd(c.in.rbuf)))
-		c.in.rbuf = append(getBig(size), c.in.rbuf...)
+		c.in.rbuf = append(bufpool.Get(size), c.in.rbuf...)
 	case shared:
 		c.in.rbuf = nil
 		c.trimReader()
@@ -346,11 +347,11 @@ func (c *client) loopStep() readEnd {
 const readBufSize = 16 << 10
 
 // getReadBuf returns an empty read buffer of readBufSize, from the free
-// lists of buffers (bigreply.go).
-func getReadBuf() []byte { return getBig(readBufSize) }
+// lists of buffers (internal/bufpool).
+func getReadBuf() []byte { return bufpool.Get(readBufSize) }
 
 // putReadBuf gives an empty read buffer back to the free lists.
-func putReadBuf(b []byte) { putBig(b) }
+func putReadBuf(b []byte) { bufpool.Put(b) }
 
 // dropReadBuf gives back the client's empty read buffer.
 func (c *client) dropReadBuf() {
@@ -365,7 +366,7 @@ func (c *client) dropReadBuf() {
 // than stay with a client that may wait for hours: a proxy whose 300
 // clients had each stored and read a 500 kB document held 1.2 MB per idle
 // client (scripts/idle-memory.sh with VALUE=500000).
-const idleKeep = 1 << minBigClass
+const idleKeep = bufpool.MinSize
 
 // trimReader gives back the command reader's large working buffers: the
 // batch of requests (sent by now) and the scratch of compression.
@@ -389,7 +390,7 @@ func (c *client) trimWriter() {
 // the free lists of large buffers.
 func giveBackIdle(b *[]byte) {
 	if len(*b) == 0 && cap(*b) >= idleKeep {
-		putBig(*b)
+		bufpool.Put(*b)
 		*b = nil
 	}
 }
@@ -399,9 +400,9 @@ func (c *client) growRead() {
 	if len(c.in.rbuf) < cap(c.in.rbuf) {
 		return
 	}
-	nb := getBig(readGrowth(len(c.in.rbuf), resp.PendingBulkEnd(c.in.rbuf)))[:len(c.in.rbuf)]
+	nb := bufpool.Get(readGrowth(len(c.in.rbuf), resp.PendingBulkEnd(c.in.rbuf)))[:len(c.in.rbuf)]
 	copy(nb, c.in.rbuf)
-	putBig(c.in.rbuf) // between two runs of process: no argument points into it
+	bufpool.Put(c.in.rbuf) // between two runs of process: no argument points into it
 	c.in.rbuf = nb
 }
 
@@ -448,7 +449,7 @@ func (c *client) process(inLoop bool) bool {
 		if cap(c.in.rbuf) > 1<<20 && rest < 16<<10 {
 			old := c.in.rbuf
 			c.in.rbuf = append(getReadBuf(), c.in.rbuf...)
-			putBig(old) // every command in it is handled: its calls hold copies
+			bufpool.Put(old) // every command in it is handled: its calls hold copies
 		}
 	}()
 	for off < len(c.in.rbuf) {
@@ -554,7 +555,6 @@ func (c *client) lookupCommand(name []byte) *cmdInfo {
 // (forwardsAsIs): below it, one batch for many commands costs less.
 const forwardAsIsMin = 32 << 10
 
-// localCall returns a finished call whose reply the proxy made.
 // lostCall ends the client's connection without a reply: its private
 // upstream connection ended, as Redis ends a client's connection.
 func (c *client) lostCall(cmd string) *call {
@@ -563,6 +563,7 @@ func (c *client) lostCall(cmd string) *call {
 	return cl
 }
 
+// localCall returns a finished call whose reply the proxy made.
 func (c *client) localCall(cmd string, reply []byte) *call {
 	cl := newCall()
 	cl.cmd = cmd
@@ -761,7 +762,7 @@ func (c *client) flush() {
 	}
 	c.in.req = c.in.req[:0]
 	if cap(c.in.req) > 1<<20 {
-		putBig(c.in.req) // sent: the connection wrote it or copied it
+		bufpool.Put(c.in.req) // sent: the connection wrote it or copied it
 		c.in.req = nil
 	}
 }
@@ -1182,9 +1183,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		c.in.reqOwn, c.in.req, c.in.reqRaw = c.in.req, raw, true
 		reqMark = 0
 	} else {
-		if m := len(c.in.rbuf); m >= 1<<minBigClass && cap(c.in.req)-len(c.in.req) < m {
+		if m := len(c.in.rbuf); m >= bufpool.MinSize && cap(c.in.req)-len(c.in.req) < m {
 			// A large command: room for it from the reused buffers.
-			c.in.req = append(getBig(len(c.in.req)+m), c.in.req...)
+			c.in.req = append(bufpool.Get(len(c.in.req)+m), c.in.req...)
 		}
 		c.in.req = c.in.rw.appendRequest(c.in.req, info, args)
 	}
@@ -1538,7 +1539,7 @@ func (c *client) writeLoop() {
 		}
 		c.out.buf = c.out.buf[:0]
 		if cap(c.out.buf) > 1<<20 {
-			putBig(c.out.buf) // only the writer held it
+			bufpool.Put(c.out.buf) // only the writer held it
 			c.out.buf = nil
 		}
 	}
@@ -1633,7 +1634,7 @@ func (c *client) writeLoop() {
 				c.out.broken = true
 				c.abort()
 			}
-			putBig(cl.reply)
+			bufpool.Put(cl.reply)
 			cl.local = true // the reply is written: emit only does the bookkeeping
 			cl.reply = nil
 		} else if frame, ok := decodedAsWritten(cl); ok && !c.out.broken && c.writeDecoded(cl, frame, write) {

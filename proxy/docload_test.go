@@ -7,7 +7,7 @@ import (
 )
 
 // TestProxy_DocumentsUnderPipelines is scripts/bench-proxy.sh's document
-// phase as a test, with the free lists of buffers checked (bigCheck):
+// phase as a test, with the free lists of buffers checked (bufpool.SetChecks):
 // clients each write JSON documents of 47.5 kB, their own, one at a time
 // (read in pieces by the event loop, compressed, queued behind other
 // clients' requests), while others pipeline small SETs and GETs; then

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
 )
 
 // TestProxy_IdleClientsHoldLittle: a client with nothing in flight holds
@@ -91,7 +93,7 @@ func TestProxy_IdleClientsHoldLittle(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	after := (heap() - before) / n
 	// The free lists of buffers are the process's, not the clients'.
-	after -= bigKeptN.Load() / n
+	after -= bufpool.KeptBytes() / n
 	t.Logf("the same clients idle again: %d bytes of heap each", after)
 	if after > 8<<10 {
 		t.Errorf("a client idle again holds %d bytes of heap, want at most 8 KiB", after)
@@ -109,7 +111,7 @@ func TestProxy_IdleClientsHoldLittle(t *testing.T) {
 		fmt.Fprintf(&doc, `{"id":%d,"name":"item %d","tags":["a","b"]},`, i, i)
 	}
 	const m = 50
-	kept := func() int64 { return bigKeptN.Load() } // the process's free lists
+	kept := func() int64 { return bufpool.KeptBytes() } // the process's free lists
 	before = heap() - kept()
 	for i, c := range conns[:m] {
 		key := fmt.Sprint("idle:doc:", i)

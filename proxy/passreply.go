@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -190,9 +191,9 @@ func (c *upConn) passStore(o *client, cl *call, pend []byte, rest int64) error {
 	c.srv.metrics.passedReply("stored")
 	o.out.passOff.Store(time.Now().Add(passPause).UnixNano())
 	n := len(pend) + int(rest)
-	r := append(getBig(n), pend...)[:n]
+	r := append(bufpool.Get(n), pend...)[:n]
 	if _, err := io.ReadFull(c.nc, r[len(pend):]); err != nil {
-		putBig(r)
+		bufpool.Put(r)
 		return upstreamReadErr(err)
 	}
 	// The rest goes to the client as it is (local), and counts against

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
 	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
@@ -137,13 +138,13 @@ func headerLen(n int) int {
 // itself, without a copy through scratch (a large value left raw is copied
 // once, not twice).
 func (r *rewriter) appendStored(dst []byte, m *Metrics, pol *policy, value []byte) []byte {
-	if need := len(value) + len(value)/5 + 1024; cap(r.scratch) < need && need >= 1<<minBigClass && !pol.storesAsIs(value) {
+	if need := len(value) + len(value)/5 + 1024; cap(r.scratch) < need && need >= bufpool.MinSize && !pol.storesAsIs(value) {
 		// Room for the frame from the free lists (more than any codec's
 		// bound): an idle client gives its scratch back (trimReader), and
 		// a new one allocated and zeroed for each 47.5 kB document was a
 		// fifth of the proxy's CPU.
-		putBig(r.scratch)
-		r.scratch = getBig(need)
+		bufpool.Put(r.scratch)
+		r.scratch = bufpool.Get(need)
 	}
 	var out codec.Outcome
 	r.scratch, out = pol.encode(m, r.scratch[:0], value)
@@ -290,10 +291,10 @@ func (r *rewriter) decodeValue(dst, frame []byte, c *call, i int) ([]byte, error
 		return dst, &DecodeError{Key: keyOf(c, i), Err: fmt.Errorf("%w: %d bytes, --max-value is %d", codec.ErrTooLarge, h.OriginalLen, max)}
 	}
 	dst = resp.AppendHeader(dst, resp.BulkString, int(h.OriginalLen))
-	if need := len(dst) + int(h.OriginalLen) + 2; need > cap(dst) && need >= 1<<minBigClass {
-		// A large value: decode into a reused buffer (bigreply.go)
+	if need := len(dst) + int(h.OriginalLen) + 2; need > cap(dst) && need >= bufpool.MinSize {
+		// A large value: decode into a reused buffer (internal/bufpool)
 		// rather than one allocated and zeroed for it.
-		dst = append(getBig(need), dst...)
+		dst = append(bufpool.Get(need), dst...)
 	}
 	n := len(dst)
 	out, err := r.s.decodeValue(dst, frame, &h)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net"
 	"testing"
+
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
 )
 
 // gatedConn is a net.Conn whose writes wait for the test: each Write
@@ -54,7 +56,7 @@ func TestUpConn_WriteQueuedLargeKeepsSpareApart(t *testing.T) {
 	c := &upConn{nc: g}
 	c.written.L = &c.mu
 	large := bytes.Repeat([]byte{'L'}, 1<<20+1)
-	c.wbuf = append(getBig(len(large)), large...)
+	c.wbuf = append(bufpool.Get(len(large)), large...)
 	c.spare = make([]byte, 0, 64<<10)
 	c.writing = true
 	done := make(chan struct{})
@@ -79,7 +81,7 @@ func TestUpConn_SendHeldLargeKeepsSpareApart(t *testing.T) {
 	c.written.L = &c.mu
 	by := &poller{}
 	large := bytes.Repeat([]byte{'L'}, 1<<20+1)
-	c.wbuf = append(getBig(len(large)), large...)
+	c.wbuf = append(bufpool.Get(len(large)), large...)
 	c.spare = make([]byte, 0, 64<<10)
 	c.writing, c.heldBy = true, by
 	held := make(chan struct{})

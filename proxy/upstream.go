@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -225,120 +226,9 @@ var errFailover = errors.New("the master became a replica (failover); retry")
 // errUpstreamClosed is the error of calls on a connection the proxy closed.
 var errUpstreamClosed = errors.New("upstream connection closed")
 
-// call is one command in flight to Redis. The client reader creates it, the
-// upstream reader fills reply and signals done, the client writer turns the
-// reply into what the client sees and releases it.
-type call struct {
-	reply []byte // whole reply, owned by the call
-	err   error  // upstream failure; reply is then empty
-	done  chan struct{}
-
-	kind shape   // how to rewrite the reply
-	tx   []shape // for EXEC: the shapes of the queued commands
-	// txNames: for EXEC, the names of the queued commands (for decode
-	// errors, and quarantine of destructive reads).
-	txNames []string
-	args    []byte // copy of the arguments the reply rewrite may name in errors
-	argv    []int  // end offsets of each argument in args
-	cmd     string // command name for metrics and errors (static string)
-	cmdID   int32  // the command's cmdInfo.id when known, for metrics; else 0
-	local   bool   // reply prepared by the proxy; nothing was sent
-	close   bool   // close the client after writing this reply
-	start   time.Time
-	seq     uint64 // order among the client's calls with replies
-	// notify is the client writer's wake-up channel for queued calls (nil
-	// for round trips, which use done); ready is set when the call is
-	// complete.
-	notify chan struct{}
-	owner  *client // the client of a queued call
-	ready  atomic.Bool
-	pinSeq uint64 // completion order on a pinned connection, 0 elsewhere
-	// onFinish, when set, runs once when the call completes: it ends the
-	// order barrier held until Redis ran the command (proxy/order.go).
-	onFinish func()
-	// deferPushes: push messages that arrive on the private connection
-	// while this call is in flight are written after its reply (a script
-	// that ran the client's command: see roundtripScript).
-	deferPushes bool
-	// connLost: the call failed because its client's private connection
-	// ended. Redis would have closed the client's connection without a
-	// reply, so the proxy writes none and closes it (see client.emit).
-	connLost bool
-	// authUser: the ACL user an AUTH or HELLO ... AUTH logs in as, for the
-	// writer to note when it succeeds (see client.user).
-	authUser []byte
-	// held is the bytes of the reply counted against the owner, given back
-	// when it is written; reserved the reservation made when the call was
-	// queued, until its reply arrives (memory.go).
-	held, reserved int64
-}
-
-var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
-
-func newCall() *call {
-	c := callPool.Get().(*call)
-	return c
-}
-
 // handOverReply is the reply size from which the upstream reader hands its
 // read buffer to the call rather than copying the reply out of it.
 const handOverReply = 256 << 10
-
-// maxPooledReply caps the reply buffer kept by a released call, so a single
-// huge reply does not stay in memory forever.
-const maxPooledReply = 256 << 10
-
-func (c *call) release() {
-	if cap(c.reply) > maxPooledReply {
-		c.reply = nil
-	}
-	if cap(c.args) > maxPooledReply {
-		c.args = nil
-	}
-	c.reply, c.err, c.kind, c.tx, c.cmd, c.cmdID, c.local, c.close, c.seq, c.pinSeq = c.reply[:0], nil, 0, c.tx[:0], "", 0, false, false, 0, 0
-	c.txNames = c.txNames[:0]
-	c.args, c.argv = c.args[:0], c.argv[:0]
-	c.notify, c.owner, c.onFinish, c.deferPushes, c.connLost, c.authUser, c.held, c.reserved = nil, nil, nil, false, false, nil, 0, 0
-	c.ready.Store(false)
-	callPool.Put(c)
-}
-
-// finish marks the call complete: a queued call sets its ready flag and
-// nudges its client's writer; a round-trip call signals done.
-func (c *call) finish() {
-	if f := c.onFinish; f != nil {
-		c.onFinish = nil
-		f()
-	}
-	if n := c.notify; n != nil {
-		c.ready.Store(true)
-		select {
-		case n <- struct{}{}:
-		default:
-		}
-		return
-	}
-	c.done <- struct{}{}
-}
-
-// arg returns the i-th saved argument.
-func (c *call) arg(i int) []byte {
-	if i < 0 || i >= len(c.argv) {
-		return nil
-	}
-	start := 0
-	if i > 0 {
-		start = c.argv[i-1]
-	}
-	return c.args[start:c.argv[i]]
-}
-
-func (c *call) saveArgs(args [][]byte) {
-	for _, a := range args {
-		c.args = append(c.args, a...)
-		c.argv = append(c.argv, len(c.args))
-	}
-}
 
 // upConn is one connection to Redis, pipelined: writers append requests and
 // their calls under mu, and one reader goroutine matches replies to calls in
@@ -695,7 +585,7 @@ func (c *upConn) sendHeld(by *poller, req []byte, calls []*call) {
 	if cap(buf) <= 1<<20 {
 		c.spare = buf[:0]
 	} else {
-		putBig(buf)
+		bufpool.Put(buf)
 		c.spare = nil // it became wbuf above: no longer spare
 	}
 	if c.holdN > 0 {
@@ -740,7 +630,7 @@ func (c *upConn) writeQueued() {
 		if cap(buf) <= 1<<20 {
 			c.spare = buf[:0]
 		} else {
-			putBig(buf) // written: nothing else points into it
+			bufpool.Put(buf) // written: nothing else points into it
 			// The spare became wbuf above: it must not be handed out
 			// as wbuf again while senders append to it.
 			c.spare = nil
@@ -837,11 +727,11 @@ func (c *upConn) isDead() bool {
 
 func (c *upConn) close() { c.fail(errUpstreamClosed) }
 
-// readLoop reads replies and hands each to the oldest call in flight.
 // upReadSize is the size of an upstream connection's read buffer when no
 // large reply has grown it.
 const upReadSize = 32 << 10
 
+// readLoop reads replies and hands each to the oldest call in flight.
 func (c *upConn) readLoop() {
 	buf := make([]byte, 0, upReadSize)
 	start := 0
@@ -880,7 +770,7 @@ func (c *upConn) readLoop() {
 				} else if passed {
 					buf, start = buf[:0], 0
 					if cap(buf) > 1<<20 {
-						putBig(buf)
+						bufpool.Put(buf)
 						buf = make([]byte, 0, upReadSize)
 					}
 					continue
@@ -895,15 +785,15 @@ func (c *upConn) readLoop() {
 				// A private connection with nothing pending: back to the
 				// usual size before a read that may wait for hours. (The
 				// few shared ones keep theirs, for the next burst.)
-				putBig(buf)
+				bufpool.Put(buf)
 				buf = make([]byte, 0, upReadSize)
 			}
 			if len(buf) == cap(buf) {
 				// Double, or jump to the end of a large bulk reply
 				// (upstreamGrowth).
-				nb := getBig(upstreamGrowth(len(buf), resp.PendingValueEnd(buf)))[:len(buf)]
+				nb := bufpool.Get(upstreamGrowth(len(buf), resp.PendingValueEnd(buf)))[:len(buf)]
 				copy(nb, buf)
-				putBig(buf)
+				bufpool.Put(buf)
 				buf = nb
 			}
 			n, rerr := c.nc.Read(buf[len(buf):cap(buf)])
@@ -964,7 +854,7 @@ func (c *upConn) readLoop() {
 			// with whatever followed the reply.
 			// The reply keeps the buffer's room after it (the rest is
 			// copied out below), so the buffer returns to its own size
-			// class when the reply is written (bigreply.go).
+			// class when the reply is written (internal/bufpool).
 			cl.reply = buf[start-len(v.Raw) : start : cap(buf)]
 			rest := buf[start:]
 			buf = append(make([]byte, 0, max(upReadSize, len(rest))), rest...)
@@ -1028,7 +918,7 @@ func (c *upConn) readLoop() {
 		if start == len(buf) {
 			buf, start = buf[:0], 0
 			if cap(buf) > 1<<20 { // do not keep a huge buffer after a big reply
-				putBig(buf)
+				bufpool.Put(buf)
 				buf = make([]byte, 0, 32<<10)
 			}
 		}
@@ -1153,163 +1043,4 @@ func (c *upConn) endRelay() {
 	c.relay.Store(false)
 	c.monitor, c.subs, c.ssubs = false, 0, 0
 	c.relayEnds.Add(1)
-}
-
-// pool holds the shared upstream connections and redials dead ones.
-type pool struct {
-	srv   *Server
-	mu    sync.Mutex
-	conns []*upConn
-	// byDB are connections to other databases than the URL's, for the
-	// reads the proxy makes on behalf of clients that selected one.
-	byDB map[int]*upConn
-	// streams are idle connections for large values passed on as they
-	// arrive (stream.go).
-	streams []*upConn
-	// closed is set by closeAll: no connection is dialed after it.
-	closed bool
-	// order keeps the order barriers (proxy/order.go).
-	order orderState
-}
-
-// getDB returns a live shared connection to database db.
-func (p *pool) getDB(ctx context.Context, db, i int) (*upConn, error) {
-	if db == p.srv.up.DB {
-		return p.get(ctx, i)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, ErrServerClosed
-	}
-	if c := p.byDB[db]; c != nil && !c.isDead() {
-		return c, nil
-	}
-	c, err := p.srv.dialUpAs(ctx, nil, true, db)
-	if err != nil {
-		return nil, err
-	}
-	if p.byDB == nil {
-		p.byDB = map[int]*upConn{}
-	}
-	p.byDB[db] = c
-	return c, nil
-}
-
-// get returns live shared connection i, dialing it if needed.
-func (p *pool) get(ctx context.Context, i int) (*upConn, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, ErrServerClosed
-	}
-	i %= len(p.conns)
-	if c := p.conns[i]; c != nil && !c.isDead() {
-		return c, nil
-	}
-	c, err := p.srv.dialUp(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	p.conns[i] = c
-	return c, nil
-}
-
-// holdWrites makes the caller the writer of every live shared connection
-// that nobody is writing to, so that what clients send meanwhile collects
-// in the connections' queues: an event loop holds them while it handles
-// the clients that are ready, then releases them, and the requests of all
-// those clients reach Redis in one write per connection.
-// It appends them to held.
-func (p *pool) holdWrites(by *poller, held []*upConn) []*upConn {
-	p.mu.Lock()
-	for _, c := range p.conns {
-		if c == nil {
-			continue
-		}
-		c.mu.Lock()
-		if !c.dead && !c.writing {
-			c.writing, c.heldBy = true, by
-			held = append(held, c)
-		}
-		c.mu.Unlock()
-	}
-	p.mu.Unlock()
-	return held
-}
-
-// releaseWrites ends holdWrites: each connection writes what was queued,
-// unless earlier requests still await their replies, in which case its
-// reader writes the queue when they come (as send does).
-func (p *pool) releaseWrites(held []*upConn) {
-	for _, c := range held {
-		c.mu.Lock()
-		c.heldBy = nil
-		if len(c.wbuf) > 0 && (c.awaiting.Load() <= c.queued || c.holdN > 0) {
-			c.writeQueued() // unlocks
-			continue
-		}
-		c.writing = false
-		if c.holdN > 0 {
-			c.written.Broadcast()
-		}
-		c.mu.Unlock()
-	}
-}
-
-// maxHeldCalls bounds the calls an event loop lets queue on a held
-// connection, far below the depth of its queue of calls in flight.
-const maxHeldCalls = 8192
-
-// queuedTooMany reports whether a held connection queued maxHeldCalls.
-func queuedTooMany(held []*upConn) bool {
-	for _, c := range held {
-		c.mu.Lock()
-		n := c.queued
-		c.mu.Unlock()
-		if n >= maxHeldCalls {
-			return true
-		}
-	}
-	return false
-}
-
-// failAll fails every shared connection with err; the next get dials anew.
-func (p *pool) failAll(err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i, c := range p.conns {
-		if c != nil {
-			c.fail(err)
-			p.conns[i] = nil
-		}
-	}
-	for db, c := range p.byDB {
-		c.fail(err)
-		delete(p.byDB, db)
-	}
-	for _, c := range p.streams {
-		c.fail(err)
-	}
-	p.streams = nil
-}
-
-func (p *pool) closeAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	for i, c := range p.conns {
-		if c != nil {
-			c.close()
-			p.conns[i] = nil
-		}
-	}
-	for db, c := range p.byDB {
-		c.close()
-		delete(p.byDB, db)
-	}
-	for _, c := range p.streams {
-		c.close()
-	}
-	p.streams = nil
 }

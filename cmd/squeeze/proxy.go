@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/dictstore"
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
 	"github.com/squeeze-kv/squeeze/internal/units"
 	"github.com/squeeze-kv/squeeze/proxy"
 )
@@ -59,6 +60,12 @@ flag name in upper case with _ for - (SQUEEZE_UPSTREAM, SQUEEZE_MIN_SIZE), or
 from a config file (--config, or SQUEEZE_CONFIG) of "name = value" lines with
 the flag names; # starts a comment. Flags beat environment, environment
 beats the file.
+
+SQUEEZE_CHECK_BUFFERS=1 (environment only, no flag) checks the proxy's free
+lists of large buffers: a buffer put back while the lists hold it, two
+owners of one buffer, panics. It is for load runs such as
+SQUEEZE_CHECK_BUFFERS=1 bash scripts/bench-proxy.sh, and costs a map
+operation per buffer.
 
 On SIGTERM or Ctrl-C the proxy stops accepting, writes the replies of the
 commands it has already read, and exits; a second signal exits at once.
@@ -194,6 +201,10 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	config := fs.String("config", "", "read settings from this file (name = value lines)")
 	return fs, p, config
 }
+
+// envCheckBuffers, set to 1, checks the free lists of buffers for a buffer
+// put back twice (bufpool.SetChecks), for load runs the tests do not match.
+const envCheckBuffers = "SQUEEZE_CHECK_BUFFERS"
 
 // commandLineOnly are the flags that neither the config file nor the
 // environment may set: they say what to do with the settings.
@@ -472,6 +483,9 @@ func runProxy(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	if os.Getenv(envCheckBuffers) == "1" {
+		bufpool.SetChecks(true) // before the proxy takes a buffer
+	}
 	if p.maxMemory > 0 && !p.check {
 		// Collect garbage before the heap reaches the bound (memory.go).
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(p.maxMemory)))
@@ -639,7 +653,6 @@ func reloadWritePolicy(ctx context.Context, e env, args []string, running *flag.
 	return nil
 }
 
-// redactURL hides a password in an upstream URL for logs.
 // remoteClientsWarning says why the settings give other hosts the upstream
 // URL's rights (--listen reachable from them, --client-auth pass), or "".
 func (p *proxyFlags) remoteClientsWarning() string {
@@ -685,6 +698,7 @@ func cmdlineHandler(args []string) http.HandlerFunc {
 	}
 }
 
+// redactURL hides a password in an upstream URL for logs.
 func redactURL(s string) string {
 	at := strings.LastIndexByte(s, '@')
 	sch := strings.Index(s, "://")
@@ -700,8 +714,6 @@ func redactURL(s string) string {
 	return s[:sch+3] + user + s[at:]
 }
 
-// probeUpstream dials the upstream once (TCP or unix socket only, no TLS or
-// AUTH), to warn at start-up when nothing listens there.
 // logUpstreamServer logs which server the upstream is (INFO server), with
 // a warning for one older than squeeze is tested with. A server that
 // refuses INFO is logged at debug level: it is not a fault.
@@ -720,6 +732,8 @@ func logUpstreamServer(ctx context.Context, logger *slog.Logger, p *proxyFlags, 
 	}
 }
 
+// probeUpstream dials the upstream once (TCP or unix socket only, no TLS or
+// AUTH), to warn at start-up when nothing listens there.
 func probeUpstream(rawURL string) error {
 	u, err := proxy.ParseUpstream(rawURL)
 	if err != nil {

@@ -1,0 +1,271 @@
+// Package bufpool keeps large byte buffers for reuse across the process,
+// by size class (a power of two), rather than have each large value
+// allocated and zeroed anew.
+//
+// Get returns an empty buffer with room for n bytes; Put gives one back
+// once nothing else points into it. Buffers of less than MinSize are
+// neither kept nor pooled: Get allocates them and Put drops them.
+//
+// Up to 64 MiB of classes up to 16 MiB stay in free lists that the garbage
+// collector does not empty (a sync.Pool is emptied by every other
+// collection, and with values of megabytes collections come every request
+// or two); beyond that a sync.Pool. Larger buffers (huge: 32 MiB to 1 GiB)
+// are kept, up to 256 MiB, only while they are in use: a second after the
+// last one was asked for, they are let go and the process's free memory
+// goes back to the system (debug.FreeOSMemory). Otherwise a process that
+// once carried a 200 MiB value stayed 200 MiB larger for minutes while
+// idle: an idle process collects every two minutes, and a sync.Pool needs
+// two collections to let go. Buffers of more than 1 GiB are allocated and
+// never kept.
+//
+// SetChecks(true) makes Put panic when a buffer is put back while the free
+// lists hold it already, which catches two owners of one buffer.
+package bufpool
+
+import (
+	"fmt"
+	"math/bits"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MinSize is the least capacity the pool keeps: Get of fewer bytes
+// allocates, and Put of a smaller buffer drops it.
+const MinSize = 1 << minClass
+
+// Size classes are powers of two: class k holds buffers of 2^k bytes.
+const (
+	minClass      = 14 // 16 KiB
+	maxClass      = 30 // 1 GiB
+	maxKeptClass  = 24 // 16 MiB
+	keepBytes     = 64 << 20
+	hugeKeepBytes = 256 << 20
+	hugeIdle      = time.Second
+)
+
+var (
+	pools  [maxKeptClass + 1]sync.Pool // of *[]byte
+	kept   [maxKeptClass + 1]chan []byte
+	keptN  atomic.Int64 // bytes in the free lists
+	keptMk sync.Once
+)
+
+func keptList(k int) chan []byte {
+	keptMk.Do(func() {
+		for i := minClass; i <= maxKeptClass; i++ {
+			kept[i] = make(chan []byte, keepBytes>>i)
+		}
+	})
+	return kept[k]
+}
+
+// Get returns an empty buffer with room for n bytes.
+func Get(n int) []byte {
+	k := bits.Len(uint(n - 1)) // 2^k >= n
+	if n < 1<<minClass || k > maxClass {
+		return make([]byte, 0, n)
+	}
+	if k > maxKeptClass {
+		return getHuge(k)
+	}
+	select {
+	case b := <-keptList(k):
+		keptN.Add(-int64(cap(b)))
+		unlisted(b)
+		return b
+	default:
+	}
+	if p, _ := pools[k].Get().(*[]byte); p != nil {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, 1<<k)
+}
+
+// Put keeps b for reuse; the caller must hold no other reference to it.
+// It keeps b in the class of the largest power of two within cap(b).
+func Put(b []byte) {
+	k := bits.Len(uint(cap(b))) - 1 // 2^k <= cap
+	if k < minClass || k > maxClass {
+		return
+	}
+	b = b[:0]
+	listed(b)
+	if k > maxKeptClass {
+		putHuge(k, b)
+		return
+	}
+	if keptN.Load()+int64(cap(b)) > keepBytes {
+		evictKept(k) // the sizes in use now win over those of before
+	}
+	if keptN.Load()+int64(cap(b)) <= keepBytes {
+		select {
+		case keptList(k) <- b:
+			keptN.Add(int64(cap(b)))
+			return
+		default:
+		}
+	}
+	pool(k, b)
+}
+
+// KeptBytes returns the bytes of the buffers in the free lists of the
+// classes up to 16 MiB: memory the process holds for reuse, which no user
+// of a buffer does.
+func KeptBytes() int64 { return keptN.Load() }
+
+// pool puts b in class k's sync.Pool. Apart from Put, so that only this
+// path moves a slice header to the heap (the pool keeps a pointer): Put is
+// called on every event loop step of the proxy, mostly with nothing to
+// keep.
+//
+//go:noinline
+func pool(k int, b []byte) {
+	if checks.Load() {
+		unlisted(b) // dropped: see SetChecks
+		return
+	}
+	pools[k].Put(&b)
+}
+
+// The double-put check (SetChecks): whether it is on, and the first bytes
+// of the buffers in the free lists.
+var (
+	checks  atomic.Bool
+	checkMu sync.Mutex
+	listd   map[*byte]bool
+)
+
+// SetChecks switches on (or off) the check that makes Put panic when a
+// buffer is put back while the free lists hold it already: two owners of
+// one buffer, the way one client's value is overwritten by another's
+// bytes. It costs a map operation per buffer, and meanwhile buffers stay
+// out of the sync.Pools, which drop them unseen (their addresses then come
+// back with new buffers). Call it before the pool is used: the buffers
+// already in the free lists are not known to the check.
+func SetChecks(on bool) {
+	checkMu.Lock()
+	defer checkMu.Unlock()
+	checks.Store(on)
+	if !on {
+		listd = nil
+	}
+}
+
+// listed notes that b goes into a free list (SetChecks).
+func listed(b []byte) {
+	if !checks.Load() {
+		return
+	}
+	p := &b[:1][0]
+	checkMu.Lock()
+	defer checkMu.Unlock()
+	if listd == nil {
+		listd = map[*byte]bool{}
+	}
+	if listd[p] {
+		panic(fmt.Sprintf("bufpool: a buffer of %d bytes was put back while the free lists held it", cap(b)))
+	}
+	listd[p] = true
+}
+
+// unlisted notes that b left the free lists (SetChecks).
+func unlisted(b []byte) {
+	if !checks.Load() {
+		return
+	}
+	checkMu.Lock()
+	delete(listd, &b[:1][0])
+	checkMu.Unlock()
+}
+
+// The huge buffers kept (see the package doc), guarded by hugeMu: by
+// class, their bytes, when one was last asked for, whether a trim is due,
+// and how many trims have let buffers go.
+var (
+	hugeMu      sync.Mutex
+	hugeKept    [maxClass + 1][][]byte
+	hugeKeptN   int64
+	hugeUsed    time.Time
+	hugeArmed   bool
+	hugeTrimmed int
+)
+
+// getHuge returns an empty buffer of class k (above maxKeptClass).
+func getHuge(k int) []byte {
+	hugeMu.Lock()
+	hugeUsed = time.Now()
+	if l := hugeKept[k]; len(l) > 0 {
+		b := l[len(l)-1]
+		l[len(l)-1] = nil
+		hugeKept[k] = l[:len(l)-1]
+		hugeKeptN -= int64(cap(b))
+		hugeMu.Unlock()
+		unlisted(b)
+		return b
+	}
+	hugeMu.Unlock()
+	return make([]byte, 0, 1<<k)
+}
+
+// putHuge keeps b, of class k, for reuse while huge buffers are in use,
+// and arms the trim that lets them go hugeIdle after the last use.
+func putHuge(k int, b []byte) {
+	hugeMu.Lock()
+	defer hugeMu.Unlock()
+	if hugeKeptN+int64(cap(b)) <= hugeKeepBytes {
+		hugeKept[k] = append(hugeKept[k], b)
+		hugeKeptN += int64(cap(b))
+	} else {
+		unlisted(b) // let go
+	}
+	if !hugeArmed {
+		hugeArmed = true
+		time.AfterFunc(hugeIdle, trimHuge)
+	}
+}
+
+// trimHuge lets the huge buffers go, and returns the process's free memory
+// to the system, once none was asked for in hugeIdle; until then it waits
+// again.
+func trimHuge() {
+	hugeMu.Lock()
+	if wait := hugeIdle - time.Since(hugeUsed); wait > 0 {
+		time.AfterFunc(wait, trimHuge)
+		hugeMu.Unlock()
+		return
+	}
+	hugeArmed = false
+	for k := range hugeKept {
+		for _, b := range hugeKept[k] {
+			unlisted(b)
+		}
+		clear(hugeKept[k])
+		hugeKept[k] = hugeKept[k][:0]
+	}
+	hugeKeptN = 0
+	hugeTrimmed++
+	hugeMu.Unlock()
+	debug.FreeOSMemory()
+}
+
+// evictKept moves one buffer from the free list that holds the most bytes,
+// other than class k's, to its sync.Pool.
+func evictKept(k int) {
+	most, from := 0, -1
+	for i := minClass; i <= maxKeptClass; i++ {
+		if n := len(keptList(i)) << i; i != k && n > most {
+			most, from = n, i
+		}
+	}
+	if from < 0 {
+		return
+	}
+	select {
+	case b := <-keptList(from):
+		keptN.Add(-int64(cap(b)))
+		pool(from, b)
+	default:
+	}
+}
