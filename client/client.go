@@ -263,6 +263,11 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			cmd.SetErr(err)
 			return err
 		}
+		if p.zeroCopy {
+			err := h.runZeroCopy(ctx, next, cmd.(*redis.ZeroCopyStringCmd))
+			h.undo(cmd, p)
+			return err
+		}
 		if p.script {
 			if err := h.runScript(ctx, next, cmd, p); err != nil {
 				h.undo(cmd, p)
@@ -328,6 +333,8 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 			}
 			if p.sub != nil {
 				send = append(send, p.sub)
+			} else if p.zeroCopySub != nil {
+				send = append(send, p.zeroCopySub)
 			} else {
 				send = append(send, cmd)
 			}
@@ -373,6 +380,10 @@ type prepared struct {
 	more     []savedArg // the others
 	nsaved   int
 	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN, GETRANGE, SUBSTR, guarded ones)
+	// zeroCopy: a GetToBuffer (zerocopy.go); in a pipeline, zeroCopySub
+	// is the GET sent instead.
+	zeroCopy    bool
+	zeroCopySub *redis.StringCmd
 	refused  bool
 	guarded  bool // runs inside guardScript: it compares or hashes the stored value
 	noDecode bool // the command's key is raw
@@ -453,6 +464,16 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 		return p, nil
 	}
 	key := argString(args[1])
+	if _, ok := cmd.(*redis.ZeroCopyStringCmd); ok {
+		// GetToBuffer: the value decoded into the caller's buffer.
+		if h.isRaw(key) {
+			p.noDecode = true
+			return p, nil
+		}
+		p.zeroCopy = true
+		p.zeroCopySub = redis.NewStringCmd(ctx, args...)
+		return p, nil
+	}
 	if (p.name == "set" || p.name == "delex") && comparesStored(args) && !h.isRaw(key) {
 		// The conditions compare the stored bytes (or their digest) with
 		// an argument: run the command where they are the value (see
@@ -777,6 +798,10 @@ func (h *Hook) finish(cmd redis.Cmder, p prepared) {
 		case *redis.Cmd:
 			c.SetVal(p.scriptSHA)
 		}
+	}
+	if p.zeroCopySub != nil {
+		h.finishZeroCopy(cmd.(*redis.ZeroCopyStringCmd), p.zeroCopySub)
+		return
 	}
 	if p.sub != nil {
 		if p.guarded {

@@ -54,14 +54,7 @@ func (h *Hook) decodeString(s string) (string, error) {
 	if !codec.IsFramed(unsafe.Slice(unsafe.StringData(s), len(s))) {
 		return s, nil
 	}
-	var out []byte
-	var err error
-	if h.dicts != nil {
-		// Loads a dictionary the frame names, the first time one is seen.
-		out, err = h.dicts.AppendDecode(context.Background(), nil, unsafe.Slice(unsafe.StringData(s), len(s)))
-	} else {
-		out, err = h.dec.AppendDecode(nil, unsafe.Slice(unsafe.StringData(s), len(s)))
-	}
+	out, err := h.appendDecode(nil, unsafe.Slice(unsafe.StringData(s), len(s)))
 	if err != nil {
 		return "", err
 	}
@@ -69,6 +62,15 @@ func (h *Hook) decodeString(s string) (string, error) {
 		return "", nil
 	}
 	return unsafe.String(&out[0], len(out)), nil // out is ours alone
+}
+
+// appendDecode appends the value the frame src encodes to dst.
+func (h *Hook) appendDecode(dst, src []byte) ([]byte, error) {
+	if h.dicts != nil {
+		// Loads a dictionary the frame names, the first time one is seen.
+		return h.dicts.AppendDecode(context.Background(), dst, src)
+	}
+	return h.dec.AppendDecode(dst, src)
 }
 
 // decodeReply decodes the values in cmd's reply in place.

@@ -1,0 +1,89 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/squeeze-kv/squeeze/codec"
+)
+
+// exactConfigs are the two configurations the hook is held exact in:
+// every value compressed and every frame kept (the smallest MinSize and
+// MinGain), and the defaults, both with zstd:1.
+var exactConfigs = []struct {
+	name string
+	cfg  Config
+}{
+	{"all", Config{Algorithm: codec.MustParseAlgorithm("zstd:1"), MinSize: -1, MinGain: -1}},
+	{"defaults", Config{Algorithm: codec.MustParseAlgorithm("zstd:1")}},
+}
+
+// forConfigs runs f with a hooked and a plain client on a new
+// redis-server, once per configuration of exactConfigs.
+func forConfigs(t *testing.T, f func(t *testing.T, p pair)) {
+	for _, c := range exactConfigs {
+		t.Run(c.name, func(t *testing.T) { f(t, newPair(t, c.cfg)) })
+	}
+}
+
+// TestExact_GetToBuffer: GetToBuffer (a *redis.ZeroCopyStringCmd) reads
+// the value into the caller's buffer as plain go-redis does: the decoded
+// bytes, the same "buffer too small" error when they do not fit, alone
+// and in pipelines, even where the stored frame is larger than the value.
+func TestExact_GetToBuffer(t *testing.T) {
+	ctx := context.Background()
+	forConfigs(t, func(t *testing.T, p pair) {
+		small := strings.Repeat("a", 1024)
+		random := make([]byte, 10<<20) // incompressible: its frame, when kept, is larger
+		rand.Read(random)
+		huge := strings.Repeat(big("huge"), (10<<20)/len(big("huge")))
+		for _, c := range []struct {
+			key, val string
+			bufLen   int
+		}{
+			{"small", small, 2048},
+			{"exact", small, len(small)},
+			{"random", string(random), len(random)},
+			{"huge", huge, len(huge)},
+		} {
+			if err := p.hooked.Set(ctx, c.key, c.val, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, c.bufLen)
+			n, err := p.hooked.GetToBuffer(ctx, c.key, buf).Result()
+			if err != nil || n != len(c.val) || string(buf[:n]) != c.val {
+				t.Fatalf("%s: GetToBuffer = %d, %v, %.8q; want %d bytes", c.key, n, err, buf[:min(n, 8)], len(c.val))
+			}
+			var pc *redis.ZeroCopyStringCmd
+			pbuf := make([]byte, c.bufLen)
+			if _, err := p.hooked.Pipelined(ctx, func(pl redis.Pipeliner) error {
+				pc = pl.GetToBuffer(ctx, c.key, pbuf)
+				return nil
+			}); err != nil || pc.Val() != len(c.val) || string(pc.Bytes()) != c.val {
+				t.Fatalf("%s in a pipeline: %d, %v", c.key, pc.Val(), err)
+			}
+		}
+		// Too small a buffer: plain go-redis's error for the same value.
+		p.plain.Set(ctx, "ref", small, 0)
+		want := p.plain.GetToBuffer(ctx, "ref", make([]byte, 100)).Err()
+		tail := make([]byte, 200) // nothing written past len(buf)
+		buf := tail[:100]
+		if err := p.hooked.GetToBuffer(ctx, "small", buf).Err(); want == nil || err == nil || err.Error() != want.Error() {
+			t.Fatalf("buffer too small: %v, want %v", err, want)
+		}
+		if strings.Contains(string(tail[100:]), "a") {
+			t.Fatal("written past len(buf)")
+		}
+		if err := p.hooked.GetToBuffer(ctx, "missing", buf).Err(); err != redis.Nil {
+			t.Fatalf("missing key: %v", err)
+		}
+		// The connection is still aligned.
+		if got := p.hooked.Get(ctx, "small").Val(); got != small {
+			t.Fatal("GET after GetToBuffer")
+		}
+	})
+}
