@@ -380,14 +380,14 @@ type prepared struct {
 	more     []savedArg // the others
 	nsaved   int
 	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN, GETRANGE, SUBSTR, guarded ones)
-	// zeroCopy: a GetToBuffer (zerocopy.go); in a pipeline, zeroCopySub
-	// is the GET sent instead.
-	zeroCopy    bool
-	zeroCopySub *redis.StringCmd
 	refused  bool
 	guarded  bool // runs inside guardScript: it compares or hashes the stored value
 	noDecode bool // the command's key is raw
 	rawIdx   []bool
+	// zeroCopy: a GetToBuffer (zerocopy.go); in a pipeline, zeroCopySub
+	// is the GET sent instead.
+	zeroCopy    bool
+	zeroCopySub *redis.StringCmd
 	// script: a script command (scripts.go), with the keys it declares;
 	// scriptSHA: the SHA-1 a SCRIPT LOAD answers, the body's as written.
 	script     bool
