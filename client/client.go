@@ -58,6 +58,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -727,28 +728,24 @@ func (h *Hook) encoderFor(key string) *codec.Encoder {
 	return h.enc
 }
 
-// encodeArg replaces args[i] by its stored form when it is a string, a byte
-// slice or a BinaryMarshaler; other values (numbers, bools) are short and
-// never begin with the frame magic, so they are stored as go-redis formats
-// them.
+// encodeArg replaces args[i] by its stored form: the frame of exactly the
+// bytes go-redis would send for it (formatArg). An argument go-redis
+// cannot write is left for go-redis to report.
 func (h *Hook) encodeArg(key string, args []any, i int, p *prepared) {
 	if i >= len(args) {
 		return
 	}
 	var b []byte
 	switch v := args[i].(type) {
-	case string:
+	case string: // the common cases, without formatArg's buffer
 		b = unsafe.Slice(unsafe.StringData(v), len(v))
 	case []byte:
 		b = v
-	case encoding.BinaryMarshaler:
-		m, err := v.MarshalBinary()
-		if err != nil {
-			return // go-redis reports the same error when it writes the arg
-		}
-		b = m
 	default:
-		return
+		var ok bool
+		if b, ok = formatArg(nil, v); !ok {
+			return
+		}
 	}
 	bp := getFrameBuf()
 	// AppendFrame leaves a raw value to us: it stays the caller's
@@ -825,10 +822,120 @@ func (h *Hook) finish(cmd redis.Cmder, p prepared) {
 	}
 }
 
-// argString returns the string form of a key or option argument.
+// formatArg returns the bytes go-redis sends for the argument v
+// (proto.Writer.WriteArg, case by case and in its order: time.Time is
+// RFC3339Nano although it is a BinaryMarshaler), appending to dst only
+// what it must format; false for what go-redis cannot write.
+func formatArg(dst []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return dst[:0], true
+	case string:
+		return unsafe.Slice(unsafe.StringData(v), len(v)), true
+	case *string:
+		if v == nil {
+			return dst[:0], true
+		}
+		return unsafe.Slice(unsafe.StringData(*v), len(*v)), true
+	case []byte:
+		return v, true
+	case int:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case *int:
+		return strconv.AppendInt(dst, int64(deref(v)), 10), true
+	case int8:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case *int8:
+		return strconv.AppendInt(dst, int64(deref(v)), 10), true
+	case int16:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case *int16:
+		return strconv.AppendInt(dst, int64(deref(v)), 10), true
+	case int32:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case *int32:
+		return strconv.AppendInt(dst, int64(deref(v)), 10), true
+	case int64:
+		return strconv.AppendInt(dst, v, 10), true
+	case *int64:
+		return strconv.AppendInt(dst, deref(v), 10), true
+	case uint:
+		return strconv.AppendUint(dst, uint64(v), 10), true
+	case *uint:
+		return strconv.AppendUint(dst, uint64(deref(v)), 10), true
+	case uint8:
+		return strconv.AppendUint(dst, uint64(v), 10), true
+	case *uint8:
+		return strconv.AppendUint(dst, uint64(deref(v)), 10), true
+	case uint16:
+		return strconv.AppendUint(dst, uint64(v), 10), true
+	case *uint16:
+		return strconv.AppendUint(dst, uint64(deref(v)), 10), true
+	case uint32:
+		return strconv.AppendUint(dst, uint64(v), 10), true
+	case *uint32:
+		return strconv.AppendUint(dst, uint64(deref(v)), 10), true
+	case uint64:
+		return strconv.AppendUint(dst, v, 10), true
+	case *uint64:
+		return strconv.AppendUint(dst, deref(v), 10), true
+	case uintptr:
+		return strconv.AppendUint(dst, uint64(v), 10), true
+	case *uintptr:
+		return strconv.AppendUint(dst, uint64(deref(v)), 10), true
+	case float32:
+		return strconv.AppendFloat(dst, float64(v), 'f', -1, 64), true
+	case *float32:
+		return strconv.AppendFloat(dst, float64(deref(v)), 'f', -1, 64), true
+	case float64:
+		return strconv.AppendFloat(dst, v, 'f', -1, 64), true
+	case *float64:
+		return strconv.AppendFloat(dst, deref(v), 'f', -1, 64), true
+	case bool:
+		return strconv.AppendInt(dst, int64(boolInt(v)), 10), true
+	case *bool:
+		return strconv.AppendInt(dst, int64(boolInt(deref(v))), 10), true
+	case time.Time:
+		return v.AppendFormat(dst, time.RFC3339Nano), true
+	case *time.Time:
+		return deref(v).AppendFormat(dst, time.RFC3339Nano), true
+	case time.Duration:
+		return strconv.AppendInt(dst, v.Nanoseconds(), 10), true
+	case *time.Duration:
+		return strconv.AppendInt(dst, deref(v).Nanoseconds(), 10), true
+	case encoding.BinaryMarshaler:
+		b, err := v.MarshalBinary()
+		if err != nil {
+			return nil, false // go-redis reports the same error when it writes the arg
+		}
+		return b, true
+	case net.IP:
+		return v, true
+	}
+	return nil, false
+}
+
+// deref returns *p, or the zero value for nil, as go-redis writes nil
+// pointers.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // argWords appends the text of each of args to dst, as the command table
 // reads them (rediscmd.Values.Find): strings and byte slices as they are,
-// without a copy, integers formatted, anything else empty.
+// without a copy, anything else as go-redis formats it (empty when it
+// cannot).
 func argWords(dst [][]byte, args []any) [][]byte {
 	for _, a := range args {
 		var w []byte
@@ -842,15 +949,15 @@ func argWords(dst [][]byte, args []any) [][]byte {
 		case int64:
 			w = strconv.AppendInt(nil, v, 10)
 		default:
-			if s := argString(a); s != "" {
-				w = []byte(s)
-			}
+			w, _ = formatArg(nil, a)
 		}
 		dst = append(dst, w)
 	}
 	return dst
 }
 
+// argString returns the string form of a key or option argument, as
+// go-redis sends it.
 func argString(a any) string {
 	switch v := a.(type) {
 	case string:
@@ -861,6 +968,9 @@ func argString(a any) string {
 		return strconv.Itoa(v)
 	case int64:
 		return strconv.FormatInt(v, 10)
+	}
+	if b, ok := formatArg(nil, a); ok {
+		return string(b)
 	}
 	return fmt.Sprint(a)
 }

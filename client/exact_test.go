@@ -3,8 +3,11 @@ package client
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -84,6 +87,44 @@ func TestExact_GetToBuffer(t *testing.T) {
 		// The connection is still aligned.
 		if got := p.hooked.Get(ctx, "small").Val(); got != small {
 			t.Fatal("GET after GetToBuffer")
+		}
+	})
+}
+
+// marshaled is a value go-redis writes with MarshalBinary.
+type marshaled struct{ s string }
+
+func (m marshaled) MarshalBinary() ([]byte, error) { return []byte(m.s), nil }
+
+// TestExact_ArgTypes: every argument type go-redis formats itself is
+// stored as go-redis formats it (time.Time as RFC3339Nano, not its
+// MarshalBinary), compressed or not: what a hooked client reads back, and
+// what a plain client reads, are what plain go-redis would have stored.
+func TestExact_ArgTypes(t *testing.T) {
+	ctx := context.Background()
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	long := strings.Repeat("squeeze ", 20)
+	ip := net.ParseIP("2001:db8::68")
+	forConfigs(t, func(t *testing.T, p pair) {
+		for i, v := range []any{ts, &ts, long, &long, []byte(long), 12345, int8(-7), uint64(1 << 60), 3.25, float32(1.5), true,
+			time.Duration(1500), marshaled{long}, ip, nil} {
+			f := fmt.Sprint("f", i)
+			if err := p.hooked.HSet(ctx, "h", f, v).Err(); err != nil {
+				t.Fatalf("%T: %v", v, err)
+			}
+			if err := p.plain.HSet(ctx, "ref", f, v).Err(); err != nil {
+				t.Fatalf("%T: %v", v, err)
+			}
+			want := p.plain.HGet(ctx, "ref", f).Val()
+			if got := p.hooked.HGet(ctx, "h", f).Val(); got != want {
+				t.Errorf("%T: hooked reads %q, want %q", v, got, want)
+			}
+			if err := p.hooked.Set(ctx, "s", v, 0).Err(); err != nil {
+				t.Fatalf("SET %T: %v", v, err)
+			}
+			if got := p.hooked.Get(ctx, "s").Val(); got != want {
+				t.Errorf("SET %T: hooked reads %q, want %q", v, got, want)
+			}
 		}
 	})
 }
