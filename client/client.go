@@ -461,10 +461,18 @@ func comparesStored(args []any) bool {
 func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 	args := cmd.Args()
 	p := prepared{name: strings.ToLower(cmd.Name())}
+	key := ""
+	if len(args) > 1 {
+		key = argString(args[1])
+	}
+	if _, ok := cmd.(*redis.RawWriteToCmd); ok && !h.isRaw(key) && rawWriteRefused(p.name, args) {
+		// DoRawWriteTo: the reply is written out before the hook sees it.
+		p.refused = true
+		return p, &Error{Command: p.name, Key: key, Err: fmt.Errorf("%w (DoRawWriteTo writes the reply's bytes as Redis sends them; use Do, or DoRaw, which fails on a compressed value)", ErrUnsupported)}
+	}
 	if len(args) < 2 {
 		return p, nil
 	}
-	key := argString(args[1])
 	if _, ok := cmd.(*redis.ZeroCopyStringCmd); ok {
 		// GetToBuffer: the value decoded into the caller's buffer.
 		if h.isRaw(key) {

@@ -22,16 +22,21 @@ const (
 	shapeEntries                     // [[id, [field, value, ...]], ...] (XRANGE, XCLAIM)
 	shapeStreams                     // [[key, entries], ...] or {key: entries} (XREAD)
 	shapeAutoClaim                   // [next, entries, deleted] (XAUTOCLAIM)
+	shapeAny                         // any string may be a value (XINFO; scripts with AllowScripts)
+	shapeSniff                       // none expected: a frame that decodes is decoded, others left
 )
 
 // shapes gives the hook's decoding of each of the command table's reply
-// kinds; the others (scripts, SORT, XINFO) are not decoded.
+// kinds. ReplySniff is the table's Other commands, and the hook's for
+// commands the table does not know; EXEC sent with Do is sniffed too (the
+// hook does not see what was queued).
 var shapes = [rediscmd.NumReplies]replyShape{
 	rediscmd.ReplyValue: shapeValues, rediscmd.ReplyValues: shapeValues,
 	rediscmd.ReplyPairs: shapePairs, rediscmd.ReplyScanPairs: shapeScan,
 	rediscmd.ReplyKeyValue: shapeKeyVal, rediscmd.ReplyKeyValues: shapeKeyVals,
 	rediscmd.ReplyEntries: shapeEntries, rediscmd.ReplyStreams: shapeStreams,
-	rediscmd.ReplyAutoClaim: shapeAutoClaim,
+	rediscmd.ReplyAutoClaim: shapeAutoClaim, rediscmd.ReplyAny: shapeAny,
+	rediscmd.ReplySniff: shapeSniff, rediscmd.ReplyExec: shapeSniff,
 }
 
 // shapeOf returns where cmd's reply holds values, as the command table
@@ -39,7 +44,7 @@ var shapes = [rediscmd.NumReplies]replyShape{
 func shapeOf(name string, args []any) replyShape {
 	spec := rediscmd.LookupString(name)
 	if spec == nil {
-		return shapeNone
+		return shapeSniff
 	}
 	if !spec.Has(rediscmd.ReplyOptions) {
 		return shapes[spec.Reply]
@@ -73,43 +78,58 @@ func (h *Hook) appendDecode(dst, src []byte) ([]byte, error) {
 	return h.dec.AppendDecode(dst, src)
 }
 
-// decodeReply decodes the values in cmd's reply in place.
+// value returns the value stored as s. Where no value is expected
+// (lenient: shapeSniff), a frame that does not decode is not taken for a
+// value and stays as it is (SLOWLOG GET cuts arguments short), as through
+// the proxy.
+func (h *Hook) value(s string, lenient bool) (string, error) {
+	d, err := h.decodeString(s)
+	if err != nil && lenient {
+		return s, nil
+	}
+	return d, err
+}
+
+// decodeReply decodes the values in cmd's reply in place. A reply type it
+// has no decoder for is checked for frames instead (see classOf).
 func (h *Hook) decodeReply(cmd redis.Cmder, p prepared) error {
 	shape := shapeOf(p.name, cmd.Args())
 	if shape == shapeNone {
 		return nil
 	}
+	lenient := shape == shapeSniff
 	switch c := cmd.(type) {
 	case *redis.StringCmd:
-		v, err := h.decodeString(c.Val())
+		v, err := h.value(c.Val(), lenient)
 		c.SetVal(v)
 		return err
 	case *redis.StatusCmd: // SET ... GET
-		v, err := h.decodeString(c.Val())
+		v, err := h.value(c.Val(), lenient)
 		c.SetVal(v)
 		return err
 	case *redis.SliceCmd: // MGET, HMGET
 		vals := c.Val()
 		for i, v := range vals {
-			if s, ok := v.(string); ok && (p.rawIdx == nil || i >= len(p.rawIdx) || !p.rawIdx[i]) {
-				d, err := h.decodeString(s)
-				if err != nil {
-					return err
-				}
-				vals[i] = d
+			if p.rawIdx != nil && i < len(p.rawIdx) && p.rawIdx[i] {
+				continue
 			}
+			d, err := h.decodeAny(v, shapeAny, lenient, p)
+			if err != nil {
+				return err
+			}
+			vals[i] = d
 		}
 	case *redis.StringSliceCmd:
 		vals := c.Val()
-		start, step := 0, 1
+		start := 0
 		if shape == shapeKeyVal {
 			if len(vals) != 2 || h.isRaw(vals[0]) {
 				return nil
 			}
 			start = 1
 		}
-		for i := start; i < len(vals); i += step {
-			d, err := h.decodeString(vals[i])
+		for i := start; i < len(vals); i++ {
+			d, err := h.value(vals[i], lenient)
 			if err != nil {
 				return err
 			}
@@ -118,7 +138,16 @@ func (h *Hook) decodeReply(cmd redis.Cmder, p prepared) error {
 	case *redis.MapStringStringCmd:
 		m := c.Val()
 		for k, v := range m {
-			d, err := h.decodeString(v)
+			d, err := h.value(v, lenient)
+			if err != nil {
+				return err
+			}
+			m[k] = d
+		}
+	case *redis.MapStringInterfaceCmd:
+		m := c.Val()
+		for k, v := range m {
+			d, err := h.decodeAny(v, shapeAny, lenient, p)
 			if err != nil {
 				return err
 			}
@@ -126,8 +155,11 @@ func (h *Hook) decodeReply(cmd redis.Cmder, p prepared) error {
 		}
 	case *redis.ScanCmd:
 		page, cursor := c.Val()
-		for i := 1; i < len(page); i += 2 {
-			d, err := h.decodeString(page[i])
+		for i := 0; i < len(page); i++ {
+			if i%2 == 0 && shape == shapeScan {
+				continue // a field
+			}
+			d, err := h.value(page[i], lenient)
 			if err != nil {
 				return err
 			}
@@ -137,7 +169,7 @@ func (h *Hook) decodeReply(cmd redis.Cmder, p prepared) error {
 	case *redis.KeyValueSliceCmd:
 		kvs := c.Val()
 		for i := range kvs {
-			d, err := h.decodeString(kvs[i].Value)
+			d, err := h.value(kvs[i].Value, lenient)
 			if err != nil {
 				return err
 			}
@@ -149,41 +181,70 @@ func (h *Hook) decodeReply(cmd redis.Cmder, p prepared) error {
 			return nil
 		}
 		for i, v := range vals {
-			d, err := h.decodeString(v)
+			d, err := h.value(v, lenient)
 			if err != nil {
 				return err
 			}
 			vals[i] = d
 		}
 	case *redis.XMessageSliceCmd:
-		return h.decodeMessages(c.Val())
+		return h.decodeMessages(c.Val(), lenient)
 	case *redis.XStreamSliceCmd:
 		for _, st := range c.Val() {
 			if h.isRaw(st.Stream) {
 				continue
 			}
-			if err := h.decodeMessages(st.Messages); err != nil {
+			if err := h.decodeMessages(st.Messages, lenient); err != nil {
 				return err
 			}
 		}
 	case *redis.XAutoClaimCmd:
 		msgs, _ := c.Val()
-		return h.decodeMessages(msgs)
+		return h.decodeMessages(msgs, lenient)
+	case *redis.XAutoClaimWithDeletedCmd:
+		msgs, _, _ := c.Val()
+		return h.decodeMessages(msgs, lenient)
+	case *redis.XInfoStreamCmd:
+		if info := c.Val(); info != nil {
+			return h.decodeMessages([]redis.XMessage{info.FirstEntry, info.LastEntry}, lenient)
+		}
+	case *redis.XInfoStreamFullCmd:
+		if info := c.Val(); info != nil {
+			return h.decodeMessages(info.Entries, lenient)
+		}
+	case *redis.SlowLogCmd:
+		for _, e := range c.Val() {
+			for i, a := range e.Args {
+				// Arguments are cut at 128 bytes: only whole frames decode.
+				e.Args[i], _ = h.value(a, true)
+			}
+		}
 	case *redis.Cmd:
-		v, err := h.decodeAny(c.Val(), shape, p)
+		v, err := h.decodeAny(c.Val(), shape, lenient, p)
 		if err != nil {
 			return err
 		}
 		c.SetVal(v)
+	default:
+		switch classOf(cmd) {
+		case classNoValues:
+			return nil
+		case classRefused:
+			if c, ok := cmd.(*redis.RawCmd); ok {
+				return h.checkRaw(c)
+			}
+			return nil // RawWriteToCmd: refused by prepare where it matters
+		}
+		return h.checkFrames(cmd)
 	}
 	return nil
 }
 
-func (h *Hook) decodeMessages(msgs []redis.XMessage) error {
+func (h *Hook) decodeMessages(msgs []redis.XMessage, lenient bool) error {
 	for _, m := range msgs {
 		for k, v := range m.Values {
 			if s, ok := v.(string); ok {
-				d, err := h.decodeString(s)
+				d, err := h.value(s, lenient)
 				if err != nil {
 					return err
 				}
@@ -194,18 +255,21 @@ func (h *Hook) decodeMessages(msgs []redis.XMessage) error {
 	return nil
 }
 
+// maxDepth bounds how deep the hook looks into nested replies.
+const maxDepth = 16
+
 // decodeAny decodes the generic reply of Do by shape. RESP3 maps appear as
-// map[any]any.
-func (h *Hook) decodeAny(v any, shape replyShape, p prepared) (any, error) {
+// map[any]any. shapeAny and shapeSniff decode every string, at any depth.
+func (h *Hook) decodeAny(v any, shape replyShape, lenient bool, p prepared) (any, error) {
 	switch shape {
 	case shapeValues:
 		switch t := v.(type) {
 		case string:
-			return h.decodeString(t)
+			return h.value(t, lenient)
 		case []any:
 			for i, e := range t {
 				if s, ok := e.(string); ok && (p.rawIdx == nil || i >= len(p.rawIdx) || !p.rawIdx[i]) {
-					d, err := h.decodeString(s)
+					d, err := h.value(s, lenient)
 					if err != nil {
 						return nil, err
 					}
@@ -214,10 +278,10 @@ func (h *Hook) decodeAny(v any, shape replyShape, p prepared) (any, error) {
 			}
 		}
 	case shapePairs:
-		return h.decodePairs(v)
+		return h.decodePairs(v, lenient)
 	case shapeScan:
 		if t, ok := v.([]any); ok && len(t) == 2 {
-			d, err := h.decodePairs(t[1])
+			d, err := h.decodePairs(t[1], lenient)
 			t[1] = d
 			return t, err
 		}
@@ -226,7 +290,7 @@ func (h *Hook) decodeAny(v any, shape replyShape, p prepared) (any, error) {
 			if k, _ := t[0].(string); h.isRaw(k) {
 				return v, nil
 			}
-			return t, h.decodeIndex(t, 1)
+			return t, h.decodeIndex(t, 1, lenient)
 		}
 	case shapeKeyVals:
 		if t, ok := v.([]any); ok && len(t) == 2 {
@@ -235,17 +299,17 @@ func (h *Hook) decodeAny(v any, shape replyShape, p prepared) (any, error) {
 			}
 			if vals, ok := t[1].([]any); ok {
 				for i := range vals {
-					if err := h.decodeIndex(vals, i); err != nil {
+					if err := h.decodeIndex(vals, i, lenient); err != nil {
 						return nil, err
 					}
 				}
 			}
 		}
 	case shapeEntries:
-		return v, h.decodeEntries(v)
+		return v, h.decodeEntries(v, lenient)
 	case shapeAutoClaim:
 		if t, ok := v.([]any); ok && len(t) >= 2 {
-			return v, h.decodeEntries(t[1])
+			return v, h.decodeEntries(t[1], lenient)
 		}
 	case shapeStreams:
 		switch t := v.(type) {
@@ -255,7 +319,7 @@ func (h *Hook) decodeAny(v any, shape replyShape, p prepared) (any, error) {
 					if k, _ := pair[0].(string); h.isRaw(k) {
 						continue
 					}
-					if err := h.decodeEntries(pair[1]); err != nil {
+					if err := h.decodeEntries(pair[1], lenient); err != nil {
 						return nil, err
 					}
 				}
@@ -265,18 +329,57 @@ func (h *Hook) decodeAny(v any, shape replyShape, p prepared) (any, error) {
 				if ks, _ := k.(string); h.isRaw(ks) {
 					continue
 				}
-				if err := h.decodeEntries(entries); err != nil {
+				if err := h.decodeEntries(entries, lenient); err != nil {
 					return nil, err
 				}
 			}
+		}
+	case shapeAny, shapeSniff:
+		return h.decodeEvery(v, lenient, 0)
+	}
+	return v, nil
+}
+
+// decodeEvery decodes every string in v, at any depth (map keys are left
+// as they are, as field names).
+func (h *Hook) decodeEvery(v any, lenient bool, depth int) (any, error) {
+	if depth > maxDepth {
+		return v, nil
+	}
+	switch t := v.(type) {
+	case string:
+		return h.value(t, lenient)
+	case []any:
+		for i, e := range t {
+			d, err := h.decodeEvery(e, lenient, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			t[i] = d
+		}
+	case map[any]any:
+		for k, e := range t {
+			d, err := h.decodeEvery(e, lenient, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			t[k] = d
+		}
+	case map[string]any:
+		for k, e := range t {
+			d, err := h.decodeEvery(e, lenient, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			t[k] = d
 		}
 	}
 	return v, nil
 }
 
-func (h *Hook) decodeIndex(t []any, i int) error {
+func (h *Hook) decodeIndex(t []any, i int, lenient bool) error {
 	if s, ok := t[i].(string); ok {
-		d, err := h.decodeString(s)
+		d, err := h.value(s, lenient)
 		if err != nil {
 			return err
 		}
@@ -287,18 +390,18 @@ func (h *Hook) decodeIndex(t []any, i int) error {
 
 // decodePairs decodes the values of field/value pairs given as a flat
 // array, an array of [field, value] arrays (RESP3 HRANDFIELD), or a map.
-func (h *Hook) decodePairs(v any) (any, error) {
+func (h *Hook) decodePairs(v any, lenient bool) (any, error) {
 	switch t := v.(type) {
 	case []any:
 		for i := 0; i < len(t); i++ {
 			if pair, ok := t[i].([]any); ok && len(pair) == 2 {
-				if err := h.decodeIndex(pair, 1); err != nil {
+				if err := h.decodeIndex(pair, 1, lenient); err != nil {
 					return nil, err
 				}
 				continue
 			}
 			if i%2 == 1 {
-				if err := h.decodeIndex(t, i); err != nil {
+				if err := h.decodeIndex(t, i, lenient); err != nil {
 					return nil, err
 				}
 			}
@@ -306,7 +409,7 @@ func (h *Hook) decodePairs(v any) (any, error) {
 	case map[any]any:
 		for k, e := range t {
 			if s, ok := e.(string); ok {
-				d, err := h.decodeString(s)
+				d, err := h.value(s, lenient)
 				if err != nil {
 					return nil, err
 				}
@@ -320,14 +423,14 @@ func (h *Hook) decodePairs(v any) (any, error) {
 // decodeEntries decodes stream entries [[id, [field, value, ...]], ...]
 // (with XREADGROUP ... CLAIM, Redis 8.4, an entry has the idle time and the
 // delivery count after its fields).
-func (h *Hook) decodeEntries(v any) error {
+func (h *Hook) decodeEntries(v any, lenient bool) error {
 	entries, ok := v.([]any)
 	if !ok {
 		return nil
 	}
 	for _, e := range entries {
 		if ent, ok := e.([]any); ok && len(ent) >= 2 {
-			if _, err := h.decodePairs(ent[1]); err != nil {
+			if _, err := h.decodePairs(ent[1], lenient); err != nil {
 				return err
 			}
 		}

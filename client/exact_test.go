@@ -128,3 +128,56 @@ func TestExact_ArgTypes(t *testing.T) {
 		}
 	})
 }
+
+// noFrame fails when s holds the frame magic: a value passed through
+// undecoded.
+func noFrame(t *testing.T, what string, s string) {
+	t.Helper()
+	if strings.Contains(s, codec.Magic) {
+		t.Errorf("%s: a compressed value passed through: %.60q", what, s)
+	}
+}
+
+// TestExact_Streams: the stream replies that carry field values are
+// decoded: XAUTOCLAIM with its deleted ids (XAutoClaimWithDeleted), XINFO
+// STREAM (first and last entry) and XINFO STREAM FULL (entries), typed and
+// through Do, in RESP2 and RESP3.
+func TestExact_Streams(t *testing.T) {
+	ctx := context.Background()
+	forConfigs(t, func(t *testing.T, p pair) {
+		v1, v2 := big("one"), big("two")
+		p.hooked.XAdd(ctx, &redis.XAddArgs{Stream: "st", ID: "1-1", Values: []string{"f", v1}})
+		p.hooked.XAdd(ctx, &redis.XAddArgs{Stream: "st", ID: "2-1", Values: []string{"f", v2, "g", "short"}})
+		mustFramed(t, p.plain.XRange(ctx, "st", "-", "+").Val()[0].Values["f"].(string), "XADD")
+		p.plain.XGroupCreate(ctx, "st", "g", "0")
+		p.plain.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c1", Streams: []string{"st", ">"}})
+
+		msgs, _, deleted, err := p.hooked.XAutoClaimWithDeleted(ctx, &redis.XAutoClaimArgs{Stream: "st", Group: "g", Consumer: "c2", Start: "0"}).Result()
+		if err != nil || len(msgs) != 2 || msgs[0].Values["f"] != v1 || msgs[1].Values["f"] != v2 || len(deleted) != 0 {
+			t.Errorf("XAutoClaimWithDeleted = %d messages, %v", len(msgs), err)
+		}
+		info, err := p.hooked.XInfoStream(ctx, "st").Result()
+		if err != nil || info.FirstEntry.Values["f"] != v1 || info.LastEntry.Values["f"] != v2 || info.LastEntry.Values["g"] != "short" {
+			t.Errorf("XInfoStream: %v", err)
+		}
+		full, err := p.hooked.XInfoStreamFull(ctx, "st", 10).Result()
+		if err != nil || len(full.Entries) != 2 || full.Entries[0].Values["f"] != v1 || full.Entries[1].Values["f"] != v2 {
+			t.Errorf("XInfoStreamFull: %v", err)
+		}
+		for _, proto := range []int{2, 3} {
+			c := redis.NewClient(&redis.Options{Addr: p.r.Addr, Protocol: proto})
+			defer c.Close()
+			if _, err := Install(c, exactConfigs[0].cfg); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]any{{"XINFO", "STREAM", "st"}, {"XINFO", "STREAM", "st", "FULL"}} {
+				got, err := c.Do(ctx, args...).Result()
+				s := fmt.Sprint(got)
+				if err != nil || !strings.Contains(s, v1) || !strings.Contains(s, v2) {
+					t.Errorf("RESP%d %v: %v", proto, args, err)
+				}
+				noFrame(t, fmt.Sprint(args), s)
+			}
+		}
+	})
+}
