@@ -219,10 +219,18 @@ func (h *Hook) decodeReply(cmd redis.Cmder, p prepared) error {
 				e.Args[i], _ = h.value(a, true)
 			}
 		}
+	case *redis.FunctionListCmd:
+		libs := c.Val()
+		for i := range libs {
+			libs[i].Code = unwrapLibrary(libs[i].Code)
+		}
 	case *redis.Cmd:
 		v, err := h.decodeAny(c.Val(), shape, lenient, p)
 		if err != nil {
 			return err
+		}
+		if p.name == "function" {
+			unwrapLibraries(v) // FUNCTION LIST WITHCODE
 		}
 		c.SetVal(v)
 	default:

@@ -181,3 +181,47 @@ func TestExact_Streams(t *testing.T) {
 		}
 	})
 }
+
+// TestExact_FunctionListWithCode: FUNCTION LIST WITHCODE gives a library's
+// code as it was loaded, not the guarded form Redis holds (typed and
+// through Do, RESP2 and RESP3); a library loaded without the hook is
+// listed as it is.
+func TestExact_FunctionListWithCode(t *testing.T) {
+	ctx := context.Background()
+	const lib = "#!lua name=squeezelib\nredis.register_function('sq_get', function(keys) return redis.call('GET', keys[1]) end)\n"
+	const plainLib = "#!lua name=plainlib\nredis.register_function('pl_one', function() return 1 end)\n"
+	forConfigs(t, func(t *testing.T, p pair) {
+		if err := p.hooked.FunctionLoad(ctx, lib).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.plain.FunctionLoad(ctx, plainLib).Err(); err != nil {
+			t.Fatal(err)
+		}
+		libs, err := p.hooked.FunctionList(ctx, redis.FunctionListQuery{WithCode: true}).Result()
+		if err != nil || len(libs) != 2 {
+			t.Fatalf("FunctionList = %d libraries, %v", len(libs), err)
+		}
+		for _, l := range libs {
+			want := map[string]string{"squeezelib": lib, "plainlib": plainLib}[l.Name]
+			if l.Code != want {
+				t.Errorf("FunctionList: %s's code is %d bytes, want the %d loaded: %.80q", l.Name, len(l.Code), len(want), l.Code)
+			}
+		}
+		for _, proto := range []int{2, 3} {
+			c := redis.NewClient(&redis.Options{Addr: p.r.Addr, Protocol: proto})
+			defer c.Close()
+			if _, err := Install(c, exactConfigs[0].cfg); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Do(ctx, "FUNCTION", "LIST", "LIBRARYNAME", "squeezelib", "WITHCODE").Result()
+			if s := fmt.Sprint(got); err != nil || !strings.Contains(s, lib) || strings.Contains(s, "local redis") {
+				t.Errorf("RESP%d Do FUNCTION LIST WITHCODE: %v: %.300s", proto, err, s)
+			}
+		}
+		// The function still runs guarded.
+		p.hooked.Set(ctx, "fk", big("f"), 0)
+		if got, err := p.hooked.FCall(ctx, "sq_get", []string{"fk"}).Text(); err != nil || got != big("f") {
+			t.Errorf("FCALL = %.20q, %v", got, err)
+		}
+	})
+}

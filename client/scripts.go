@@ -318,3 +318,37 @@ func scriptPrefixes(keys []string) []string {
 	}
 	return ps
 }
+
+// unwrapLibrary returns a library's code as it was loaded: without the
+// prologue FUNCTION LOAD put after its #! line (luaguard.Wrap). Code
+// loaded without the hook is returned as it is.
+func unwrapLibrary(code string) string {
+	nl := strings.IndexByte(code, '\n')
+	if nl < 0 || !strings.HasPrefix(code, "#!") || !strings.HasPrefix(code[nl+1:], luaguard.FunctionPrologue) {
+		return code
+	}
+	return code[:nl+1] + code[nl+1+len(luaguard.FunctionPrologue):]
+}
+
+// unwrapLibraries unwraps the library_code of each library in the generic
+// reply of FUNCTION LIST WITHCODE: an array of libraries, each a flat
+// array of name, value pairs (RESP2) or a map (RESP3).
+func unwrapLibraries(v any) {
+	libs, _ := v.([]any)
+	for _, l := range libs {
+		switch t := l.(type) {
+		case []any:
+			for i := 0; i+1 < len(t); i += 2 {
+				if k, _ := t[i].(string); k == "library_code" {
+					if code, ok := t[i+1].(string); ok {
+						t[i+1] = unwrapLibrary(code)
+					}
+				}
+			}
+		case map[any]any:
+			if code, ok := t["library_code"].(string); ok {
+				t["library_code"] = unwrapLibrary(code)
+			}
+		}
+	}
+}
