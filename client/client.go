@@ -264,6 +264,17 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			cmd.SetErr(err)
 			return err
 		}
+		if len(p.lookup) > 0 {
+			err := h.lookupSHAs(ctx, func(c redis.Cmder) error { return next(ctx, c) }, p.lookup)
+			if err == nil {
+				err = h.resolveScript(cmd.Args(), &p)
+			}
+			if err != nil {
+				h.undo(cmd, p)
+				cmd.SetErr(err)
+				return err
+			}
+		}
 		if p.zeroCopy {
 			err := h.runZeroCopy(ctx, next, cmd.(*redis.ZeroCopyStringCmd))
 			h.undo(cmd, p)
@@ -298,6 +309,11 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if err := next(ctx, send); err != nil && send.Err() == nil {
 			send.SetErr(err)
 		}
+		if send.Err() == nil {
+			for _, x := range p.extra {
+				_ = next(ctx, x) // best effort: the command itself succeeded
+			}
+		}
 		h.finish(cmd, p)
 		return cmd.Err()
 	}
@@ -311,19 +327,46 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		tx := len(cmds) >= 2 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec"
 		preps := make([]prepared, len(cmds))
+		errs := make([]error, len(cmds))
+		var lookup []string
+		for i, cmd := range cmds {
+			if tx && (i == 0 || i == len(cmds)-1) {
+				continue
+			}
+			preps[i], errs[i] = h.prepare(ctx, cmd)
+			if p := &preps[i]; p.script && len(p.scriptKeys) > 0 {
+				// No round trip here: the prefixes are kept, the frames
+				// at the keys are the prologue's error (scripts.go).
+				h.scripts.add(scriptPrefixes(p.scriptKeys))
+			}
+			if errs[i] == nil {
+				lookup = append(lookup, preps[i].lookup...)
+			}
+		}
+		var lookupErr error
+		if len(lookup) > 0 && !tx {
+			// SHA-1s this hook has not seen, looked up first. Not in a
+			// transaction: a MULTI of its own would end a WATCH.
+			lookupErr = h.lookupSHAs(ctx, func(c redis.Cmder) error { return next(ctx, []redis.Cmder{c}) }, lookup)
+		}
 		send := make([]redis.Cmder, 0, len(cmds))
+		var extra []redis.Cmder
 		var refused error
 		for i, cmd := range cmds {
 			if tx && (i == 0 || i == len(cmds)-1) {
 				send = append(send, cmd)
 				continue
 			}
-			p, err := h.prepare(ctx, cmd)
-			preps[i] = p
-			if p.script && len(p.scriptKeys) > 0 {
-				// No round trip here: the prefixes are kept, the frames
-				// at the keys are the prologue's error (scripts.go).
-				h.scripts.add(scriptPrefixes(p.scriptKeys))
+			p := &preps[i]
+			err := errs[i]
+			if err == nil && len(p.lookup) > 0 {
+				if err = lookupErr; err == nil {
+					err = h.resolveScript(cmd.Args(), p)
+				}
+				if err != nil {
+					h.undo(cmd, *p)
+					*p = prepared{name: p.name, refused: true} // undone: nothing left to undo
+				}
 			}
 			if err != nil {
 				cmd.SetErr(err)
@@ -339,6 +382,10 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 			} else {
 				send = append(send, cmd)
 			}
+			if len(p.extra) > 0 {
+				send = append(send, p.extra...)
+				extra = append(extra, p.extra...)
+			}
 		}
 		if tx && refused != nil {
 			for i, cmd := range cmds {
@@ -349,7 +396,15 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 			}
 			return refused
 		}
-		err := next(ctx, send)
+		var err error
+		if len(send) > 0 { // every command refused: nothing to send
+			err = next(ctx, send)
+		}
+		for _, x := range extra {
+			if err != nil && x.Err() == err {
+				err = nil // SCRIPT LOAD's extras are best effort
+			}
+		}
 		for i, cmd := range cmds {
 			if tx && (i == 0 || i == len(cmds)-1) {
 				continue
@@ -390,10 +445,14 @@ type prepared struct {
 	zeroCopy    bool
 	zeroCopySub *redis.StringCmd
 	// script: a script command (scripts.go), with the keys it declares;
-	// scriptSHA: the SHA-1 a SCRIPT LOAD answers, the body's as written.
+	// scriptSHA: the SHA-1 a SCRIPT LOAD answers, the body's as written;
+	// lookup: SHA-1s to look up in ScriptSHAsKey before it is sent
+	// (resolveScript); extra: commands sent after it (SCRIPT LOAD's).
 	script     bool
 	scriptKeys []string
 	scriptSHA  string
+	lookup     []string
+	extra      []redis.Cmder
 }
 
 type savedArg struct {
@@ -564,7 +623,7 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 		if h.allowScripts {
 			return p, nil // as it is: the script sees stored bytes
 		}
-		if h.prepareScript(args, &p) {
+		if h.prepareScript(ctx, args, &p) {
 			p.noDecode = true // the prologue keeps frames out of replies
 		}
 		return p, nil
@@ -784,11 +843,13 @@ func (h *Hook) undo(cmd redis.Cmder, p prepared) {
 			putFrameBuf(s.buf)
 		}
 	}
+	// Last saved first: an argument swapped twice (SCRIPT EXISTS) gets
+	// the caller's value back.
+	for i := len(p.more) - 1; i >= 0; i-- {
+		restore(p.more[i])
+	}
 	if p.nsaved > 0 {
 		restore(p.first)
-	}
-	for _, s := range p.more {
-		restore(s)
 	}
 }
 

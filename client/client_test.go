@@ -24,6 +24,7 @@ func big(tag string) string {
 type pair struct {
 	hooked, plain *redis.Client
 	r             *testutil.Redis
+	cfg           Config // the hook's
 }
 
 // newPair starts a redis-server and returns a client with the hook and a
@@ -41,7 +42,7 @@ func newPair(t *testing.T, cfg Config, opt ...func(*redis.Options)) pair {
 	}
 	plain := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { hooked.Close(); plain.Close() })
-	return pair{hooked, plain, r}
+	return pair{hooked, plain, r, cfg}
 }
 
 // mustFramed checks that what Redis holds is a frame, not the value.

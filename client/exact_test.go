@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -222,6 +223,124 @@ func TestExact_FunctionListWithCode(t *testing.T) {
 		p.hooked.Set(ctx, "fk", big("f"), 0)
 		if got, err := p.hooked.FCall(ctx, "sq_get", []string{"fk"}).Text(); err != nil || got != big("f") {
 			t.Errorf("FCALL = %.20q, %v", got, err)
+		}
+	})
+}
+
+// TestExact_EvalShaUnguarded: EVALSHA of a script loaded without the hook
+// (which the hook cannot guard: it never saw its body) is never run
+// silently on compressed values: it fails with NOSCRIPT, alone, in a
+// pipeline and in a transaction, so that clients send the body, which the
+// hook guards: redis.NewScript's Run then reads a declared key decoded,
+// and an undeclared one fails loudly.
+func TestExact_EvalShaUnguarded(t *testing.T) {
+	ctx := context.Background()
+	const undeclared = `return redis.call('GET', 'cache:page')`
+	const declared = `return redis.call('GET', KEYS[1])`
+	forConfigs(t, func(t *testing.T, p pair) {
+		v := big("page")[:300]
+		p.hooked.Set(ctx, "cache:page", v, 0)
+		mustFramed(t, p.plain.Get(ctx, "cache:page").Val(), "the value")
+		sha := p.plain.ScriptLoad(ctx, undeclared).Val()
+		shaDecl := p.plain.ScriptLoad(ctx, declared).Val()
+		isNoScript := func(what string, err error) {
+			t.Helper()
+			if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+				t.Errorf("%s: %v, want a NOSCRIPT error", what, err)
+			}
+		}
+		got, err := p.hooked.EvalSha(ctx, sha, nil).Text()
+		isNoScript("EvalSha", err)
+		noFrame(t, "EvalSha", got)
+		if err := p.hooked.Do(ctx, "EVALSHA", sha, 0).Err(); err == nil || !strings.Contains(err.Error(), "was loaded through squeeze") {
+			t.Errorf("Do EVALSHA: %v", err)
+		} else if !errors.Is(err, ErrUnsupported) {
+			t.Errorf("Do EVALSHA: %v does not wrap ErrUnsupported", err)
+		}
+		isNoScript("EvalShaRO", p.hooked.EvalShaRO(ctx, sha, nil).Err())
+		var pc *redis.Cmd
+		p.hooked.Pipelined(ctx, func(pl redis.Pipeliner) error { pc = pl.EvalSha(ctx, sha, nil); return nil })
+		isNoScript("EvalSha in a pipeline", pc.Err())
+		noFrame(t, "EvalSha in a pipeline", fmt.Sprint(pc.Val()))
+		p.hooked.TxPipelined(ctx, func(pl redis.Pipeliner) error { pc = pl.EvalSha(ctx, sha, nil); return nil })
+		if pc.Err() == nil {
+			t.Error("EvalSha in a transaction ran")
+		}
+		if ex, err := p.hooked.ScriptExists(ctx, sha, shaDecl).Result(); err != nil || ex[0] || ex[1] {
+			t.Errorf("SCRIPT EXISTS of scripts the hook cannot run = %v, %v", ex, err)
+		}
+		// The body, sent by Run after NOSCRIPT, runs guarded.
+		if err := redis.NewScript(undeclared).Run(ctx, p.hooked, nil).Err(); err == nil || !strings.Contains(err.Error(), "which it does not declare in KEYS") {
+			t.Errorf("Run, undeclared key: %v", err)
+		}
+		if got, err := redis.NewScript(declared).Run(ctx, p.hooked, []string{"cache:page"}).Text(); err != nil || got != v {
+			t.Errorf("Run, declared key: %.20q, %v", got, err)
+		}
+		if got, err := p.hooked.EvalSha(ctx, shaDecl, []string{"cache:page"}).Text(); err != nil || got != v {
+			t.Errorf("EvalSha after Run: %.20q, %v", got, err)
+		}
+	})
+	// AllowScripts: sent as it is.
+	p := newPair(t, Config{Algorithm: codec.MustParseAlgorithm("zstd:1"), AllowScripts: true})
+	sha := p.plain.ScriptLoad(ctx, `return 7`).Val()
+	if n, err := p.hooked.EvalSha(ctx, sha, nil).Int(); err != nil || n != 7 {
+		t.Errorf("AllowScripts EvalSha = %d, %v", n, err)
+	}
+}
+
+// TestExact_ScriptLoadEverywhere: a script loaded once through a hook runs
+// by the SHA-1 SCRIPT LOAD answered from every client: a plain one, and a
+// hooked one in another process (a Hook of its own), alone and in a
+// pipeline, on a declared key read decoded.
+func TestExact_ScriptLoadEverywhere(t *testing.T) {
+	ctx := context.Background()
+	const body = `return redis.call('GET', KEYS[1]) .. ARGV[1]`
+	forConfigs(t, func(t *testing.T, p pair) {
+		v := big("doc")
+		p.hooked.Set(ctx, "doc:1", v, 0)
+		sha, err := p.hooked.ScriptLoad(ctx, body).Result()
+		if err != nil || sha != redis.NewScript(body).Hash() {
+			t.Fatalf("SCRIPT LOAD = %q, %v", sha, err)
+		}
+		p.plain.Set(ctx, "plain:1", "raw", 0)
+		if got, err := p.plain.EvalSha(ctx, sha, []string{"plain:1"}, "!").Text(); err != nil || got != "raw!" {
+			t.Errorf("plain EVALSHA = %q, %v", got, err)
+		}
+		if ex := p.plain.ScriptExists(ctx, sha).Val(); len(ex) != 1 || !ex[0] {
+			t.Errorf("plain SCRIPT EXISTS = %v", ex)
+		}
+		for _, pipelined := range []bool{false, true} {
+			other := redis.NewClient(&redis.Options{Addr: p.r.Addr})
+			defer other.Close()
+			if _, err := Install(other, p.cfg); err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			var err error
+			if pipelined {
+				var pc *redis.Cmd
+				_, err = other.Pipelined(ctx, func(pl redis.Pipeliner) error { pc = pl.EvalSha(ctx, sha, []string{"doc:1"}, "!"); return nil })
+				got = fmt.Sprint(pc.Val())
+			} else {
+				got, err = other.EvalSha(ctx, sha, []string{"doc:1"}, "!").Text()
+			}
+			if err != nil || got != v+"!" {
+				t.Errorf("another hooked client's EVALSHA (pipelined %v) = %.20q, %v", pipelined, got, err)
+			}
+			if ex := other.ScriptExists(ctx, sha).Val(); len(ex) != 1 || !ex[0] {
+				t.Errorf("another hooked client's SCRIPT EXISTS = %v", ex)
+			}
+		}
+		// A SCRIPT LOAD in a pipeline and in a transaction loads both too.
+		for i, run := range []func(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error){p.hooked.Pipelined, p.hooked.TxPipelined} {
+			b := fmt.Sprintf("return %d", i)
+			var lc *redis.StringCmd
+			if _, err := run(ctx, func(pl redis.Pipeliner) error { lc = pl.ScriptLoad(ctx, b); return nil }); err != nil || lc.Val() != redis.NewScript(b).Hash() {
+				t.Fatalf("pipelined SCRIPT LOAD = %q, %v", lc.Val(), err)
+			}
+			if n, err := p.plain.EvalSha(ctx, lc.Val(), nil).Int(); err != nil || n != i {
+				t.Errorf("plain EVALSHA of a pipelined SCRIPT LOAD = %d, %v", n, err)
+			}
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,10 +34,41 @@ import (
 //
 // EVALSHA and SCRIPT EXISTS take the SHA-1 of the script as written:
 // the hook maps it to its wrapped form's, and SCRIPT LOAD answers it.
+// So that a script loaded once runs everywhere by that SHA-1, SCRIPT LOAD
+// also loads the script as written (which plain clients' EVALSHA runs, as
+// without squeeze) and notes the pair in ScriptSHAsKey, where the hooks of
+// other processes look up a SHA-1 they have not seen.
+//
+// A script whose SHA-1 no hook has noted (loaded before the hook, or by a
+// plain client) cannot be guarded: the hook never sees its body. Its
+// EVALSHA fails with a NOSCRIPT error, as if Redis did not hold it, and is
+// not sent; clients then send the body (redis.NewScript's Run sends EVAL),
+// which the hook guards. SCRIPT EXISTS answers 0 for it, for the same
+// reason.
 
 // ScriptPrefixesKey is the set of the key prefixes scripts use, shared
 // with the proxy (proxy.ScriptPrefixesKey).
 const ScriptPrefixesKey = "squeeze:script-prefixes"
+
+// ScriptSHAsKey is the hash from the SHA-1 of each script loaded with
+// SCRIPT LOAD through a hook, as written, to the SHA-1 of its guarded
+// form, so that every hook can run it by the SHA-1 its loader was given.
+const ScriptSHAsKey = "squeeze:script-shas"
+
+// noScriptError is the error of an EVALSHA of a script no hook loaded:
+// Redis's NOSCRIPT, so that clients send the script's body, with the
+// reason. It wraps ErrUnsupported: the command was not sent.
+type noScriptError struct{ sha string }
+
+func (e noScriptError) Error() string {
+	return "NOSCRIPT squeeze: no script with SHA-1 " + e.sha + " was loaded through squeeze, so what it reads could not be checked for compressed values; load it again (SCRIPT LOAD) or send it with EVAL"
+}
+
+// RedisError marks it as a Redis error for go-redis (redis.HasErrorPrefix,
+// and Script.Run's fallback to EVAL).
+func (noScriptError) RedisError() {}
+
+func (noScriptError) Unwrap() error { return ErrUnsupported }
 
 // Bounds of what the hook keeps about scripts.
 const (
@@ -122,28 +154,36 @@ func (s *scriptState) setClean(keys []string, clean bool) {
 
 // wrap returns the wrapped form of an EVAL or SCRIPT LOAD body and notes
 // the SHA-1s.
-func (s *scriptState) wrap(body string) (wrapped, origSHA string) {
+func (s *scriptState) wrap(body string) (wrapped, origSHA, wrappedSHA string) {
 	wrapped = string(luaguard.Wrap([]byte(body), luaguard.EvalPrologue))
-	origSHA = sha1hex(body)
+	origSHA, wrappedSHA = sha1hex(body), sha1hex(wrapped)
+	s.note(origSHA, wrappedSHA)
+	return wrapped, origSHA, wrappedSHA
+}
+
+// note notes that the script of SHA-1 orig runs guarded as wrapped.
+func (s *scriptState) note(orig, wrapped string) {
 	s.mu.Lock()
 	if s.wrapped == nil || len(s.wrapped) >= maxScriptSHAs {
 		s.wrapped, s.orig = map[string]string{}, map[string]string{}
 	}
-	w := sha1hex(wrapped)
-	s.wrapped[origSHA], s.orig[w] = w, origSHA
+	s.wrapped[orig], s.orig[wrapped] = wrapped, orig
 	s.mu.Unlock()
-	return wrapped, origSHA
 }
 
-// toRedis returns the SHA-1 Redis knows for a client's: unchanged when the
-// hook never saw the script.
-func (s *scriptState) toRedis(sha string) string {
+// toRedis returns the SHA-1 Redis knows for a client's, and whether the
+// hook knows it runs guarded (a wrapped form's SHA-1 is its own).
+func (s *scriptState) toRedis(sha string) (string, bool) {
+	sha = strings.ToLower(sha)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if w, ok := s.wrapped[strings.ToLower(sha)]; ok {
-		return w
+	if w, ok := s.wrapped[sha]; ok {
+		return w, true
 	}
-	return sha
+	if _, ok := s.orig[sha]; ok {
+		return sha, true
+	}
+	return sha, false
 }
 
 // scriptKeys returns the keys a script command declares (nil, false when
@@ -163,42 +203,59 @@ func scriptKeys(args []any) ([]string, bool) {
 	return keys, true
 }
 
-// prepareScript rewrites a script command's arguments (saved in p for
-// undo) and notes the keys to make plain first. It reports whether the
-// command is a script command.
-func (h *Hook) prepareScript(args []any, p *prepared) bool {
-	swap := func(i int, v any) {
-		sa := savedArg{i: i, v: args[i]}
-		if p.nsaved == 0 {
-			p.first = sa
-		} else {
-			p.more = append(p.more, sa)
-		}
-		p.nsaved++
-		args[i] = v
+// swap replaces args[i] by v, saved for undo.
+func (p *prepared) swap(args []any, i int, v any) {
+	sa := savedArg{i: i, v: args[i]}
+	if p.nsaved == 0 {
+		p.first = sa
+	} else {
+		p.more = append(p.more, sa)
 	}
+	p.nsaved++
+	args[i] = v
+}
+
+// prepareScript rewrites a script command's arguments (saved in p for
+// undo) and notes the keys to make plain first, and the SHA-1s to look up
+// in ScriptSHAsKey (p.lookup; resolveScript completes the command once
+// they are). It reports whether the command is a script command.
+func (h *Hook) prepareScript(ctx context.Context, args []any, p *prepared) bool {
 	switch {
 	case p.name == "script" && len(args) >= 3 && strings.EqualFold(argString(args[1]), "load"):
-		w, sha := h.scripts.wrap(argString(args[2]))
-		swap(2, w)
+		body := argString(args[2])
+		w, sha, wsha := h.scripts.wrap(body)
+		p.swap(args, 2, w)
 		p.scriptSHA = sha
+		// The script as written too, and the pair for other hooks.
+		p.extra = []redis.Cmder{
+			redis.NewStringCmd(ctx, "script", "load", body),
+			redis.NewIntCmd(ctx, "hset", ScriptSHAsKey, sha, wsha),
+		}
 		return true
 	case p.name == "script" && len(args) >= 3 && strings.EqualFold(argString(args[1]), "exists"):
 		for i := 2; i < len(args); i++ {
-			swap(i, h.scripts.toRedis(argString(args[i])))
+			if w, ok := h.scripts.toRedis(argString(args[i])); ok {
+				p.swap(args, i, w)
+			} else {
+				p.lookup = append(p.lookup, w)
+			}
 		}
 		return true
 	case p.name == "function" && len(args) >= 3 && strings.EqualFold(argString(args[1]), "load"):
 		last := len(args) - 1
-		swap(last, string(luaguard.Wrap([]byte(argString(args[last])), luaguard.FunctionPrologue)))
+		p.swap(args, last, string(luaguard.Wrap([]byte(argString(args[last])), luaguard.FunctionPrologue)))
 		return true
 	}
 	switch p.name {
 	case "eval", "eval_ro":
-		w, _ := h.scripts.wrap(argString(args[1]))
-		swap(1, w)
+		w, _, _ := h.scripts.wrap(argString(args[1]))
+		p.swap(args, 1, w)
 	case "evalsha", "evalsha_ro":
-		swap(1, h.scripts.toRedis(argString(args[1])))
+		if w, ok := h.scripts.toRedis(argString(args[1])); ok {
+			p.swap(args, 1, w)
+		} else {
+			p.lookup = append(p.lookup, w)
+		}
 	case "fcall", "fcall_ro":
 	default:
 		return false
@@ -208,6 +265,59 @@ func (h *Hook) prepareScript(args []any, p *prepared) bool {
 	}
 	p.script = true
 	return true
+}
+
+// lookupSHAs looks shas up in ScriptSHAsKey with send (one round trip)
+// and notes those found.
+func (h *Hook) lookupSHAs(ctx context.Context, send func(redis.Cmder) error, shas []string) error {
+	a := make([]any, 0, 2+len(shas))
+	a = append(a, "hmget", ScriptSHAsKey)
+	for _, s := range shas {
+		a = append(a, s)
+	}
+	c := redis.NewSliceCmd(ctx, a...)
+	if err := send(c); err != nil && c.Err() == nil {
+		c.SetErr(err)
+	}
+	if err := c.Err(); err != nil {
+		return err
+	}
+	for i, v := range c.Val() {
+		if w, ok := v.(string); ok && i < len(shas) && len(w) == 40 {
+			h.scripts.note(shas[i], w)
+		}
+	}
+	return nil
+}
+
+// resolveScript completes an EVALSHA or SCRIPT EXISTS whose SHA-1s were
+// looked up: each known one is translated; an EVALSHA of an unknown one
+// fails with a NOSCRIPT error (see noScriptError), and SCRIPT EXISTS
+// answers 0 for it.
+func (h *Hook) resolveScript(args []any, p *prepared) error {
+	if len(p.lookup) == 0 {
+		return nil
+	}
+	if p.name == "script" {
+		for i := 2; i < len(args); i++ {
+			sha := strings.ToLower(argString(args[i]))
+			if !slices.Contains(p.lookup, sha) {
+				continue // translated already
+			}
+			if w, ok := h.scripts.toRedis(sha); ok {
+				p.swap(args, i, w)
+			} else {
+				p.swap(args, i, "") // no hook loaded it: Redis answers 0
+			}
+		}
+		return nil
+	}
+	w, ok := h.scripts.toRedis(argString(args[1]))
+	if !ok {
+		return noScriptError{sha: w}
+	}
+	p.swap(args, 1, w)
+	return nil
 }
 
 // learnScriptKeys notes the prefixes of keys, reading ScriptPrefixesKey
