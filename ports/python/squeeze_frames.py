@@ -516,11 +516,13 @@ def _compress(name, value, level, zdict):
         except zstd.ZstdError as e:
             if zdict is None:
                 raise
-            # libzstd compresses only with dictionaries whose entropy tables
-            # cover every offset; it still decompresses with the others.
-            raise ValueError("libzstd cannot compress with dictionary %d (%s); it can still decode "
-                             "frames written with it. Train one with zstd --train or "
-                             "zstandard.train_dictionary to write from Python" % (zdict.dict_id(), e)) from None
+            # libzstd 1.5.4 (Debian 12's zstandard) refuses to compress with
+            # the dictionaries squeeze's Go trainer writes, and decompresses
+            # with them fine; libzstd 1.5.7 compresses with them too.
+            raise ValueError("libzstd %s cannot compress with dictionary %d (%s); it can still decode "
+                             "frames written with it. Use a newer zstandard, or train the dictionary "
+                             "with zstd --train or zstandard.train_dictionary" % (
+                                 ".".join(map(str, zstd.ZSTD_VERSION)), zdict.dict_id(), e)) from None
     if name == "lz4":
         block = _lib("lz4.block")
         if level == 0:
