@@ -603,30 +603,51 @@ def encode(value, codec="zstd", level=None, *, dictionary=None, checksum=True,
 
 
 def _main(argv):
-    """squeeze_frames.py decode < stored > value
-    squeeze_frames.py encode CODEC [LEVEL] [--frame] < value > stored
+    """squeeze_frames.py decode [--files FILE...] < stored > value
+    squeeze_frames.py encode CODEC [LEVEL] [--frame] [--dict FILE] [--files FILE...] < value > stored
 
     --frame writes a frame whatever the value (no minimum size or gain), for
-    tests; without it encode applies the write policy."""
+    tests; without it encode applies the write policy. --dict compresses
+    with a zstd dictionary. --files reads each FILE and writes FILE.out
+    instead of using stdin and stdout."""
     import sys
+    files = []
+    if "--files" in argv:
+        i = argv.index("--files")
+        argv, files = argv[:i], argv[i + 1:]
+    dictionary = None
+    if "--dict" in argv:
+        i = argv.index("--dict")
+        with open(argv[i + 1], "rb") as f:
+            dictionary = f.read()
+        argv = argv[:i] + argv[i + 2:]
     args = [a for a in argv if a != "--frame"]
-    data = sys.stdin.buffer.read()
+    if args[:1] == ["decode"] and len(args) == 1:
+        def run(data):
+            return decode(data)
+    elif args[:1] == ["encode"] and len(args) in (2, 3):
+        level = args[2] if len(args) == 3 else None
+        if level is not None and level.lstrip("-").isdigit():
+            level = int(level)
+        kw = {"min_size": 0, "min_gain": -1} if "--frame" in argv else {}
+        kw["dictionary"] = dictionary
+
+        def run(data):
+            return encode(data, args[1], level, **kw)
+    else:
+        sys.stderr.write(_main.__doc__ + "\n")
+        return 2
     try:
-        if args[:1] == ["decode"] and len(args) == 1:
-            out = decode(data)
-        elif args[:1] == ["encode"] and len(args) in (2, 3):
-            level = args[2] if len(args) == 3 else None
-            if level is not None and level.lstrip("-").isdigit():
-                level = int(level)
-            kw = {"min_size": 0, "min_gain": -1} if "--frame" in argv else {}
-            out = encode(data, args[1], level, **kw)
-        else:
-            sys.stderr.write(_main.__doc__ + "\n")
-            return 2
+        if not files:
+            sys.stdout.buffer.write(run(sys.stdin.buffer.read()))
+        for name in files:
+            with open(name, "rb") as f:
+                out = run(f.read())
+            with open(name + ".out", "wb") as f:
+                f.write(out)
     except (FrameError, ValueError) as e:
         sys.stderr.write("%s: %s\n" % (type(e).__name__, e))
         return 1
-    sys.stdout.buffer.write(out)
     return 0
 
 
