@@ -20,7 +20,7 @@ func init() {
 }
 
 const adviseUsage = `
-Usage: squeeze advise --redis URL [flags]
+Usage: squeeze advise [--redis URL] [flags]
 
 Reads a sample of your keys (read-only: SCAN, TYPE, MEMORY USAGE, GET,
 HRANDFIELD, LRANGE, XRANGE; nothing is written), groups them by key prefix (user:,
@@ -48,6 +48,9 @@ codec from a newer squeeze, a dictionary not published in Redis) are left
 out, with a warning. The last lines print the commands that apply the
 advice.
 
+The Redis is --redis, else the environment variable SQUEEZE_REDIS
+(redis://host:port/db, host:port, unix:///path.sock, ...).
+
 Examples:
   squeeze advise --redis redis://127.0.0.1:6379
   squeeze advise --redis redis://10.0.0.5:6379/2 --keys 5000 --depth 2
@@ -57,7 +60,7 @@ Examples:
 
 func runAdvise(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "advise", adviseUsage)
-	url := fs.String("redis", "", "Redis server `URL` to sample (required): redis://[user:pass@]host:port/db, rediss://, unix://, sentinel://host:26379/master")
+	url := addRedisFlag(fs, "Redis server `URL` to sample", "none: required")
 	keys := fs.Int("keys", advise.DefaultKeys, "most keys to sample")
 	perKey := fs.Int("per-key", advise.DefaultPerKey, "most hash fields, list elements or stream entries read per key")
 	depth := fs.Int("depth", advise.DefaultDepth, "a prefix is this many leading segments of a key (user:42:cart with 2: user:42:)")
@@ -70,11 +73,16 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	u, err := resolveRedis(*url, "")
+	if err != nil {
+		return err
+	}
+	*url = u
 	switch {
 	case fs.NArg() > 0:
 		return usageError("advise takes no arguments, got %q", fs.Args())
 	case *url == "":
-		return usageError("advise needs --redis URL: the Redis whose keys to sample (e.g. --redis redis://127.0.0.1:6379)")
+		return needRedisError("advise", "the Redis whose keys to sample")
 	case *keys <= 0 || *perKey <= 0 || *depth <= 0:
 		return usageError("--keys, --per-key and --depth must be positive")
 	case *sep == "":

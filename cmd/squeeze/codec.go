@@ -192,15 +192,16 @@ func runDecode(ctx context.Context, e env, args []string) error {
 
 const inspectUsage = `
 Usage: squeeze inspect [--json] < stored
-       squeeze inspect [--json] --redis URL KEY [FIELD | INDEX]
+       squeeze inspect [--json] [--redis URL] KEY [FIELD | INDEX]
 
 Prints the header fields of a stored value (codec, sizes, ratio, checksum),
 says when the value is stored raw, and verifies the payload: a corrupt frame
 is reported with the reason and exit status 1.
 
-With --redis it reads the value from Redis itself (read-only): a string's
+With a KEY it reads the value from Redis itself (read-only): a string's
 value, a hash field's (FIELD), or a list element's (INDEX, default 0), and
-verifies frames that name a dictionary with the one published there.
+verifies frames that name a dictionary with the one published there. The
+server is --redis, else $SQUEEZE_REDIS.
 
 Examples:
   squeeze inspect < stored.bin
@@ -212,9 +213,16 @@ Examples:
 func runInspect(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "inspect", inspectUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	url := fs.String("redis", "", "read the value of KEY (a hash FIELD, a list INDEX) from this Redis `URL` instead of standard input")
+	url := fs.String("redis", "", fmt.Sprintf("read the value of KEY (a hash FIELD, a list INDEX) from this Redis `URL` instead of standard input: %s (default when KEY is given: $%s)", redisForms, envRedis))
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *url != "" || fs.NArg() > 0 { // a KEY: read it from Redis, named by the flag or SQUEEZE_REDIS
+		u, err := resolveRedis(*url, "")
+		if err != nil {
+			return err
+		}
+		*url = u
 	}
 	decode := func(in []byte) error {
 		dec, _ := codec.NewDecoder()
@@ -233,7 +241,7 @@ func runInspect(ctx context.Context, e env, args []string) error {
 		}
 		defer rdb.Close()
 		if in, where, err = readFromRedis(ctx, rdb, fs.Args()); err != nil {
-			return err
+			return atRedis(err, *url)
 		}
 		res, err := dictstore.NewResolver(rdb)
 		if err != nil {
@@ -245,7 +253,7 @@ func runInspect(ctx context.Context, e env, args []string) error {
 		}
 	} else {
 		if fs.NArg() > 0 {
-			return usageError("inspect reads standard input and takes no arguments (got %q; use: squeeze inspect < FILE, or --redis URL KEY)", fs.Arg(0))
+			return usageError("inspect %s needs a Redis: --redis URL or %s=URL, to read the key %q from; a stored value in a file goes on standard input: squeeze inspect < FILE", fs.Arg(0), envRedis, fs.Arg(0))
 		}
 		var err error
 		if in, err = readStored(e, "inspect"); err != nil {
@@ -344,7 +352,7 @@ func readFromRedis(ctx context.Context, rdb *redis.Client, args []string) ([]byt
 	where := fmt.Sprintf("%s %q", typ, key)
 	switch typ {
 	case "none":
-		return nil, "", fmt.Errorf("key %q does not exist", key)
+		return nil, "", notFound("key %q does not exist", key)
 	case "string":
 		if len(args) > 1 {
 			return nil, "", usageError("%q is a string: inspect takes no FIELD or INDEX for it", key)
@@ -356,7 +364,7 @@ func readFromRedis(ctx context.Context, rdb *redis.Client, args []string) ([]byt
 		}
 		where += fmt.Sprintf(" field %q", args[1])
 		if v, err = rdb.HGet(ctx, key, args[1]).Result(); errors.Is(err, redis.Nil) {
-			return nil, "", fmt.Errorf("hash %q has no field %q", key, args[1])
+			return nil, "", notFound("hash %q has no field %q", key, args[1])
 		}
 	case "list":
 		idx := int64(0)
@@ -367,7 +375,7 @@ func readFromRedis(ctx context.Context, rdb *redis.Client, args []string) ([]byt
 		}
 		where += fmt.Sprintf(" index %d", idx)
 		if v, err = rdb.LIndex(ctx, key, idx).Result(); errors.Is(err, redis.Nil) {
-			return nil, "", fmt.Errorf("list %q has no element at index %d", key, idx)
+			return nil, "", notFound("list %q has no element at index %d", key, idx)
 		}
 	default:
 		return nil, "", fmt.Errorf("%q is a %s: squeeze stores values in strings, hash fields and list elements (inspect a stream entry with XRANGE and standard input)", key, typ)

@@ -22,7 +22,7 @@ func init() {
 }
 
 const compactUsage = `
-Usage: squeeze compact --redis URL [flags]
+Usage: squeeze compact [--redis URL] [flags]
 
 Writes want a fast codec (s2, zstd:1): every SET pays for compression. Keys
 that nobody has touched for a while can afford a strong one (zstd:9,
@@ -30,7 +30,8 @@ zstd:19, brotli:9, zstd with a trained dictionary) that saves more memory.
 compact walks the keys matching --pattern (SCAN, in batches) and rewrites
 each cold string value with --codec, in place. Readers notice nothing: every
 squeeze frame names its codec, and the proxy and the client library decode
-whichever codec a key holds.
+whichever codec a key holds. The Redis is --redis, else the environment
+variable SQUEEZE_REDIS (redis://host:port/db, host:port, unix:///path.sock).
 
 What is safe and why:
   - A key is rewritten only if it still holds the bytes compact read: the
@@ -84,7 +85,7 @@ Examples:
 
 func runCompact(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "compact", compactUsage)
-	url := fs.String("redis", "", "Redis server `URL` holding the data (required): redis://[user:pass@]host:port/db, rediss://, unix://, sentinel://host:26379/master")
+	url := addRedisFlag(fs, "Redis server `URL` holding the data", "none: required")
 	pattern := fs.String("pattern", compact.DefaultPattern, "SCAN `GLOB` of the keys to compact")
 	codecName := fs.String("codec", "zstd:9", "target `codec`: zstd:9, zstd:19, brotli:9, ... (all codecs: squeeze encode --help)")
 	dictID := fs.String("dict", "", "compress with the published dictionary `ID` (squeeze dict list; zstd codecs only)")
@@ -108,8 +109,12 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("compact takes no arguments (got %q); the keys come from --pattern", fs.Args())
 	}
-	if *url == "" {
-		return usageError("compact needs --redis URL: the Redis whose keys to recompress (e.g. --redis redis://127.0.0.1:6379); there is no throwaway server here")
+	u, err := resolveRedis(*url, "")
+	if err != nil {
+		return err
+	}
+	if *url = u; *url == "" {
+		return needRedisError("compact", "the Redis whose keys to recompress; there is no throwaway server here")
 	}
 	alg, err := codec.ParseAlgorithm(*codecName)
 	if err != nil {

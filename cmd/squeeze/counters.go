@@ -30,10 +30,14 @@ list elements of the layouts they replace.
   migrate  convert a list of decimal counters, or a hash field of 4 hex
            characters per slot, into a packed series, verified value by value
 
+The Redis is --redis, else the environment variable SQUEEZE_REDIS, else
+redis://127.0.0.1:6379.
+
 Examples:
   squeeze counters incr --redis redis://127.0.0.1:6379 user42 17
   squeeze counters incr --type u8 --overflow sat user42 17 -3
   squeeze counters get user42 17
+  SQUEEZE_REDIS=10.0.0.5:6379 squeeze counters get user42 17
   squeeze counters get --json user42 0:7            # days 0..6 and their sum
   squeeze counters migrate --from hex --field counts --expect 365 newkey user42
   squeeze counters migrate --from list --scan 'oldkey:*' --delete
@@ -71,7 +75,7 @@ type countersFlags struct {
 
 func addCountersFlags(fs *flag.FlagSet) countersFlags {
 	return countersFlags{
-		url:      fs.String("redis", "redis://127.0.0.1:6379", "Redis server `URL` (redis://[user:pass@]host:port/db, or rediss://, unix://, sentinel://host:26379/master)"),
+		url:      addRedisFlag(fs, "Redis server `URL`", localRedis),
 		prefix:   fs.String("prefix", "cnt:", "key prefix: the series of ENTITY is at PREFIX+ENTITY"),
 		typ:      fs.String("type", "u16", "slot width as BITFIELD spells it: u1..u63 or i1..i64"),
 		slots:    fs.Int("slots", 365, "slots per series (365 days, 24 hours, ...)"),
@@ -98,6 +102,9 @@ func (f countersFlags) open(ctx context.Context) (*counters.Store, *redis.Client
 	unconnected.Close()
 	if err != nil {
 		return nil, nil, usageError("%v", err)
+	}
+	if *f.url, err = resolveRedis(*f.url, localRedis); err != nil {
+		return nil, nil, err
 	}
 	rdb, err := openRedis(ctx, *f.url, 0)
 	if err != nil {
@@ -424,6 +431,7 @@ func runCountersMigrate(ctx context.Context, e env, args []string) error {
 		}
 		if err != nil {
 			failed++
+			err = atRedis(err, *f.url)
 		}
 		if *f.json {
 			out := jsonReport{MigrateReport: rep}

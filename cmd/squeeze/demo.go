@@ -26,7 +26,8 @@ Shows what squeeze does, in under a minute, on a fresh machine:
      HTML report (charts, JSON, CSV) that opens from disk.
 
 Without --redis it starts a throwaway redis-server on a free loopback port
-(Debian: apt-get install -y redis-server) and stops it at the end.
+(Debian: apt-get install -y redis-server) and stops it at the end; it does
+not read SQUEEZE_REDIS, which names the Redis holding your data.
 
 Examples:
   squeeze demo
@@ -37,7 +38,7 @@ Examples:
 
 func runDemo(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "demo", demoUsage)
-	url := fs.String("redis", "", "Redis URL; default: start a throwaway redis-server")
+	url := addBenchRedisFlag(fs, "use this Redis")
 	report := fs.String("report", "report", "directory for the HTML report")
 	if err := parseFlags(fs, args); err != nil {
 		return err
