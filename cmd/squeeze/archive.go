@@ -39,7 +39,7 @@ Only contents are kept: not modes, owners, times or links (links and other
 non-regular files are skipped and counted).
 
 The Redis is --redis, else the environment variable SQUEEZE_REDIS, else
-redis://127.0.0.1:6379.
+redis://127.0.0.1:6379. Flags may come before or after the arguments.
 
 Examples:
   squeeze archive put --redis redis://127.0.0.1:6379 arc:reports ./reports

@@ -41,34 +41,88 @@ func newFlagSet(e env, name, usage string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args. --help prints the usage and returns flag.ErrHelp
-// (exit 0); a bad flag returns a one-line usage error (exit 2) and prints
-// nothing itself: the flag package would print the error and the whole
-// usage to stderr.
+// parseFlags parses args, whose flags may come before, between or after
+// the arguments ("archive get KEY PATH --redis URL" as well as "archive get
+// --redis URL KEY PATH"); fs.Args() then returns the arguments in order.
+// A negative number ("-5") is an argument, and so is everything after
+// "--". --help prints the usage and returns flag.ErrHelp (exit 0); a bad
+// flag returns a one-line usage error (exit 2) and prints nothing itself:
+// the flag package would print the error and the whole usage to stderr.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := parseFlagsOnce(fs, args); err != nil {
-		return err
-	}
-	return stopIfChecking(fs, fs.Args())
-}
-
-// parseFlagsOnce is parseFlags without the stop of checkCommandLine, for
-// callers that parse in several steps (parseCountersArgs).
-func parseFlagsOnce(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
+	err := fs.Parse(flagsFirst(fs, args))
 	fs.Usage = usage
 	fs.SetOutput(out)
 	switch {
 	case err == nil:
-		return nil
+		return stopIfChecking(fs)
 	case errors.Is(err, flag.ErrHelp):
 		usage()
 		return err
 	}
 	return usageError("%s: %v (see \"squeeze %s --help\")", fs.Name(), err, fs.Name())
+}
+
+// parseArgs is parseFlags for the commands that take arguments: it returns
+// them.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	return fs.Args(), nil
+}
+
+// flagsFirst returns args with the flags (and the values of those that take
+// one) moved before the arguments, which follow a "--" so that the flag
+// package reads them as arguments: the standard library stops at the first
+// argument, so a flag after it would be taken for an argument. Arguments
+// keep their order. An unknown flag stays a flag, for Parse to report.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !looksLikeFlag(a) {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 == len(args) {
+			return flags // no value: Parse reports it, whatever the arguments
+		}
+		flags = append(flags, args[i+1]) // its value, whatever it looks like
+		i++
+	}
+	if len(pos) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), pos...)
+}
+
+// looksLikeFlag reports whether a is written as a flag: a dash and more,
+// but not a negative number (a counter's delta).
+func looksLikeFlag(a string) bool {
+	if len(a) < 2 || a[0] != '-' {
+		return false
+	}
+	_, err := strconv.ParseInt(a, 10, 64)
+	return err != nil
 }
 
 // isTerminal reports whether w (a reader or a writer) is a terminal (a

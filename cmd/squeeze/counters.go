@@ -31,7 +31,7 @@ list elements of the layouts they replace.
            characters per slot, into a packed series, verified value by value
 
 The Redis is --redis, else the environment variable SQUEEZE_REDIS, else
-redis://127.0.0.1:6379.
+redis://127.0.0.1:6379. Flags may come before or after the arguments.
 
 Examples:
   squeeze counters incr --redis redis://127.0.0.1:6379 user42 17
@@ -126,39 +126,6 @@ func parseSlot(s string) (int, error) {
 	return n, nil
 }
 
-// parseCountersArgs parses flags wherever they are among the arguments
-// ("get user42 17 --redis URL" as well as "get --redis URL user42 17"), and
-// returns the arguments. A negative number ("-5") is an argument, and so is
-// everything after "--".
-func parseCountersArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlagsOnce(fs, args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		i := 0
-		for ; i < len(rest) && !looksLikeFlag(rest[i]); i++ {
-			if rest[i] == "--" {
-				return append(pos, rest[i+1:]...), stopIfChecking(fs, nil)
-			}
-			pos = append(pos, rest[i])
-		}
-		if i == len(rest) {
-			return pos, stopIfChecking(fs, nil)
-		}
-		args = rest[i:]
-	}
-}
-
-func looksLikeFlag(a string) bool {
-	if len(a) < 2 || a[0] != '-' {
-		return false
-	}
-	_, err := strconv.ParseInt(a, 10, 64)
-	return err != nil
-}
-
 // checkEntity refuses an empty ENTITY, which would name the bare prefix.
 func checkEntity(entity string) error {
 	if entity == "" {
@@ -197,7 +164,7 @@ Examples:
 func runCountersGet(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "counters get", countersGetUsage)
 	f := addCountersFlags(fs)
-	pos, err := parseCountersArgs(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -282,7 +249,7 @@ Examples:
 func runCountersIncr(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "counters incr", countersIncrUsage)
 	f := addCountersFlags(fs)
-	pos, err := parseCountersArgs(fs, args) // ENTITY SLOT [DELTA]
+	pos, err := parseArgs(fs, args) // ENTITY SLOT [DELTA]
 	if err != nil {
 		return err
 	}
@@ -371,7 +338,7 @@ func runCountersMigrate(ctx context.Context, e env, args []string) error {
 	expect := fs.Int("expect", 0, "require exactly this many values in each source (0: at most --slots)")
 	replace := fs.Bool("replace", false, "overwrite existing target series")
 	del := fs.Bool("delete", false, "delete each source (list key, or hash field) after verification")
-	pos, err := parseCountersArgs(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}

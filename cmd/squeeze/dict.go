@@ -308,7 +308,7 @@ func runDictShow(ctx context.Context, e env, args []string) error {
 	url := addDictRedisFlag(fs)
 	out := fs.String("out", "", "write the dictionary bytes to this `FILE`")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
-	pos, err := parseCountersArgs(fs, args) // flags before or after ID
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}

@@ -64,13 +64,13 @@ func TestDocs_CommandLines(t *testing.T) {
 }
 
 // TestDocs_CommandLinesRejectBadFlags shows that the check fails on what
-// it is for: an unknown flag, a flag of another command, a flag after the
-// arguments, an unknown command or subcommand, and a bad value.
+// it is for: an unknown flag (before or after the arguments), a flag of
+// another command, an unknown command or subcommand, and a bad value.
 func TestDocs_CommandLinesRejectBadFlags(t *testing.T) {
 	bad := "Setup:\n\n```sh\n" +
 		"./squeeze proxy --listen 127.0.0.1:6380 --no-such-flag &\n" +
 		"squeeze compact --redis redis://127.0.0.1:6379 --publish   # dict train's flag\n" +
-		"squeeze archive list arc:reports --json\n" +
+		"squeeze archive list arc:reports --jsn\n" +
 		"squeeze frobnicate\n" +
 		"squeeze dict forget 12\n" +
 		"squeeze bench codecs --repeat many\n" +
@@ -95,14 +95,15 @@ func TestDocs_CommandLinesRejectBadFlags(t *testing.T) {
 		"go run ./cmd/squeeze demo && ./squeeze inspect < doc.sqz | head\n" +
 		"./squeeze proxy --config deploy/proxy.conf --check && systemctl reload squeeze-proxy\n" +
 		"squeeze counters get user42 17 --redis redis://127.0.0.1:6379\n" +
+		"squeeze archive get arc:reports --redis 127.0.0.1:6379 2026/11/summary.html\n" +
 		"squeeze --version\n" +
 		"```\n```go\nsqueeze.Bad(--flag)\n```\n"
 	cmds, err = docCommands("good.md", good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cmds) != 6 {
-		t.Fatalf("found %d command lines, want 6: %v", len(cmds), cmds)
+	if len(cmds) != 7 {
+		t.Fatalf("found %d command lines, want 7: %v", len(cmds), cmds)
 	}
 	for _, c := range cmds {
 		if err := checkDocCommand(t, c.args); err != nil {
