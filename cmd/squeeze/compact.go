@@ -222,7 +222,7 @@ func runCompact(ctx context.Context, e env, args []string) error {
 				return jerr
 			}
 		} else {
-			printCompact(e, st, target, *pattern, n)
+			printCompact(e, st, target, *pattern, n, *minIdle)
 		}
 		if err != nil || *every == 0 || pass == *passes {
 			return err
@@ -253,7 +253,7 @@ func printCompactJSON(e env, st compact.Stats, target, pattern string, pass int)
 	}{pass, st, target, pattern, st.MemorySaved(), round1(st.SavedPct()), st.Elapsed.Seconds()})
 }
 
-func printCompact(e env, st compact.Stats, target, pattern string, pass int) {
+func printCompact(e env, st compact.Stats, target, pattern string, pass int, minIdle time.Duration) {
 	w := e.Stdout
 	if pass > 0 {
 		fmt.Fprintf(w, "pass %d, %s: ", pass, time.Now().Format(time.DateTime))
@@ -279,6 +279,13 @@ func printCompact(e env, st compact.Stats, target, pattern string, pass int) {
 		fmt.Fprintf(tw, "skipped: %s\t%d\t\n", r, st.Skipped[r])
 	}
 	tw.Flush()
+	// The reasons a first run on fresh keys meets: say what to do about them.
+	if n := st.Skipped[compact.SkipHot]; n > 0 {
+		fmt.Fprintf(w, "\n%d keys were used less than --min-idle (%v) ago: compact leaves hot keys alone; --min-idle 0 takes them too\n", n, minIdle)
+	}
+	if n := st.Skipped[compact.SkipRaw]; n > 0 {
+		fmt.Fprintf(w, "\n%d values are stored without a squeeze frame: --include-raw compacts them too, once every reader of those keys decodes frames\n", n)
+	}
 	if st.Rewritten == 0 {
 		return
 	}

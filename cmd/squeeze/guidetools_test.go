@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
 // TestDemo_WriteSample: the sample data the guides start from is valid
@@ -35,5 +40,25 @@ func TestDemo_WriteSample(t *testing.T) {
 		if _, errs, code := runCLI(t, nil, args...); code != 2 {
 			t.Errorf("squeeze %s: exit %d, %s", strings.Join(args, " "), code, errs)
 		}
+	}
+}
+
+// TestCompact_SaysWhyNothingWasRewritten: a first dry run on fresh keys
+// skips them all as hot; the output says so and what to pass, and so for
+// values stored without a frame.
+func TestCompact_SaysWhyNothingWasRewritten(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	for i := range 3 {
+		rdb.Set(context.Background(), fmt.Sprintf("doc:%d", i), strings.Repeat(`{"a":"b"},`, 100), 0)
+	}
+	out, errs, code := runCLI(t, nil, "compact", "--redis", r.URL(), "--dry-run")
+	if code != 0 || !strings.Contains(out, "3 keys were used less than --min-idle (10m0s) ago") || !strings.Contains(out, "--min-idle 0 takes them") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = runCLI(t, nil, "compact", "--redis", r.URL(), "--dry-run", "--min-idle", "0")
+	if code != 0 || !strings.Contains(out, "3 values are stored without a squeeze frame: --include-raw") || strings.Contains(out, "--min-idle (") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 }
