@@ -39,8 +39,8 @@ Examples:
   squeeze counters get user42 17
   SQUEEZE_REDIS=10.0.0.5:6379 squeeze counters get user42 17
   squeeze counters get --json user42 0:7            # days 0..6 and their sum
-  squeeze counters migrate --from hex --field counts --expect 365 newkey user42
-  squeeze counters migrate --from list --scan 'oldkey:*' --delete
+  squeeze counters migrate --from hex --field counts --expect 365 daily:user42 user42
+  squeeze counters migrate --from list --scan 'visits:*' --delete
 
 Run "squeeze counters <get|incr|migrate> --help" for the flags of each.
 `
@@ -144,7 +144,8 @@ func checkSeries(ctx context.Context, s *counters.Store, rdb *redis.Client, enti
 	}
 	if n > int64(s.SeriesBytes()) {
 		c := s.Config()
-		return fmt.Errorf("%s holds %d bytes, more than the %d of a series of %d %s slots: not a series of this --type and --slots", s.Key(entity), n, s.SeriesBytes(), c.Slots, c.Type)
+		return fmt.Errorf("%s holds %d bytes, more than the %d of a series of %d %s slots: not a series of this --type and --slots "+
+			"(give every command on a series the --type and --slots it was created with, or another --prefix for a new series)", s.Key(entity), n, s.SeriesBytes(), c.Slots, c.Type)
 	}
 	return nil
 }
@@ -307,12 +308,16 @@ const countersMigrateUsage = `
 Usage: squeeze counters migrate --from list|hex [flags] SOURCE ENTITY
        squeeze counters migrate --from list|hex --scan PATTERN [flags]
 
-Converts counters from the layouts of the "hex strings in Lua" article into
-packed series:
+Converts the two layouts that packed counters replace into packed series.
+Both keep day-wise counters as text and increment them with a Lua script;
+they come from the article that motivated packed counters, on keeping
+counters as hex strings updated in Lua (docs/RESULTS.md, Packed counters,
+measures both against packed series):
   --from list  SOURCE is a list with one decimal counter per element
-               (element i is slot i)
+               (element i is slot i; the script does LINDEX and LSET)
   --from hex   SOURCE is a hash whose --field holds 4 hex characters per slot
-               ("0118009600fa0230" is 280, 150, 250, 560)
+               ("0118009600fa0230" is 280, 150, 250, 560; the script rewrites
+               the whole string on every increment)
 Each value is checked to fit --type, the series is written in one SET (never
 over an existing one unless --replace), then read back and compared with the
 source value by value. The source is deleted only with --delete and only after
@@ -324,8 +329,8 @@ per source (source, target, slots, sum, verified, deleted; error when it
 failed).
 
 Examples:
-  squeeze counters migrate --from hex newkey user42
-  squeeze counters migrate --from list --expect 365 --delete oldkey user42
+  squeeze counters migrate --from hex daily:user42 user42
+  squeeze counters migrate --from list --expect 365 --delete visits:user42 user42
   squeeze counters migrate --from hex --scan 'daily:*' --json
 `
 

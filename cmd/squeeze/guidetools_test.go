@@ -62,3 +62,20 @@ func TestCompact_SaysWhyNothingWasRewritten(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestCounters_OtherTypeSaysWhatToDo: a command with another --type than
+// the series was created with says how to fix the command line.
+func TestCounters_OtherTypeSaysWhatToDo(t *testing.T) {
+	r := testutil.StartRedis(t)
+	if _, errs, code := runCLI(t, nil, "counters", "incr", "--redis", r.URL(), "user42", "17"); code != 0 {
+		t.Fatal(errs)
+	}
+	_, errs, code := runCLI(t, nil, "counters", "incr", "--redis", r.URL(), "--type", "u8", "--overflow", "sat", "user42", "17", "250")
+	if code != 1 || !strings.Contains(errs, "another --prefix for a new series") {
+		t.Fatalf("exit %d, %q", code, errs)
+	}
+	out, errs, code := runCLI(t, nil, "counters", "incr", "--redis", r.URL(), "--prefix", "hits8:", "--type", "u8", "--overflow", "sat", "user42", "17", "250")
+	if code != 0 || out != "250\n" {
+		t.Fatalf("exit %d, %q %q", code, out, errs)
+	}
+}
