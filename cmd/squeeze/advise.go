@@ -237,7 +237,8 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 			// A rule cannot name the empty prefix either (advise.ProxyRules).
 			fmt.Fprintf(w, "  # keys without a prefix: a dictionary would help them, but neither a pattern nor a proxy rule selects them alone\n")
 		default:
-			fmt.Fprintf(w, "  squeeze dict train --redis %s --pattern %s --publish   # then on the proxy: --rule %s, in place of any rule for it above\n",
+			// zstd:1: the level advise measured the dictionary with.
+			fmt.Fprintf(w, "  squeeze dict train --redis %s --pattern %s --codec zstd:1 --publish   # then on the proxy: --rule %s, in place of any rule for it above\n",
 				url, shellQuote(p.Pattern()), shellQuote(p.Prefix+"=zstd:1,dict=ID"))
 		}
 	}

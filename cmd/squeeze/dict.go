@@ -124,6 +124,7 @@ Examples:
   squeeze dict train --redis redis://127.0.0.1:6379 --pattern 'user:*'
   squeeze dict train --redis redis://10.0.0.5:6379/2 --pattern 'cart:*' --sample 5000 --size 112KiB --publish
   squeeze dict train --redis unix:///run/redis.sock --pattern 'sess:*' --codec zstd:1 --json
+  id=$(squeeze dict train --pattern 'user:*' --publish --quiet)
 `
 
 func runDictTrain(ctx context.Context, e env, args []string) error {
@@ -138,11 +139,15 @@ func runDictTrain(ctx context.Context, e env, args []string) error {
 	fs.Var(&maxValue, "max-value", "skip values larger than this: dictionaries help small values")
 	publish := fs.Bool("publish", false, "store the dictionary in Redis (squeeze:dict:<id>) for proxies and clients")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
+	quiet := fs.Bool("quiet", false, "print only the dictionary's id, for scripts: id=$(squeeze dict train ... --quiet)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("dict train takes no arguments (got %q); the keys come from --pattern", fs.Args())
+	}
+	if *quiet && *asJSON {
+		return usageError("dict train: --quiet and --json print different things; pick one")
 	}
 	if err := needRedis(url, "train"); err != nil {
 		return err
@@ -188,6 +193,10 @@ func runDictTrain(ctx context.Context, e env, args []string) error {
 		}
 	}
 	without, with := rep.SavedPct()
+	if *quiet {
+		fmt.Fprintln(e.Stdout, d.ID)
+		return nil
+	}
 	if *asJSON {
 		enc := json.NewEncoder(e.Stdout)
 		enc.SetIndent("", "  ")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,5 +78,32 @@ func TestCounters_OtherTypeSaysWhatToDo(t *testing.T) {
 	out, errs, code := runCLI(t, nil, "counters", "incr", "--redis", r.URL(), "--prefix", "hits8:", "--type", "u8", "--overflow", "sat", "user42", "17", "250")
 	if code != 0 || out != "250\n" {
 		t.Fatalf("exit %d, %q %q", code, out, errs)
+	}
+}
+
+// TestDictTrain_Quiet: --quiet prints the id alone, the same on every run
+// and the one --publish stores.
+func TestDictTrain_Quiet(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	fillDocs(t, rdb, "user:", 200, 600)
+	var ids []string
+	for _, extra := range [][]string{nil, nil, {"--publish"}} {
+		out, errs, code := runCLI(t, nil, append([]string{"dict", "train", "--redis", r.URL(), "--pattern", "user:*", "--quiet"}, extra...)...)
+		if _, err := strconv.ParseUint(strings.TrimSpace(out), 10, 32); code != 0 || err != nil || strings.Count(out, "\n") != 1 {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+		}
+		ids = append(ids, strings.TrimSpace(out))
+	}
+	if ids[0] != ids[1] || ids[1] != ids[2] {
+		t.Fatalf("ids %v: training the same values gave other ids", ids)
+	}
+	out, _, code := runCLI(t, nil, "dict", "show", "--redis", r.URL(), ids[2])
+	if code != 0 || !strings.Contains(out, "squeeze:dict:"+ids[2]) {
+		t.Fatalf("the published id is not %s:\n%s", ids[2], out)
+	}
+	if _, errs, code := runCLI(t, nil, "dict", "train", "--redis", r.URL(), "--pattern", "user:*", "--quiet", "--json"); code != 2 {
+		t.Fatalf("--quiet with --json: exit %d, %s", code, errs)
 	}
 }
