@@ -70,7 +70,7 @@ stored keep reading back. Other settings take a restart.
 Examples:
   squeeze proxy --listen 127.0.0.1:6380 --upstream redis://127.0.0.1:6379
   squeeze proxy --upstream unix:///run/redis.sock --codec zstd:3 --metrics 127.0.0.1:9121
-  SQUEEZE_UPSTREAM=redis://:secret@10.0.0.5/2 squeeze proxy --listen :6380
+  SQUEEZE_UPSTREAM=redis://:secret@10.0.0.5/2 squeeze proxy --listen 127.0.0.1:6380
   squeeze proxy --upstream rediss://redis.internal:6380 --upstream-ca /etc/ssl/redis-ca.pem
   squeeze proxy --upstream redis://127.0.0.1:6379 --dict 1690163204   # see "squeeze dict"
   redis-cli -p 6380 -x SET greeting < big.json    # stored compressed
@@ -79,9 +79,12 @@ Redis Cluster: run one proxy beside each node, each with --upstream its
 own node, and tell every proxy where the others listen, so that cluster
 clients (redis-cli -c, go-redis ClusterClient, ioredis Cluster ...) are
 redirected from proxy to proxy and never to a node directly:
-  squeeze proxy --listen :7379 --upstream redis://127.0.0.1:6379 --cluster-port-offset 1000
-  squeeze proxy --upstream redis://10.0.0.5:6379 \
+  squeeze proxy --listen 10.0.0.5:7379 --upstream redis://10.0.0.5:6379 --cluster-port-offset 1000 \
+      --client-auth require
+  squeeze proxy --listen 10.0.0.5:6380 --upstream redis://10.0.0.5:6379 --client-auth require \
       --cluster-map 10.0.0.5:6379=10.0.0.5:6380,10.0.0.6:6379=10.0.0.6:6380
+Cluster clients reach the proxies from other hosts, so each logs in with
+its own ACL user (--client-auth require, below).
 Without either flag, CLUSTER SLOTS/SHARDS/NODES and -MOVED/-ASK become
 errors that say so.
 
