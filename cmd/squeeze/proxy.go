@@ -60,6 +60,11 @@ from a config file (--config, or SQUEEZE_CONFIG) of "name = value" lines with
 the flag names; # starts a comment. Flags beat environment, environment
 beats the file.
 
+At start the proxy logs in to Redis once: if Redis refuses the login (a
+wrong user or password, a database it does not have) it exits with an
+error instead of serving clients that would all get it; an upstream that
+does not answer yet only gets a warning, since a sidecar may start first.
+
 On SIGTERM or Ctrl-C the proxy stops accepting, writes the replies of the
 commands it has already read, and exits; a second signal exits at once.
 On SIGHUP it reads its settings again and puts a new write policy in
@@ -507,6 +512,10 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	defer closeDicts()
 	if p.check {
 		return checkProxy(ctx, e.Stdout, p, srv, tlsConfig, certs, procs, time.Now())
+	}
+	if err := checkUpstreamLogin(ctx, p, srv); err != nil {
+		srv.Close()
+		return err
 	}
 	// SIGHUP reloads the write policy from the config file.
 	hup := make(chan os.Signal, 1)
