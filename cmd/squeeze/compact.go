@@ -22,7 +22,7 @@ func init() {
 }
 
 const compactUsage = `
-Usage: squeeze compact --redis URL [flags]
+Usage: squeeze compact [--redis URL] [flags]
 
 Writes want a fast codec (s2, zstd:1): every SET pays for compression. Keys
 that nobody has touched for a while can afford a strong one (zstd:9,
@@ -30,7 +30,8 @@ zstd:19, brotli:9, zstd with a trained dictionary) that saves more memory.
 compact walks the keys matching --pattern (SCAN, in batches) and rewrites
 each cold string value with --codec, in place. Readers notice nothing: every
 squeeze frame names its codec, and the proxy and the client library decode
-whichever codec a key holds.
+whichever codec a key holds. The Redis is --redis, else the environment
+variable SQUEEZE_REDIS (redis://host:port/db, host:port, unix:///path.sock).
 
 What is safe and why:
   - A key is rewritten only if it still holds the bytes compact read: the
@@ -90,7 +91,7 @@ Examples:
 
 func runCompact(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "compact", compactUsage)
-	url := fs.String("redis", "", "Redis server `URL` holding the data (required): redis://[user:pass@]host:port/db, rediss://, unix://, sentinel://host:26379/master")
+	url := addRedisFlag(fs, "Redis server `URL` holding the data", "none: required")
 	pattern := fs.String("pattern", compact.DefaultPattern, "SCAN `GLOB` of the keys to compact")
 	codecName := fs.String("codec", "zstd:9", "target `codec`: zstd:9, zstd:19, brotli:9, ... (all codecs: squeeze encode --help)")
 	dictID := fs.String("dict", "", "compress with the published dictionary `ID` (squeeze dict list; zstd codecs only)")
@@ -115,8 +116,12 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("compact takes no arguments (got %q); the keys come from --pattern", fs.Args())
 	}
-	if *url == "" {
-		return usageError("compact needs --redis URL: the Redis whose keys to recompress (e.g. --redis redis://127.0.0.1:6379); there is no throwaway server here")
+	u, err := resolveRedis(*url, "")
+	if err != nil {
+		return err
+	}
+	if *url = u; *url == "" {
+		return needRedisError("compact", "the Redis whose keys to recompress; there is no throwaway server here")
 	}
 	alg, err := codec.ParseAlgorithm(*codecName)
 	if err != nil {
@@ -229,7 +234,7 @@ func runCompact(ctx context.Context, e env, args []string) error {
 				return jerr
 			}
 		} else {
-			printCompact(e, st, target, *pattern, n)
+			printCompact(e, st, target, *pattern, n, *minIdle)
 		}
 		if err != nil || *every == 0 || pass == *passes {
 			return err
@@ -260,7 +265,7 @@ func printCompactJSON(e env, st compact.Stats, target, pattern string, pass int)
 	}{pass, st, target, pattern, st.MemorySaved(), round1(st.SavedPct()), st.Elapsed.Seconds()})
 }
 
-func printCompact(e env, st compact.Stats, target, pattern string, pass int) {
+func printCompact(e env, st compact.Stats, target, pattern string, pass int, minIdle time.Duration) {
 	w := e.Stdout
 	if pass > 0 {
 		fmt.Fprintf(w, "pass %d, %s: ", pass, time.Now().Format(time.DateTime))
@@ -286,6 +291,13 @@ func printCompact(e env, st compact.Stats, target, pattern string, pass int) {
 		fmt.Fprintf(tw, "skipped: %s\t%d\t\n", r, st.Skipped[r])
 	}
 	tw.Flush()
+	// The reasons a first run on fresh keys meets: say what to do about them.
+	if n := st.Skipped[compact.SkipHot]; n > 0 {
+		fmt.Fprintf(w, "\n%d keys were used less than --min-idle (%v) ago: compact leaves hot keys alone; --min-idle 0 takes them too\n", n, minIdle)
+	}
+	if n := st.Skipped[compact.SkipRaw]; n > 0 {
+		fmt.Fprintf(w, "\n%d values are stored without a squeeze frame: --include-raw compacts them too, once every reader of those keys decodes frames\n", n)
+	}
 	if st.Rewritten == 0 {
 		return
 	}

@@ -136,7 +136,7 @@ func TestCompact_CLI(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{"no redis", []string{"compact"}, 2, "", "needs --redis"},
+		{"no redis", []string{"compact"}, 2, "", "needs a Redis: --redis URL or SQUEEZE_REDIS"},
 		{"bad codec", []string{"compact", "--redis", url, "--codec", "zip"}, 2, "", "--codec"},
 		{"none", []string{"compact", "--redis", url, "--codec", "none"}, 2, "", "decompress"},
 		{"dict lz4", []string{"compact", "--redis", url, "--codec", "lz4", "--dict", "40000"}, 2, "", "zstd codecs only"},

@@ -67,6 +67,11 @@ owners of one buffer, panics. It is for load runs such as
 SQUEEZE_CHECK_BUFFERS=1 bash scripts/bench-proxy.sh, and costs a map
 operation per buffer.
 
+At start the proxy logs in to Redis once: if Redis refuses the login (a
+wrong user or password, a database it does not have) it exits with an
+error instead of serving clients that would all get it; an upstream that
+does not answer yet only gets a warning, since a sidecar may start first.
+
 On SIGTERM or Ctrl-C the proxy stops accepting, writes the replies of the
 commands it has already read, and exits; a second signal exits at once.
 On SIGHUP it reads its settings again and puts a new write policy in
@@ -77,7 +82,7 @@ stored keep reading back. Other settings take a restart.
 Examples:
   squeeze proxy --listen 127.0.0.1:6380 --upstream redis://127.0.0.1:6379
   squeeze proxy --upstream unix:///run/redis.sock --codec zstd:3 --metrics 127.0.0.1:9121
-  SQUEEZE_UPSTREAM=redis://:secret@10.0.0.5/2 squeeze proxy --listen :6380
+  SQUEEZE_UPSTREAM=redis://:secret@10.0.0.5/2 squeeze proxy --listen 127.0.0.1:6380
   squeeze proxy --upstream rediss://redis.internal:6380 --upstream-ca /etc/ssl/redis-ca.pem
   squeeze proxy --upstream redis://127.0.0.1:6379 --dict 1690163204   # see "squeeze dict"
   redis-cli -p 6380 -x SET greeting < big.json    # stored compressed
@@ -86,9 +91,12 @@ Redis Cluster: run one proxy beside each node, each with --upstream its
 own node, and tell every proxy where the others listen, so that cluster
 clients (redis-cli -c, go-redis ClusterClient, ioredis Cluster ...) are
 redirected from proxy to proxy and never to a node directly:
-  squeeze proxy --listen :7379 --upstream redis://127.0.0.1:6379 --cluster-port-offset 1000
-  squeeze proxy --upstream redis://10.0.0.5:6379 \
+  squeeze proxy --listen 10.0.0.5:7379 --upstream redis://10.0.0.5:6379 --cluster-port-offset 1000 \
+      --client-auth require
+  squeeze proxy --listen 10.0.0.5:6380 --upstream redis://10.0.0.5:6379 --client-auth require \
       --cluster-map 10.0.0.5:6379=10.0.0.5:6380,10.0.0.6:6379=10.0.0.6:6380
+Cluster clients reach the proxies from other hosts, so each logs in with
+its own ACL user (--client-auth require, below).
 Without either flag, CLUSTER SLOTS/SHARDS/NODES and -MOVED/-ASK become
 errors that say so.
 
@@ -535,6 +543,10 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	defer closeDicts()
 	if p.check {
 		return checkProxy(ctx, e.Stdout, p, srv, tlsConfig, certs, procs, time.Now())
+	}
+	if err := checkUpstreamLogin(ctx, p, srv); err != nil {
+		srv.Close()
+		return err
 	}
 	// SIGHUP reloads the write policy from the config file.
 	hup := make(chan os.Signal, 1)
