@@ -1,0 +1,414 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+func (c *client) serve() {
+	defer c.s.forget(c)
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		// Complete the handshake first, within a bound, so that a client
+		// that never finishes it does not hold a connection for good, and
+		// a refused one (no certificate, another CA) is told in the log.
+		ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			c.s.logger().Warn("client TLS handshake failed", "remote", tc.RemoteAddr().String(), "err", err)
+			tc.Close()
+			return
+		}
+	}
+	go func() { c.writeLoop(); close(c.life.writerDone) }()
+	if c.s.RequireAuth {
+		// A private connection without credentials before the first
+		// command: Redis itself decides what the client may do. On
+		// failure, the first command reports it.
+		_ = c.pin()
+		c.endPinOrder() // no command came with it
+	}
+	var end readEnd
+	for {
+		if c.loopable() {
+			if end = c.in.poller.run(c); end != endToGoroutine {
+				break
+			}
+		}
+		if end = c.readLoop(); end != endToLoop {
+			break
+		}
+	}
+	c.endPinOrder()
+	switch end {
+	case endGone:
+		// Nobody will read the replies: fail whatever the pinned
+		// connection still owes (a blocked BLPOP) so the writer can end.
+		c.closePinned()
+	case endStop:
+		// Close after the replies; but if the client goes away while a
+		// reply is still owed (a subscription's, a blocked command's),
+		// nobody will read it: then fail what the pinned connection owes,
+		// so the writer ends and nothing stays behind.
+		go func() {
+			buf := make([]byte, 512)
+			for {
+				if _, err := c.nc.Read(buf); err != nil {
+					select {
+					case <-c.life.writerDone:
+					default:
+						c.closePinned()
+					}
+					return
+				}
+			}
+		}()
+	}
+	c.q.mu.Lock()
+	c.q.closed = true
+	c.q.mu.Unlock()
+	c.wake()
+	<-c.life.writerDone
+	c.closePinned()
+	c.nc.Close()
+}
+
+// tlsHandshakeTimeout bounds a client's TLS handshake.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// readEnd says why a reader (the poller or the client's goroutine) stopped
+// reading a client.
+type readEnd int
+
+const (
+	endStay        readEnd = iota // poller: keep reading this client
+	endToGoroutine                // a command must wait: read in the goroutine
+	endToLoop                     // the goroutine is done waiting: back to the poller
+	endGone                       // the client closed or the socket failed
+	endDrained                    // Shutdown: stop after the commands read
+	endStop                       // QUIT or malformed input: close after the replies
+)
+
+// loopable reports whether the poller may read this client: it has one,
+// and the client's state needs no waiting (no private connection, no open
+// transaction, no pub/sub, replies on).
+func (c *client) loopable() bool {
+	return c.in.poller != nil && !c.in.noLoop && c.pinned.conn == nil && c.sess.inPlainFlow()
+}
+
+// maxLoopCommand is the largest command an event loop handles itself: a
+// larger one (a big value to compress) goes to the client's goroutine, so
+// that the loop's other clients do not wait for its compression.
+const maxLoopCommand = 256 << 10
+
+// loopSafe reports whether the poller may handle this command: one that
+// never waits for Redis or for room in the reply queue.
+func (c *client) loopSafe(info *cmdInfo, args [][]byte) bool {
+	if c.mustWait(info, args) {
+		return false
+	}
+	return c.hasRoom()
+}
+
+// mustWait reports whether a command waits for Redis before, or instead
+// of, going upstream with the others: it pins a private connection, or runs
+// a script after a round trip.
+func (c *client) mustWait(info *cmdInfo, args [][]byte) bool {
+	return info.flags&(rediscmd.Inspect|rediscmd.Hello) != 0 || needsPin(info, args) || c.exactListSearch(info, args) ||
+		(!c.s.RejectScripts && (info.flags&rediscmd.Script != 0 || isScriptAdmin(args)) && !c.s.scriptFast(info, args))
+}
+
+// readLoop reads, parses and forwards commands in the client's goroutine
+// until the client leaves, or until the poller can take over again.
+func (c *client) readLoop() readEnd {
+	var rerr error
+	for {
+		if !c.process(false) {
+			return c.stopped()
+		}
+		select {
+		case <-c.life.draining:
+			return endDrained
+		default:
+		}
+		if rerr != nil {
+			return endGone
+		}
+		if c.loopable() {
+			if len(c.in.rbuf) == 0 {
+				// Idle in the loop until the client sends more: the
+				// loop reads it into its own buffer.
+				c.dropReadBuf()
+				c.trimReader()
+			}
+			return endToLoop
+		}
+		if len(c.in.rbuf) == 0 && cap(c.in.rbuf) != readBufSize {
+			// The read may wait for hours (a subscriber): with a buffer
+			// of the usual size, not one grown for a large command.
+			c.dropReadBuf()
+			c.in.rbuf = getReadBuf()
+		}
+		if len(c.in.rbuf) == 0 {
+			c.trimReader()
+		}
+		c.growRead()
+		var n int
+		n, rerr = c.nc.Read(c.in.rbuf[len(c.in.rbuf):cap(c.in.rbuf)])
+		c.in.rbuf = c.in.rbuf[:len(c.in.rbuf)+n]
+	}
+}
+
+// stopped is why a reader stopped when process returned false: the
+// connection was aborted (endGone: nobody reads the replies, so what a
+// pinned connection still owes is failed), or QUIT or malformed input
+// (endStop: close after the replies).
+func (c *client) stopped() readEnd {
+	if c.life.aborted.Load() {
+		return endGone
+	}
+	return endStop
+}
+
+// loopStep is the poller's turn with a client whose socket is readable:
+// read once, handle the complete commands, send them upstream.
+func (c *client) loopStep() readEnd {
+	select {
+	case <-c.life.draining:
+		return endDrained
+	default:
+	}
+	// With nothing pending, read into the loop's buffer: an idle client
+	// then holds no read buffer (as Redis's clients share one query
+	// buffer), and the loop reads every such client into the same memory.
+	shared := len(c.in.rbuf) == 0
+	if shared {
+		putReadBuf(c.in.rbuf)
+		c.in.rbuf = c.in.poller.rbuf[:0]
+	} else {
+		c.growRead()
+	}
+	room := cap(c.in.rbuf) - len(c.in.rbuf)
+	n, err := c.readOnce(c.in.rbuf[len(c.in.rbuf):cap(c.in.rbuf)])
+	c.in.rbuf = c.in.rbuf[:len(c.in.rbuf)+n]
+	// The socket may hold more, which an edge-triggered poller hears of
+	// only if it asks again.
+	c.in.readFull = n == room && err == nil
+	ok := c.process(true)
+	switch {
+	case shared && len(c.in.rbuf) > 0:
+		// Part of a command, or commands for the client's goroutine:
+		// they move to a buffer of the client's own (nothing refers to
+		// the loop's buffer once process returns), sized at once for a
+		// large argument that is still arriving.
+		size := max(readBufSize, readGrowth(len(c.in.rbuf), resp.PendingBulkEnd(c.in.rbuf)))
+		c.in.rbuf = append(bufpool.Get(size), c.in.rbuf...)
+	case shared:
+		c.in.rbuf = nil
+		c.trimReader()
+	case len(c.in.rbuf) == 0:
+		c.dropReadBuf()
+		c.trimReader()
+	}
+	if !ok {
+		return c.stopped()
+	}
+	switch {
+	case err != nil:
+		return endGone
+	case !c.loopable() || c.in.handOff:
+		c.in.handOff = false
+		return endToGoroutine
+	}
+	return endStay
+}
+
+// readBufSize is the size of a read: of an event loop's buffer, and of a
+// client's own when it needs one.
+const readBufSize = 16 << 10
+
+// getReadBuf returns an empty read buffer of readBufSize, from the free
+// lists of buffers (internal/bufpool).
+func getReadBuf() []byte { return bufpool.Get(readBufSize) }
+
+// putReadBuf gives an empty read buffer back to the free lists.
+func putReadBuf(b []byte) { bufpool.Put(b) }
+
+// dropReadBuf gives back the client's empty read buffer.
+func (c *client) dropReadBuf() {
+	putReadBuf(c.in.rbuf)
+	c.in.rbuf = nil
+	clear(c.in.args[:cap(c.in.args)]) // slices of it: it must not stay reachable
+}
+
+// trimReader gives back the command reader's large working buffers: the
+// batch of requests (sent by now) and the scratch of compression.
+func (c *client) trimReader() {
+	if !c.in.reqRaw {
+		giveBackIdle(&c.in.req)
+	}
+	c.in.rw.scratch = c.in.rw.scratch[:0]
+	giveBackIdle(&c.in.rw.scratch)
+}
+
+// growRead makes room in rbuf for the next read: see readGrowth.
+func (c *client) growRead() {
+	if len(c.in.rbuf) < cap(c.in.rbuf) {
+		return
+	}
+	nb := bufpool.Get(readGrowth(len(c.in.rbuf), resp.PendingBulkEnd(c.in.rbuf)))[:len(c.in.rbuf)]
+	copy(nb, c.in.rbuf)
+	bufpool.Put(c.in.rbuf) // between two runs of process: no argument points into it
+	c.in.rbuf = nb
+}
+
+// readGrowth returns the capacity a full read buffer of n bytes grows to
+// when the command or reply in it ends at need (0: unknown). It doubles, or
+// jumps toward a large bulk argument or reply (as redis-server sizes its
+// query buffer for big arguments), so that a 10 MB value is copied two or
+// three times rather than at each of ten doublings. A jump goes no further
+// than 4n + 1 MiB: a client that sends the header of a huge value and
+// stalls makes the proxy hold little more than what it sent.
+func readGrowth(n, need int) int {
+	newCap := max(2*n, 4<<10) // never 0: an empty buffer must still grow
+	if need > newCap {
+		newCap = min(need, 4*n+1<<20) // more than 2n either way
+	}
+	return newCap
+}
+
+// process handles the complete commands in rbuf and sends them upstream,
+// keeping an incomplete tail. In the poller (inLoop), it stops before a
+// command that may wait and sets handOff. It returns false when the
+// connection must end (QUIT, malformed input).
+func (c *client) process(inLoop bool) bool {
+	c.in.looping = inLoop
+	c.in.roomCredit = 0 // counted afresh for each read (hasRoom)
+	defer func() { c.in.looping = false }()
+	maxBulk := c.s.maxBulk()
+	off := 0
+	if !inLoop {
+		// A barrier raised for a command this call handled ends with it;
+		// one an event loop raised lasts until the goroutine sends it.
+		defer c.endPinOrder()
+	}
+	if c.s.metrics != nil {
+		// One clock reading for the whole batch: the commands of one read
+		// arrived together, and a reading per command was about 8% of the
+		// proxy's CPU at -P 16.
+		c.in.readAt = time.Now()
+	}
+	defer func() {
+		// Keep the unparsed tail; shrink a buffer grown by a huge command.
+		rest := copy(c.in.rbuf, c.in.rbuf[off:])
+		c.in.rbuf = c.in.rbuf[:rest]
+		if cap(c.in.rbuf) > 1<<20 && rest < 16<<10 {
+			old := c.in.rbuf
+			c.in.rbuf = append(getReadBuf(), c.in.rbuf...)
+			bufpool.Put(old) // every command in it is handled: its calls hold copies
+		}
+	}()
+	for off < len(c.in.rbuf) {
+		if c.life.aborted.Load() {
+			// Nobody will read the replies: like Redis, which drops the
+			// query buffer of a client it frees, run no more of them (a
+			// pipeline of thousands read in one go would keep Redis busy
+			// and Close waiting). What was batched still goes upstream,
+			// so that the calls queued for the writer end.
+			c.flush()
+			return false
+		}
+		limit := maxBulk
+		if c.s.RequireAuth && !c.sess.authed {
+			limit = unauthMaxBulk
+		}
+		args, m, perr := resp.ReadCommand(c.in.args, c.in.rbuf[off:], limit)
+		c.in.args = args[:0]
+		if limit == unauthMaxBulk {
+			perr = unauthLimit(c.in.rbuf[off:], perr, maxBulk)
+		}
+		if errors.Is(perr, resp.ErrIncomplete) {
+			// A large value to store as it is passes on as it arrives
+			// (stream.go), from the client's goroutine.
+			if _, _, _, _, ok := c.streamable(c.in.rbuf[off:]); ok {
+				if inLoop {
+					c.in.handOff = true
+					break
+				}
+				c.in.rbuf = c.in.rbuf[:copy(c.in.rbuf, c.in.rbuf[off:])]
+				off = 0
+				key, count, at, size, _ := c.streamable(c.in.rbuf)
+				streamed, alive := c.streamSet(key, count, at, size)
+				if !alive {
+					return false
+				}
+				if streamed {
+					continue
+				}
+			}
+			break
+		}
+		if perr != nil {
+			// Redis answers malformed input with an error and closes.
+			cl := c.localCall("", resp.AppendError(nil, "ERR "+perr.Error()))
+			cl.close = true
+			c.enqueue(cl)
+			c.flush()
+			return false
+		}
+		if len(args) == 0 {
+			off += m
+			continue
+		}
+		// SET and DELEX that compare the value run as inspect commands.
+		info := c.s.served(conditional(c.lookupCommand(args[0]), args))
+		if inLoop && (!c.loopable() || m > maxLoopCommand || !c.loopSafe(info, args)) {
+			c.in.handOff = true
+			if c.pinned.held == nil && c.loopable() && (m > maxLoopCommand || c.mustWait(info, args)) {
+				// The command came now: other clients' commands read
+				// after it must reach Redis after it, although the client's
+				// goroutine sends it later (proxy/order.go). What the
+				// client sent before it goes first.
+				c.flush()
+				c.pinned.held = c.s.pool.raiseOrder()
+			}
+			break
+		}
+		off += m
+		c.in.rawCmd = c.in.rbuf[off-m : off : off]
+		ok := c.handle(info, args)
+		c.in.rawCmd = nil
+		if !ok {
+			c.flush()
+			c.endPinOrder()
+			return false
+		}
+		if c.pinned.held != nil {
+			c.flush()
+			c.endPinOrder()
+		}
+	}
+	c.flush()
+	return true
+}
+
+// lookupCommand returns the command table's entry for name: the last
+// command's again when the name is spelt the same, without hashing it.
+func (c *client) lookupCommand(name []byte) *cmdInfo {
+	if c.in.lastInfo != nil && bytes.Equal(name, c.in.lastName) {
+		return c.in.lastInfo
+	}
+	info := lookup(name)
+	if len(name) <= 24 { // as long as lookup looks up
+		c.in.lastName = append(c.in.lastName[:0], name...)
+		c.in.lastInfo = info
+	}
+	return info
+}
