@@ -228,158 +228,226 @@ func (c *client) writeDirect(rw *rewriter) bool {
 	return true
 }
 
-// writeLoop writes replies in order and flushes when nothing more is ready.
+// writeLoop is the writer goroutine: it writes the replies in order, with
+// a pinned client's pushes in their place among them, and flushes when
+// nothing more is ready. It owns the output while it writes (acquire) and
+// gives it up before it sleeps, so that a shared connection's reader may
+// write directly meanwhile (writeDirect). It returns once the reader is
+// done and every reply is written.
 func (c *client) writeLoop() {
-	write := func() {
-		c.settleHeld()
-		if len(c.out.buf) > 0 && !c.out.broken {
-			// The output counts against the client's bounds while the
-			// socket takes it (memory.go).
-			// Large output counts against the client's bounds while
-			// the socket takes it (memory.go); small output is not
-			// worth the bookkeeping.
-			n := int64(len(c.out.buf))
-			if n < minOtherHeld {
-				n = 0
-			}
-			if n > 0 {
-				c.hold(n)
-				c.mem.writing.Store(n)
-			}
-			if _, err := c.nc.Write(c.out.buf); err != nil {
-				c.out.broken = true
-				c.abort() // ends the reader
-			}
-			if n > 0 {
-				c.mem.writing.Store(0)
-				c.hold(-n)
-			}
-		}
-		c.out.buf = c.out.buf[:0]
-		if cap(c.out.buf) > 1<<20 {
-			bufpool.Put(c.out.buf) // only the writer held it
-			c.out.buf = nil
-		}
-	}
-	var held []pushMsg // pushes that came after replies not written yet
-	writePushesUpTo := func(done uint64) {
-		for len(held) > 0 && held[0].seq <= done {
-			m := held[0].msg
-			held = held[1:]
-			v, _, err := resp.ReadValue(m)
-			mark := len(c.out.buf)
-			if err == nil {
-				c.out.buf, err = c.out.rw.walk(c.out.buf, v, shapeAny, nil, nil)
-			}
-			if err != nil {
-				c.out.buf = append(c.out.buf[:mark], m...)
-			}
-		}
-	}
-	writePushes := func() { writePushesUpTo(c.pinned.done.Load()) }
-	// sleep waits for a nudge or a push; pushes are only held here, and
-	// written once the writer owns the output.
-	// lost: the private upstream connection ended (a push without a
-	// message): once the replies that came before are written, the
-	// connection ends, as Redis would end it.
-	lost := false
-	take := func(m pushMsg) {
-		if m.msg == nil {
-			lost = true
-			return
-		}
-		held = append(held, m)
-	}
-	var now time.Time // of the replies written since the last sleep
-	sleep := func() {
-		now = time.Time{}
-		select {
-		case <-c.q.ready:
-		case m := <-c.pushes():
-			take(m)
-		}
-	}
-	own := false
+	w := writer{c: c}
 	for {
-		if !own {
-			if own = c.acquire(); !own {
-				sleep()
+		if !w.own {
+			if w.own = c.acquire(); !w.own {
+				w.sleep()
 				continue
 			}
 		}
-		writePushes()
+		w.writePushes()
 		cl, closed := c.next()
 		if cl == nil && closed {
-			write()
+			c.writeOut()
 			return
 		}
 		if cl == nil || !cl.ready.Load() {
-			// Nothing more is ready: write what we have, then sleep
-			// until a call completes or a push arrives.
-			write()
-			c.trimWriter()
-			if lost && !c.out.broken {
-				c.abort()
-				c.out.broken = true
-			}
-			c.release(false)
-			own = false
-			sleep()
+			w.idle()
 			continue
 		}
 		c.pop()
-		// Pushes delivered before this call finished came first on the
-		// wire: take them in now so they are written in their place.
-	drainPush:
-		for {
-			select {
-			case m := <-c.pushes():
-				take(m)
-			default:
-				break drainPush
-			}
+		w.reply(cl)
+	}
+}
+
+// writer is the writer goroutine's own state (writeLoop), kept on its
+// stack: whether it owns the output now, the pushes it holds, and the
+// clock reading of the replies it writes.
+type writer struct {
+	c   *client
+	own bool
+	// held is the pushes taken in that came after replies not written
+	// yet: each is written once those replies are (pinning.done), by the
+	// writer owning the output.
+	held []pushMsg
+	// lost: the private upstream connection ended (a push without a
+	// message): once the replies that came before are written, the
+	// connection ends, as Redis would end it.
+	lost bool
+	now  time.Time // of the replies written since the last sleep
+}
+
+// idle is the writer goroutine's turn when nothing more is ready: it
+// writes what it has, gives back its large buffers, ends the connection if
+// its private upstream connection was lost, gives up the output and sleeps
+// until a call completes or a push arrives.
+func (w *writer) idle() {
+	c := w.c
+	c.writeOut()
+	c.trimWriter()
+	if w.lost && !c.out.broken {
+		c.abort()
+		c.out.broken = true
+	}
+	c.release(false)
+	w.own = false
+	w.sleep()
+}
+
+// sleep waits for a nudge or a push, and holds the push. Writer goroutine
+// only, owning the output or not.
+func (w *writer) sleep() {
+	w.now = time.Time{}
+	select {
+	case <-w.c.q.ready:
+	case m := <-w.c.pushes():
+		w.take(m)
+	}
+}
+
+// take holds push message m until the replies before it are written, or
+// notes that the private connection was lost (no message). Writer
+// goroutine only.
+func (w *writer) take(m pushMsg) {
+	if m.msg == nil {
+		w.lost = true
+		return
+	}
+	w.held = append(w.held, m)
+}
+
+// takePushes holds the push messages delivered so far, without waiting.
+// Writer goroutine only.
+func (w *writer) takePushes() {
+	for {
+		select {
+		case m := <-w.c.pushes():
+			w.take(m)
+		default:
+			return
 		}
-		if cl.pinSeq > 0 {
-			// Those that came before this reply on the wire (a push
-			// numbered k came after k calls completed) go before it.
-			writePushesUpTo(cl.pinSeq - 1)
+	}
+}
+
+// writePushes appends the held pushes that came after the replies written
+// so far (pinning.done) to the output. Writer goroutine, owning the output.
+func (w *writer) writePushes() { w.writePushesUpTo(w.c.pinned.done.Load()) }
+
+// writePushesUpTo appends the held pushes that came after no more than
+// done calls completed to the output, with their values decoded where
+// they hold frames (as they came where they do not parse). Writer
+// goroutine, owning the output.
+func (w *writer) writePushesUpTo(done uint64) {
+	c := w.c
+	for len(w.held) > 0 && w.held[0].seq <= done {
+		m := w.held[0].msg
+		w.held = w.held[1:]
+		v, _, err := resp.ReadValue(m)
+		mark := len(c.out.buf)
+		if err == nil {
+			c.out.buf, err = c.out.rw.walk(c.out.buf, v, shapeAny, nil, nil)
 		}
-		if verbatimReply(cl) && !c.out.broken {
-			// Written from the reply's own buffer, after what is before it.
-			// (No second copy: the reply counts as held until emit.)
-			write()
-			if _, err := c.nc.Write(cl.reply); err != nil {
-				c.out.broken = true
-				c.abort()
-			}
-			bufpool.Put(cl.reply)
-			cl.local = true // the reply is written: emit only does the bookkeeping
-			cl.reply = nil
-		} else if frame, ok := decodedAsWritten(cl); ok && !c.out.broken && c.writeDecoded(cl, frame, write) {
-			cl.local = true // written: emit only does the bookkeeping
-			cl.reply = cl.reply[:0]
+		if err != nil {
+			c.out.buf = append(c.out.buf[:mark], m...)
 		}
-		var closeAfter bool
-		if !cl.local && bigDecode(cl) {
-			// A frame of 256 KiB or more decoded whole: a thread more
-			// meanwhile, as for the streamed decode, so that the writers
-			// of several clients decoding at once, and the event loop,
-			// are not left to take turns on --procs threads.
-			release := takeExtraProc()
-			closeAfter = c.emit(&c.out.rw, cl, &now)
-			release()
-		} else {
-			closeAfter = c.emit(&c.out.rw, cl, &now)
-		}
-		writePushes()
-		if closeAfter {
-			write()
-			c.abort()
+	}
+}
+
+// reply writes the reply of cl, just popped off the queue, after the
+// pushes that came before it on the wire, and the pushes that it lets
+// through after it; it ends the connection after a reply that closes it.
+// Writer goroutine, owning the output.
+func (w *writer) reply(cl *call) {
+	c := w.c
+	// Pushes delivered before this call finished came first on the
+	// wire: take them in now so they are written in their place.
+	w.takePushes()
+	if cl.pinSeq > 0 {
+		// Those that came before this reply on the wire (a push
+		// numbered k came after k calls completed) go before it.
+		w.writePushesUpTo(cl.pinSeq - 1)
+	}
+	c.writeLarge(cl)
+	closeAfter := w.emit(cl)
+	w.writePushes()
+	if closeAfter {
+		c.writeOut()
+		c.abort()
+		c.out.broken = true
+	}
+	if len(c.out.buf) >= 64<<10 {
+		c.writeOut()
+	}
+}
+
+// emit is client.emit for the writer goroutine: a frame of 256 KiB or
+// more decoded whole gets a thread more meanwhile, as the streamed decode
+// does, so that the writers of several clients decoding at once, and the
+// event loop, are not left to take turns on --procs threads.
+func (w *writer) emit(cl *call) bool {
+	c := w.c
+	if cl.local || !bigDecode(cl) {
+		return c.emit(&c.out.rw, cl, &w.now)
+	}
+	release := takeExtraProc()
+	closeAfter := c.emit(&c.out.rw, cl, &w.now)
+	release()
+	return closeAfter
+}
+
+// writeLarge writes a large reply that is not to be copied into the
+// output: one that goes byte for byte as Redis sent it, written from its
+// own buffer, or a frame decoded as it is written. It marks such a reply
+// local, so that emit only does the bookkeeping. Writer goroutine, owning
+// the output.
+func (c *client) writeLarge(cl *call) {
+	if verbatimReply(cl) && !c.out.broken {
+		// Written from the reply's own buffer, after what is before it.
+		// (No second copy: the reply counts as held until emit.)
+		c.writeOut()
+		if _, err := c.nc.Write(cl.reply); err != nil {
 			c.out.broken = true
+			c.abort()
 		}
-		if len(c.out.buf) >= 64<<10 {
-			write()
+		bufpool.Put(cl.reply)
+		cl.local = true // the reply is written: emit only does the bookkeeping
+		cl.reply = nil
+	} else if frame, ok := decodedAsWritten(cl); ok && !c.out.broken && c.writeDecoded(cl, frame) {
+		cl.local = true // written: emit only does the bookkeeping
+		cl.reply = cl.reply[:0]
+	}
+}
+
+// writeOut writes the output gathered so far to the client's socket,
+// blocking until the socket takes it, and takes what the replies written
+// gave back off the process's total first (settleHeld). A failed write
+// marks the output broken and ends the reader. Writer goroutine, owning
+// the output.
+func (c *client) writeOut() {
+	c.settleHeld()
+	if len(c.out.buf) > 0 && !c.out.broken {
+		// Large output counts against the client's bounds while the
+		// socket takes it (memory.go); small output is not worth the
+		// bookkeeping.
+		n := int64(len(c.out.buf))
+		if n < minOtherHeld {
+			n = 0
 		}
+		if n > 0 {
+			c.hold(n)
+			c.mem.writing.Store(n)
+		}
+		if _, err := c.nc.Write(c.out.buf); err != nil {
+			c.out.broken = true
+			c.abort() // ends the reader
+		}
+		if n > 0 {
+			c.mem.writing.Store(0)
+			c.hold(-n)
+		}
+	}
+	c.out.buf = c.out.buf[:0]
+	if cap(c.out.buf) > 1<<20 {
+		bufpool.Put(c.out.buf) // only the writer held it
+		c.out.buf = nil
 	}
 }
 
