@@ -287,7 +287,8 @@ func readGrowth(n, need int) int {
 // process handles the complete commands in rbuf and sends them upstream,
 // keeping an incomplete tail. In the poller (inLoop), it stops before a
 // command that may wait and sets handOff. It returns false when the
-// connection must end (QUIT, malformed input).
+// connection must end (QUIT, malformed input). Command reader only: the
+// client's goroutine, or the poller during loopStep.
 func (c *client) process(inLoop bool) bool {
 	c.in.looping = inLoop
 	c.in.roomCredit = 0 // counted afresh for each read (hasRoom)
@@ -305,16 +306,7 @@ func (c *client) process(inLoop bool) bool {
 		// proxy's CPU at -P 16.
 		c.in.readAt = time.Now()
 	}
-	defer func() {
-		// Keep the unparsed tail; shrink a buffer grown by a huge command.
-		rest := copy(c.in.rbuf, c.in.rbuf[off:])
-		c.in.rbuf = c.in.rbuf[:rest]
-		if cap(c.in.rbuf) > 1<<20 && rest < 16<<10 {
-			old := c.in.rbuf
-			c.in.rbuf = append(getReadBuf(), c.in.rbuf...)
-			bufpool.Put(old) // every command in it is handled: its calls hold copies
-		}
-	}()
+	defer func() { c.keepTail(off) }()
 	for off < len(c.in.rbuf) {
 		if c.life.aborted.Load() {
 			// Nobody will read the replies: like Redis, which drops the
@@ -325,78 +317,161 @@ func (c *client) process(inLoop bool) bool {
 			c.flush()
 			return false
 		}
-		limit := maxBulk
-		if c.s.RequireAuth && !c.sess.authed {
-			limit = unauthMaxBulk
-		}
-		args, m, perr := resp.ReadCommand(c.in.args, c.in.rbuf[off:], limit)
-		c.in.args = args[:0]
-		if limit == unauthMaxBulk {
-			perr = unauthLimit(c.in.rbuf[off:], perr, maxBulk)
-		}
-		if errors.Is(perr, resp.ErrIncomplete) {
-			// A large value to store as it is passes on as it arrives
-			// (stream.go), from the client's goroutine.
-			if _, _, _, _, ok := c.streamable(c.in.rbuf[off:]); ok {
-				if inLoop {
-					c.in.handOff = true
-					break
-				}
-				c.in.rbuf = c.in.rbuf[:copy(c.in.rbuf, c.in.rbuf[off:])]
-				off = 0
-				key, count, at, size, _ := c.streamable(c.in.rbuf)
-				streamed, alive := c.streamSet(key, count, at, size)
-				if !alive {
-					return false
-				}
-				if streamed {
-					continue
-				}
-			}
+		var next cmdStep
+		off, next = c.processNext(inLoop, off, maxBulk)
+		if next == cmdRest {
 			break
 		}
-		if perr != nil {
-			// Redis answers malformed input with an error and closes.
-			cl := c.localCall("", resp.AppendError(nil, "ERR "+perr.Error()))
-			cl.close = true
-			c.enqueue(cl)
-			c.flush()
+		if next == cmdEnd {
 			return false
-		}
-		if len(args) == 0 {
-			off += m
-			continue
-		}
-		// SET and DELEX that compare the value run as inspect commands.
-		info := c.s.served(conditional(c.lookupCommand(args[0]), args))
-		if inLoop && (!c.loopable() || m > maxLoopCommand || !c.loopSafe(info, args)) {
-			c.in.handOff = true
-			if c.pinned.held == nil && c.loopable() && (m > maxLoopCommand || c.mustWait(info, args)) {
-				// The command came now: other clients' commands read
-				// after it must reach Redis after it, although the client's
-				// goroutine sends it later (proxy/order.go). What the
-				// client sent before it goes first.
-				c.flush()
-				c.pinned.held = c.s.pool.raiseOrder()
-			}
-			break
-		}
-		off += m
-		c.in.rawCmd = c.in.rbuf[off-m : off : off]
-		ok := c.handle(info, args)
-		c.in.rawCmd = nil
-		if !ok {
-			c.flush()
-			c.endPinOrder()
-			return false
-		}
-		if c.pinned.held != nil {
-			c.flush()
-			c.endPinOrder()
 		}
 	}
 	c.flush()
 	return true
+}
+
+// cmdStep is what process does after a command (processNext).
+type cmdStep uint8
+
+const (
+	cmdNext cmdStep = iota // on to the next command
+	cmdRest                // stop: the rest waits for more input, or for the client's goroutine
+	cmdEnd                 // the connection must end
+)
+
+// processNext handles the command at off in rbuf, if it is whole, and
+// returns the offset after what it handled and what process does next.
+// Command reader only, from process.
+func (c *client) processNext(inLoop bool, off int, maxBulk int64) (int, cmdStep) {
+	args, m, perr := c.readCommand(c.in.rbuf[off:], maxBulk)
+	if errors.Is(perr, resp.ErrIncomplete) {
+		return c.incomplete(inLoop, off)
+	}
+	if perr != nil {
+		// Redis answers malformed input with an error and closes.
+		c.refuseInput(perr)
+		c.flush()
+		return off, cmdEnd
+	}
+	if len(args) == 0 {
+		return off + m, cmdNext
+	}
+	// SET and DELEX that compare the value run as inspect commands.
+	info := c.s.served(conditional(c.lookupCommand(args[0]), args))
+	if inLoop && c.mustHandOff(info, args, m) {
+		return off, cmdRest
+	}
+	off += m
+	return off, c.runCommand(info, args, c.in.rbuf[off-m:off:off])
+}
+
+// readCommand parses the command at the start of b, with the bulk length
+// limit of the client's state: maxBulk, or Redis's own for a client that
+// has not authenticated yet (RequireAuth). Command reader only.
+func (c *client) readCommand(b []byte, maxBulk int64) (args [][]byte, n int, err error) {
+	limit := maxBulk
+	if c.s.RequireAuth && !c.sess.authed {
+		limit = unauthMaxBulk
+	}
+	args, n, err = resp.ReadCommand(c.in.args, b, limit)
+	c.in.args = args[:0]
+	if limit == unauthMaxBulk {
+		err = unauthLimit(b, err, maxBulk)
+	}
+	return args, n, err
+}
+
+// incomplete is process's step at an incomplete command at off. A large
+// value to store as it is passes on as it arrives (stream.go), from the
+// client's goroutine: the poller hands the client over for it. Anything
+// else waits for more input. Command reader only, from process.
+func (c *client) incomplete(inLoop bool, off int) (int, cmdStep) {
+	if _, _, _, _, ok := c.streamable(c.in.rbuf[off:]); !ok {
+		return off, cmdRest
+	}
+	if inLoop {
+		c.in.handOff = true
+		return off, cmdRest
+	}
+	c.consumeInput(off)
+	key, count, at, size, _ := c.streamable(c.in.rbuf)
+	streamed, alive := c.streamSet(key, count, at, size)
+	switch {
+	case !alive:
+		return 0, cmdEnd
+	case streamed:
+		return 0, cmdNext
+	}
+	return 0, cmdRest
+}
+
+// refuseInput queues the error Redis answers malformed input with; the
+// connection closes after it. Command reader only.
+func (c *client) refuseInput(err error) {
+	cl := c.localCall("", resp.AppendError(nil, "ERR "+err.Error()))
+	cl.close = true
+	c.enqueue(cl)
+}
+
+// mustHandOff reports whether the poller must leave a command of size
+// bytes to the client's goroutine: the client's state needs waiting, the
+// command is larger than maxLoopCommand, or it may wait for Redis or for
+// room in the reply queue (loopSafe). If so it sets handOff and, for a
+// command that waits, raises the order barrier it is sent behind. The
+// poller only, from process.
+func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int) bool {
+	if c.loopable() && size <= maxLoopCommand && c.loopSafe(info, args) {
+		return false
+	}
+	c.in.handOff = true
+	if c.pinned.held == nil && c.loopable() && (size > maxLoopCommand || c.mustWait(info, args)) {
+		// The command came now: other clients' commands read
+		// after it must reach Redis after it, although the client's
+		// goroutine sends it later (proxy/order.go). What the
+		// client sent before it goes first.
+		c.flush()
+		c.pinned.held = c.s.pool.raiseOrder()
+	}
+	return true
+}
+
+// runCommand hands one whole command to handle, with raw, the command as
+// the client sent it, and sends the batch at once where the command
+// raised an order barrier or ended the connection, so the barrier ends.
+// Command reader only, from process.
+func (c *client) runCommand(info *cmdInfo, args [][]byte, raw []byte) cmdStep {
+	c.in.rawCmd = raw
+	ok := c.handle(info, args)
+	c.in.rawCmd = nil
+	if !ok {
+		c.flush()
+		c.endPinOrder()
+		return cmdEnd
+	}
+	if c.pinned.held != nil {
+		c.flush()
+		c.endPinOrder()
+	}
+	return cmdNext
+}
+
+// keepTail keeps the unparsed tail of rbuf, from off, at its start, and
+// moves it out of a buffer a huge command grew past 1 MiB into one of the
+// usual size. Command reader only, at the end of process: every command
+// before off is handled, and its calls hold copies.
+func (c *client) keepTail(off int) {
+	c.consumeInput(off)
+	if cap(c.in.rbuf) > 1<<20 && len(c.in.rbuf) < 16<<10 {
+		old := c.in.rbuf
+		c.in.rbuf = append(getReadBuf(), c.in.rbuf...)
+		bufpool.Put(old) // every command in it is handled: its calls hold copies
+	}
+}
+
+// consumeInput removes the first n bytes of rbuf, moving the rest to its
+// start. Command reader only.
+func (c *client) consumeInput(n int) {
+	c.in.rbuf = c.in.rbuf[:copy(c.in.rbuf, c.in.rbuf[n:])]
 }
 
 // lookupCommand returns the command table's entry for name: the last
