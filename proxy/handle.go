@@ -17,7 +17,10 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	if c.sess.relay && c.pinned.conn != nil && c.pinned.conn.relayEnds.Load() > c.sess.relayGen {
 		c.sess.relay = false // Redis left the subscribed state
 	}
-	p := route(c.routeIn(info, args), info, args)
+	var in routeIn
+	c.routeIn(&in, info, args)
+	var p plan
+	route(&p, &in, info, args)
 	if p.pin {
 		if err := c.pin(); err != nil {
 			c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: cannot open a private upstream connection for "+info.name+": "+err.Error())))
@@ -52,23 +55,25 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	return true
 }
 
-// routeIn gathers what route reads besides the command.
-func (c *client) routeIn(info *cmdInfo, args [][]byte) *routeIn {
-	in := &c.in.route
-	*in = routeIn{
-		sess:          &c.sess,
-		pinned:        c.pinned.conn != nil,
-		rejectScripts: c.s.RejectScripts,
-		requireAuth:   c.s.RequireAuth,
-		listSearch:    c.exactListSearch(info, args),
-	}
+// routeIn gathers in in what route reads besides the command. (in and
+// the plan live on handle's stack: filled in place, they cost no copy and
+// no write barrier.)
+func (c *client) routeIn(in *routeIn, info *cmdInfo, args [][]byte) {
+	in.sess = &c.sess
+	in.pinned = c.pinned.conn != nil
 	in.pinDead = in.pinned && c.pinned.conn.isDead()
-	in.script = !c.s.RejectScripts && (info.flags&rediscmd.Script != 0 || isScriptAdmin(args))
+	in.rejectScripts, in.requireAuth = c.s.RejectScripts, c.s.RequireAuth
+	if info.flags&rediscmd.Patterns != 0 {
+		_, _, _, in.sortCheck = sortNeedsCheck(info, args)
+	}
+	if info.flags&routedFlags == 0 {
+		return // none of the rest applies
+	}
+	in.listSearch = c.exactListSearch(info, args)
+	in.script = !c.s.RejectScripts && (info.flags&rediscmd.Script != 0 || info.flags&rediscmd.LoadsScripts != 0 && isScriptAdmin(args))
 	if in.script {
 		in.scriptFast = c.s.scriptFast(info, args)
 	}
-	_, _, _, in.sortCheck = sortNeedsCheck(info, args)
-	return in
 }
 
 // answer queues cl, a reply the proxy made in the command's place.

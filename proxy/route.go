@@ -6,7 +6,7 @@ import "github.com/squeeze-kv/squeeze/internal/rediscmd"
 // function of the command, the client's session as it stands and the
 // server's options, so that each of Redis's rules the proxy follows is
 // one case here, tested without Redis (route_test.go). client.handle
-// carries the plan out.
+// carries the plan out, which route fills in p (zero on entry).
 //
 // Most commands go to Redis (pathForward), on the shared connection or the
 // client's private one. The proxy answers some itself, where Redis would
@@ -15,21 +15,32 @@ import "github.com/squeeze-kv/squeeze/internal/rediscmd"
 // searches, SELECT; those run so only in the plain flow of replies
 // (session.inPlainFlow): inside MULTI, while relaying or with replies off,
 // they go to Redis in a checking form instead.
-func route(in *routeIn, info *cmdInfo, args [][]byte) plan {
+func route(p *plan, in *routeIn, info *cmdInfo, args [][]byte) {
 	s := in.sess
-	p := plan{info: info}
+	p.info = info
 	switch {
 	case in.pinned && in.pinDead:
 		// The private connection's state (transaction, subscriptions,
 		// database, protocol) is gone.
 		p.path = pathLost
-		return p
+		return
 	case info.flags&rediscmd.Quit != 0:
 		p.path = pathQuit
-		return p
+		return
 	case info.flags&rediscmd.Script != 0 && in.rejectScripts:
 		p.path = pathRefuseScript
-		return p
+		return
+	}
+	if info.flags&routedFlags == 0 && s.inPlainFlow() {
+		// The common case, a command with none of the facts below in the
+		// plain flow of replies: to Redis, a reply of its table's shape.
+		p.pin = !in.pinned && in.requireAuth
+		p.expect, p.kind = true, info.reply
+		if in.sortCheck {
+			p.build = buildSortCheck
+		}
+		p.hold = p.pin
+		return
 	}
 	p.pin = !in.pinned && (needsPin(info, args) || in.requireAuth)
 	pinned := in.pinned || p.pin
@@ -42,7 +53,7 @@ func route(in *routeIn, info *cmdInfo, args [][]byte) plan {
 		case pinned && s.inPlainFlow():
 			// Run now, to know the database the client is in.
 			p.path = pathSelect
-			return p
+			return
 		}
 	}
 	if info.flags&rediscmd.Inspect != 0 && !arityOK(info.arity, len(args)) {
@@ -51,14 +62,14 @@ func route(in *routeIn, info *cmdInfo, args [][]byte) plan {
 	}
 	if info.flags&rediscmd.Inspect != 0 && s.inPlainFlow() {
 		p.path = pathInspect
-		return p
+		return
 	}
 	if in.script {
 		// Scripts: see scripts.go.
 		p.fastScript = in.scriptFast && !s.inMulti
 		if !in.scriptFast && s.inPlainFlow() {
 			p.path = pathScript
-			return p
+			return
 		}
 		p.prepQueuedScript = s.inMulti && !s.relay
 		p.scriptArgs = true
@@ -66,10 +77,9 @@ func route(in *routeIn, info *cmdInfo, args [][]byte) plan {
 	p.listSearch = in.listSearch && !s.relay // subscribed: Redis refuses it by name
 	if p.listSearch && s.inPlainFlow() {
 		p.path = pathListSearch
-		return p
+		return
 	}
 	p.forward(in, args, pinned)
-	return p
 }
 
 // forward completes p for a command that goes to Redis.
@@ -160,6 +170,15 @@ func afterOf(in *routeIn, info *cmdInfo, args [][]byte, expect bool) afterStep {
 	}
 	return a
 }
+
+// routedFlags are the table's facts that take a command off route's common
+// path: every fact route, forward, replies and afterOf look at.
+const routedFlags = rediscmd.Pin | rediscmd.Blocking | rediscmd.BlockOption |
+	rediscmd.Subscribe | rediscmd.Unsubscribe | rediscmd.Monitor |
+	rediscmd.Multi | rediscmd.Exec | rediscmd.Discard | rediscmd.NotQueued |
+	rediscmd.Quit | rediscmd.Hello | rediscmd.Reset | rediscmd.Client | rediscmd.SelectDB |
+	rediscmd.Script | rediscmd.LoadsScripts | rediscmd.Inspect | rediscmd.ListSearch |
+	rediscmd.Topology | rediscmd.ReplyOptions
 
 // routeIn is what route reads besides the command: the session, the
 // server's options, and what the caller looked up for the command.

@@ -131,7 +131,8 @@ func TestRoute(t *testing.T) {
 				scriptFast: tt.opts.scriptFast, listSearch: tt.opts.listSearch, sortCheck: tt.opts.sortCheck,
 			}
 			in.script = !in.rejectScripts && info.flags&rediscmd.Script != 0
-			got := route(in, info, args)
+			var got plan
+			route(&got, in, info, args)
 			wantInfo := info.name
 			if tt.wantInfo != "" {
 				wantInfo = tt.wantInfo
@@ -147,5 +148,35 @@ func TestRoute(t *testing.T) {
 				t.Errorf("route changed the session: %+v", o)
 			}
 		})
+	}
+}
+
+// TestRoute_Allocs: deciding a command's route allocates nothing.
+func TestRoute_Allocs(t *testing.T) {
+	c := &client{s: newTestServer(t), sess: session{proto: 2}}
+	for _, cmd := range []string{"GET key", "SET key value", "SORT l BY w_*", "CLIENT REPLY SKIP", "BLPOP l 0"} {
+		args := argv(strings.Fields(cmd)...)
+		info := lookup(args[0])
+		if n := testing.AllocsPerRun(100, func() {
+			var in routeIn
+			c.routeIn(&in, info, args)
+			var p plan
+			route(&p, &in, info, args)
+		}); n != 0 {
+			t.Errorf("%s: %v allocations", cmd, n)
+		}
+	}
+}
+
+// BenchmarkRoute_Get: the cost route adds to each pipelined GET.
+func BenchmarkRoute_Get(b *testing.B) {
+	c := &client{s: newTestServer(b), sess: session{proto: 2}}
+	args := argv("GET", "key:000001")
+	info := lookup(args[0])
+	for b.Loop() {
+		var in routeIn
+		c.routeIn(&in, info, args)
+		var p plan
+		route(&p, &in, info, args)
 	}
 }

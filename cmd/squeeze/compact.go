@@ -64,6 +64,11 @@ Before going back to a squeeze release that does not read a codec you have
 been writing (minlz came later than the others), or to move keys off a
 codec that is slow to read. Other frames count as "other-codec".
 
+--portable refuses a --codec that other languages cannot read (s2, minlz,
+xz; docs/FORMAT.md, the portable profile). With --from s2,minlz it moves
+what the proxy wrote with its default codec into the profile, so that the
+Python and Node readers in ports/ read every key.
+
 As a sidecar, --every runs a pass at that interval until SIGINT or SIGTERM
 (which ends the pass under way cleanly: what it rewrote stays rewritten);
 each pass prints its summary (--json: one JSON object per line), and keys
@@ -80,6 +85,7 @@ Examples:
   squeeze compact --redis redis://127.0.0.1:6379 --every 1h --min-idle 6h --rate 500
   squeeze compact --cluster --redis redis://10.0.0.5:7000 --min-idle 1h
   squeeze compact --redis redis://127.0.0.1:6379 --from minlz --codec s2 --min-idle 0
+  squeeze compact --redis redis://127.0.0.1:6379 --portable --from s2,minlz --codec zstd:3 --min-idle 0
 `
 
 func runCompact(ctx context.Context, e env, args []string) error {
@@ -102,6 +108,7 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	cluster := fs.Bool("cluster", false, "--redis names a node of a Redis Cluster: compact the keys of every master")
 	every := fs.Duration("every", 0, "run a pass at this interval until interrupted (as a sidecar); 0 runs one pass")
 	passes := fs.Int("passes", 0, "with --every, stop after this many passes; 0 runs until interrupted")
+	portable := fs.Bool("portable", false, "write only codecs other languages read (docs/FORMAT.md, the portable profile): a --codec outside it is an error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -117,6 +124,11 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	}
 	if alg.ID == codec.IDNone {
 		return usageError("--codec none would decompress values; pick a compressing codec such as zstd:9")
+	}
+	if *portable {
+		if err := codec.CheckPortable(alg); err != nil {
+			return usageError("--codec with --portable: %v", err)
+		}
 	}
 	var from []codec.ID
 	if *fromList != "" {

@@ -155,6 +155,7 @@ type proxyFlags struct {
 	minGain                                                                                    float64
 	shared, procs, maxInFlight                                                                 int
 	pprof, check, jsonOut, allowRemote                                                         bool
+	portable                                                                                   bool // --portable: write only codecs every language reads
 
 	dict  string   // --dict: a published dictionary id, or "none"
 	rules ruleFlag // --rule, repeatable
@@ -192,6 +193,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.IntVar(&p.procs, "procs", 0, "CPU threads running the proxy (GOMAXPROCS); 0: half the machine's CPUs, at least 1, or $GOMAXPROCS when set")
 	fs.BoolVar(&p.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics address")
 	fs.Var(&p.rules, "rule", "`PREFIX=CODEC[,min-size=N][,min-gain=F][,dict=ID]`: the values of keys that begin with PREFIX get this codec and options (repeat the flag, or separate rules with ;); the longest prefix wins")
+	fs.BoolVar(&p.portable, "portable", false, "write only codecs that other languages read (docs/FORMAT.md, the portable profile: zstd, lz4, snappy, brotli, gzip, deflate, zlib): the default codec becomes "+codec.PortableDefault.String()+", and a --codec or --rule naming s2, minlz or xz is an error")
 	fs.StringVar(&p.dict, "dict", "none", "compress new values with this published zstd dictionary `ID` (squeeze dict list), or none")
 	fs.StringVar(&p.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&p.logFormat, "log-format", "text", "text or json")
@@ -307,11 +309,19 @@ func (p *proxyFlags) algorithm() (codec.Algorithm, error) {
 		if id, err := p.dictID(); err == nil && id != 0 {
 			return codec.MustParseAlgorithm("zstd:1"), nil
 		}
+		if p.portable {
+			return codec.PortableDefault, nil
+		}
 		return codec.DefaultAlgorithm, nil
 	}
 	alg, err := codec.ParseAlgorithm(p.codecName)
 	if err != nil {
 		return alg, usageError("--codec: %v", err)
+	}
+	if p.portable {
+		if err := codec.CheckPortable(alg); err != nil {
+			return alg, usageError("--codec with --portable: %v", err)
+		}
 	}
 	return alg, nil
 }
@@ -340,6 +350,13 @@ func (p *proxyFlags) writePolicy(ctx context.Context, load dictLoader) (*codec.E
 	}
 	if dictID != 0 && alg.ID != codec.IDZstd {
 		return nil, nil, usageError("--dict needs a zstd --codec (dictionaries are zstd's), got %s", alg)
+	}
+	if p.portable {
+		for _, r := range p.rules.specs {
+			if err := codec.CheckPortable(r.alg); err != nil {
+				return nil, nil, usageError("--rule %s with --portable: %v", r.prefix, err)
+			}
+		}
 	}
 	if load == nil && (dictID != 0 || p.rules.needDicts()) {
 		return nil, nil, errNeedDicts
@@ -614,7 +631,7 @@ func runProxy(ctx context.Context, e env, args []string) error {
 }
 
 // writeFlags are the settings a SIGHUP reloads: the write policy.
-var writeFlags = map[string]bool{"codec": true, "min-size": true, "min-gain": true, "dict": true, "rule": true, "config": true}
+var writeFlags = map[string]bool{"codec": true, "min-size": true, "min-gain": true, "dict": true, "rule": true, "config": true, "portable": true}
 
 // reloadWritePolicy reads the settings again as at start (the config
 // file, the environment, then args) and puts the new write policy in

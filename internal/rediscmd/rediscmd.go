@@ -101,6 +101,12 @@ const (
 	// ReplyOptions: options change where values sit in the reply (see
 	// ReplyFor).
 	ReplyOptions
+	// Patterns: the command reads keys that patterns in its arguments
+	// name (SORT's BY and GET).
+	Patterns
+	// LoadsScripts: a subcommand loads or looks up scripts (SCRIPT LOAD,
+	// SCRIPT EXISTS, FUNCTION LOAD).
+	LoadsScripts
 	// Other: a command the table has considered and that needs nothing of
 	// squeeze: it carries no values, and its reply holds none (replies are
 	// still searched for frames, see ReplySniff).
