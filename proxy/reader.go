@@ -12,6 +12,15 @@ import (
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
+// The reading side of a client: serve runs the connection; commands are
+// read in the client's goroutine (readLoop) or, while they need no
+// waiting, by an event loop (loopStep), and both hand what they read to
+// process, which parses each command and hands it to handle (handle.go).
+
+// serve is the client's goroutine: it starts the writer goroutine, reads
+// the client's commands (through the poller while it may) until the
+// client leaves or the connection must end, then waits for the writer to
+// write what is owed and closes the connection.
 func (c *client) serve() {
 	defer c.s.forget(c)
 	if tc, ok := c.nc.(*tls.Conn); ok {

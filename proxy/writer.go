@@ -8,6 +8,12 @@ import (
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
+// The writing side of a client: the writer goroutine (writeLoop) writes
+// the replies in order; when it is idle, the reader of a shared
+// connection that completed ready replies writes them itself
+// (writeDirect). Whoever writes owns the output (acquire, release) and
+// does each written reply's bookkeeping (emit).
+
 // trimWriter gives back the output owner's large working buffers once
 // everything is written.
 func (c *client) trimWriter() {
