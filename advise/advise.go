@@ -4,11 +4,13 @@
 // values stay raw (--min-size), the codec for compaction at rest (squeeze
 // compact), and whether a trained dictionary pays (squeeze dict train).
 //
-// Sampling only reads (SCAN, TYPE, MEMORY USAGE, GET, HRANDFIELD, LRANGE,
-// XRANGE); values
-// squeeze already stores are decoded first, so the advice is about the
-// original bytes. Every candidate codec then encodes every sampled value
-// here, on this machine: the sizes are exact, the speeds are this machine's.
+// Sampling only reads (SCAN, TYPE, MEMORY USAGE, GET, HSCAN, LRANGE,
+// XRANGE); values squeeze already stores are decoded first, so the advice
+// is about the original bytes. The sample is the same on every run over
+// the same data (the first keys SCAN returns, the first fields, elements
+// or entries of each), so that two runs advise the same. Every candidate
+// codec then encodes every sampled value here, on this machine: the sizes
+// are exact, the speeds are this machine's (the best of three rounds).
 //
 // The rules, applied per prefix and over the values of the prefixes that
 // compress (the proxy's --codec and --min-size, for keys no --rule covers;
@@ -17,9 +19,15 @@
 //   - Memory is estimated per value as Redis allocates a string: the SDS
 //     header and the jemalloc size class (dictstore.ValueMemory).
 //   - Write codec: among the fast codecs (those encoding at least half as
-//     fast as the fastest candidate measured), the one that saves the most
-//     memory. If it saves less than the minimum gain, the advice is to
-//     leave the values raw (images, already compressed data).
+//     fast as the fastest candidate measured), the default codec (s2; or
+//     the first fast candidate when s2 is not one), unless another saves
+//     at least 3 points more memory: a margin, so that the noise of one
+//     run's timings, or a codec a point ahead, does not flip the advice
+//     from run to run. If it saves less than the minimum gain, the advice
+//     is to leave the values raw (images, already compressed data).
+//   - Codecs that came after the first release (minlz: older squeeze
+//     readers cannot read their frames) are measured and shown, but
+//     advised, for writes or at rest, only with Options.LaterCodecs.
 //   - Min size: values are grouped by size (powers of two); the advice is
 //     the smallest size from which every group compresses by at least the
 //     minimum gain with the write codec.
@@ -58,6 +66,10 @@ const (
 	DefaultCodecs = "s2,minlz,lz4,zstd:1,zstd:3,zstd:9,brotli:9"
 )
 
+// WriteMargin is the points of memory another fast codec must save beyond
+// the default one to be advised for writes instead.
+const WriteMargin = 3.0
+
 // Thresholds of the rules in the package documentation.
 const (
 	fastShare       = 0.5   // a fast codec encodes at least this share of the fastest's speed
@@ -77,6 +89,10 @@ type Options struct {
 	MinGain   float64           // fraction a codec must save (codec.DefaultMinGain)
 	DictMin   int               // fewest values of a prefix to try a dictionary (DefaultDictMin); negative: never
 	ScanCount int64             // SCAN COUNT (100)
+	// LaterCodecs lets the advice name codecs that came after the first
+	// release (codec.ID.AddedLater: minlz), which squeeze readers built
+	// before them cannot read. Without it they are measured, not advised.
+	LaterCodecs bool
 	// Progress, if set, is called as keys are sampled and as prefixes are
 	// analysed: done of total steps.
 	Progress func(done, total int)
@@ -473,12 +489,20 @@ func readValues(ctx context.Context, rdb redis.Cmdable, key, typ string, perKey 
 		}
 		out = append(out, v)
 	case "hash":
-		kv, err := rdb.HRandFieldWithValues(ctx, key, perKey).Result()
-		if err != nil {
-			return nil, fmt.Errorf("advise: HRANDFIELD %q: %w", key, err)
-		}
-		for _, p := range kv {
-			out = append(out, []byte(p.Value))
+		// HSCAN from cursor 0: the same fields on every run over the same
+		// hash (HRANDFIELD drew others each time, and the advice with them).
+		var cursor uint64
+		for len(out) < perKey {
+			kv, next, err := rdb.HScan(ctx, key, cursor, "", int64(perKey)).Result()
+			if err != nil {
+				return nil, fmt.Errorf("advise: HSCAN %q: %w", key, err)
+			}
+			for i := 1; i < len(kv) && len(out) < perKey; i += 2 {
+				out = append(out, []byte(kv[i]))
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
 		}
 	case "list":
 		vs, err := rdb.LRange(ctx, key, 0, int64(perKey)-1).Result()
@@ -541,17 +565,19 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 		p.Codecs = append(p.Codecs, fit)
 		fastest = max(fastest, fit.EncodeMBs)
 	}
-	best := -1 // the fast codec saving the most
+	// Codecs the advice may name: all, or those older readers know.
+	eligible := func(ci int) bool { return o.LaterCodecs || !o.Codecs[ci].ID.AddedLater() }
+	if !slices.ContainsFunc(o.Codecs, func(a codec.Algorithm) bool { return !a.ID.AddedLater() }) {
+		eligible = func(int) bool { return true } // only later codecs were asked for
+	}
 	for ci := range p.Codecs {
 		c := &p.Codecs[ci]
 		c.Fast = c.EncodeMBs >= fastShare*fastest
-		if c.Fast && (best < 0 || c.SavedPct > p.Codecs[best].SavedPct) {
-			best = ci
-		}
 	}
-	strongest := 0
+	best, incumbent := writeCodec(p.Codecs, o.Codecs, eligible)
+	strongest := -1
 	for ci, c := range p.Codecs {
-		if c.SavedPct > p.Codecs[strongest].SavedPct {
+		if eligible(ci) && (strongest < 0 || c.SavedPct > p.Codecs[strongest].SavedPct) {
 			strongest = ci
 		}
 	}
@@ -567,7 +593,14 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 		adv.Compress, adv.Write = true, w.Codec
 		adv.MinSize = minSize(values, stored[best], o.MinGain)
 		adv.SavedPct = savedWithMinSize(values, stored[best], adv.MinSize, o.MinGain, p.MemoryRaw)
-		adv.Why = fmt.Sprintf("%s is the fast codec that saves the most (%.1f%% from %s up)", w.Codec, adv.SavedPct, sizeName(adv.MinSize))
+		if best == incumbent {
+			// No word of a rival under the margin: which codecs are fast
+			// is measured, and the advice must read the same every run.
+			adv.Why = fmt.Sprintf("%s is the fast codec for writes (%.1f%% from %s up)", w.Codec, adv.SavedPct, sizeName(adv.MinSize))
+		} else {
+			adv.Why = fmt.Sprintf("%s is the fast codec that saves the most (%.1f%% from %s up), %.1f points more than %s", w.Codec, adv.SavedPct, sizeName(adv.MinSize),
+				w.SavedPct-p.Codecs[incumbent].SavedPct, p.Codecs[incumbent].Codec)
+		}
 		if s := p.Codecs[strongest]; s.SavedPct >= adv.SavedPct+atRestPoints {
 			adv.AtRest, adv.AtRestSaved = s.Codec, s.SavedPct
 			adv.Why += fmt.Sprintf("; compact cold keys to %s for %.1f%%", s.Codec, s.SavedPct)
@@ -589,9 +622,43 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 	return p, nil
 }
 
+// writeCodec picks the write codec among the measured fits (in the order
+// of candidates). The incumbent is the default codec when it is a fast,
+// eligible candidate, else the first fast eligible one; the choice is the
+// incumbent unless another fast eligible codec saves at least WriteMargin
+// points more, then the one saving the most (the first of equals). When
+// no eligible codec is fast, the fastest eligible one is both.
+func writeCodec(fits []CodecFit, candidates []codec.Algorithm, eligible func(int) bool) (choice, incumbent int) {
+	incumbent, best := -1, -1
+	for ci, c := range fits {
+		if !c.Fast || !eligible(ci) {
+			continue
+		}
+		if incumbent < 0 || candidates[ci] == codec.DefaultAlgorithm && candidates[incumbent] != codec.DefaultAlgorithm {
+			incumbent = ci
+		}
+		if best < 0 || c.SavedPct > fits[best].SavedPct {
+			best = ci
+		}
+	}
+	if incumbent < 0 {
+		for ci, c := range fits {
+			if eligible(ci) && (incumbent < 0 || c.EncodeMBs > fits[incumbent].EncodeMBs) {
+				incumbent = ci
+			}
+		}
+		return incumbent, incumbent
+	}
+	if fits[best].SavedPct < fits[incumbent].SavedPct+WriteMargin {
+		return incumbent, incumbent
+	}
+	return best, incumbent
+}
+
 // measureCodec encodes and decodes every value with a (three rounds, the
-// median time), checks the round trip, and returns the codec's fit and
-// each value's frame size with the raw-storage policy off.
+// best time: the least disturbed by the rest of the machine), checks the
+// round trip, and returns the codec's fit and each value's frame size with
+// the raw-storage policy off.
 func measureCodec(a codec.Algorithm, values []Value, dec *codec.Decoder, p Prefix, o Options) (CodecFit, []int, error) {
 	enc, err := codec.NewEncoder(a, codec.WithMinSize(0), codec.WithMinGain(-1))
 	if err != nil {
@@ -621,8 +688,8 @@ func measureCodec(a codec.Algorithm, values []Value, dec *codec.Decoder, p Prefi
 		fit.Memory += dictstore.ValueMemory(keptSize(len(v.Data), sz[i], o.MinGain))
 	}
 	fit.SavedPct = saved(fit.Memory, p.MemoryRaw)
-	fit.EncodeMBs = rate(p.Bytes, median(etimes))
-	fit.DecodeMBs = rate(p.Bytes, median(dtimes))
+	fit.EncodeMBs = rate(p.Bytes, slices.Min(etimes))
+	fit.DecodeMBs = rate(p.Bytes, slices.Min(dtimes))
 	return fit, sz, nil
 }
 
@@ -742,12 +809,6 @@ func rate(n int64, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / 1e6 / d.Seconds()
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func sizeName(n int) string {

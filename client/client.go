@@ -123,6 +123,12 @@ type Config struct {
 	// must be set) and fails when it is not published; Algorithm must be a
 	// zstd level (zero means zstd:1) and Encoder nil. See "squeeze dict train --publish".
 	DictionaryID uint32
+	// Portable restricts writes to the codecs other languages read
+	// (docs/FORMAT.md, the portable profile; codec.CheckPortable): a zero
+	// Algorithm then means codec.PortableDefault (snappy) instead of s2,
+	// and NewHook fails when Algorithm, Encoder or a rule's Encoder writes
+	// s2, minlz or xz. As squeeze proxy --portable.
+	Portable bool
 }
 
 // A Rule is the write policy of the keys that begin with Prefix.
@@ -205,6 +211,8 @@ func NewHook(cfg Config) (*Hook, error) {
 		case alg != (codec.Algorithm{}):
 		case cfg.DictionaryID != 0:
 			alg = codec.MustParseAlgorithm("zstd:1") // dictionaries are zstd's
+		case cfg.Portable:
+			alg = codec.PortableDefault
 		default:
 			alg = codec.DefaultAlgorithm
 		}
@@ -220,6 +228,16 @@ func NewHook(cfg Config) (*Hook, error) {
 			return nil, fmt.Errorf("client: Config.Rules: rule %q needs a prefix of its own and an Encoder", r.Prefix)
 		}
 		seen[r.Prefix] = true
+		if cfg.Portable {
+			if err := codec.CheckPortable(r.Encoder.Algorithm()); err != nil {
+				return nil, fmt.Errorf("client: Config.Portable: rule %q: %w", r.Prefix, err)
+			}
+		}
+	}
+	if cfg.Portable {
+		if err := codec.CheckPortable(h.enc.Algorithm()); err != nil {
+			return nil, fmt.Errorf("client: Config.Portable: %w", err)
+		}
 	}
 	plain, err := codec.NewEncoder(codec.MustParseAlgorithm("none"))
 	if err != nil {

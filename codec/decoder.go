@@ -267,7 +267,17 @@ func (d *Decoder) readStream(pool *sync.Pool, id ID, dst, payload []byte, n int)
 		pool.Put(s)
 		return dst, corrupt(id, err)
 	}
+	if z, ok := s.r.(*gzip.Reader); ok {
+		z.Multistream(false) // one member (docs/FORMAT.md); Reset turns it back on
+	}
 	out, err := readExactly(s.r, id, dst, n, s.one[:])
+	// The payload is one stream and nothing after it. The flate and zlib
+	// readers stop at the end of the stream without looking further (they
+	// read from a bytes.Reader byte by byte, never ahead), so what is left
+	// there follows the stream.
+	if left := s.src.Len(); err == nil && left != 0 {
+		out, err = dst, fmt.Errorf("%w: %d bytes after the %s stream", ErrCorrupt, left, id)
+	}
 	s.src.Reset(nil)
 	pool.Put(s)
 	return out, err

@@ -249,6 +249,46 @@ func TestDeriveID(t *testing.T) {
 	}
 }
 
+// TestTrainID_Deterministic: the same samples give the same dictionary and
+// id on every run, so the id "dict train" shows before --publish is the one
+// --publish stores. (The builder this replaced walked Go maps, and gave
+// another id nearly every time.)
+func TestTrainID_Deterministic(t *testing.T) {
+	samples := profiles(500, 3)
+	first, err := TrainID(samples, 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		d, err := TrainID(samples, 8192)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.ID != first.ID || !bytes.Equal(d.Data, first.Data) {
+			t.Fatalf("trained %d, then %d, on the same samples", first.ID, d.ID)
+		}
+	}
+}
+
+// TestTrain_SameIDTwice: training twice on the same keys in Redis gives the
+// same id, as dict train promises.
+func TestTrain_SameIDTwice(t *testing.T) {
+	ctx := context.Background()
+	rdb := newClient(t)
+	fill(t, rdb, "user:", profiles(400, 4))
+	a, _, err := Train(ctx, rdb, "user:*", TrainOptions{Size: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := Train(ctx, rdb, "user:*", TrainOptions{Size: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID != b.ID {
+		t.Fatalf("ids %d and %d", a.ID, b.ID)
+	}
+}
+
 // frameWith compresses doc with dictionary d.
 func frameWith(t *testing.T, d codec.Dictionary, doc []byte) []byte {
 	t.Helper()

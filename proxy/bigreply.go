@@ -180,10 +180,11 @@ func takeExtraProc() (release func()) {
 }
 
 // writeDecoded writes cl's reply, a frame (decodedAsWritten), decoded as
-// it is written; write writes c.out. It returns false, having written
-// nothing, when the frame fails before its first piece: emit then gives
-// the usual error reply.
-func (c *client) writeDecoded(cl *call, frame []byte, write func()) bool {
+// it is written, after the output before it (writeOut). It returns false,
+// having written nothing, when the frame fails before its first piece:
+// emit then gives the usual error reply. Writer goroutine, owning the
+// output.
+func (c *client) writeDecoded(cl *call, frame []byte) bool {
 	vr, err := c.s.decoder().NewValueReader(frame)
 	if err != nil {
 		return false
@@ -199,7 +200,7 @@ func (c *client) writeDecoded(cl *call, frame []byte, write func()) bool {
 		return false // shorter than streamDecodeMin, or it fails at once
 	}
 	c.out.buf = resp.AppendHeader(c.out.buf, resp.BulkString, int(h.OriginalLen))
-	write()
+	c.writeOut()
 	for {
 		m, err := io.ReadFull(vr, next)
 		end := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)

@@ -113,8 +113,45 @@ func plainOffset(b []byte) (int64, bool) {
 const maxGrowRetries = 64
 
 // grow runs APPEND or SETRANGE on the grow path (see growScript), or returns
-// nil for the inspect script to run it.
-func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
+// nil for the inspect script to run it. Command reader only.
+func (c *client) grow(info *cmdInfo, args [][]byte) *call {
+	g := c.newGrowOp(info, args)
+	if g == nil {
+		return nil
+	}
+	out := g.run()
+	if out != nil {
+		out.pinSeq = max(out.pinSeq, g.pinSeq)
+	}
+	return out
+}
+
+// growOp is one APPEND or SETRANGE on the grow path: what its rounds with
+// growScript share. The command reader's, for the command it handles.
+type growOp struct {
+	c    *client
+	info *cmdInfo
+	args [][]byte
+	key  []byte
+	pol  *policy
+	// kind, off and x: how the command changes its string (growArgs).
+	kind   byte
+	off, x int64
+	// What every request carries: the policy's minimum size, the kind as
+	// the script sees it (lower case for a result that may begin with the
+	// frame magic, see mayStartFramed), and x.
+	minSize    string
+	scriptKind byte
+	xs         string
+	byName     bool   // the script goes by its SHA-1 (scriptCall)
+	pinSeq     uint64 // the latest of the round trips' places (roundtripScript)
+}
+
+// newGrowOp returns the grow path's operation for the command, or nil
+// where the command goes to the inspect script: not one the grow path
+// takes (growArgs), a key whose values are not compressed, or a result
+// over the bulk length limit.
+func (c *client) newGrowOp(info *cmdInfo, args [][]byte) *growOp {
 	kind, off, x, ok := growArgs(info, args)
 	if !ok {
 		return nil
@@ -127,50 +164,27 @@ func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
 	if x > c.s.maxBulk() {
 		return nil
 	}
-	var pinSeq uint64
-	defer func() {
-		if out != nil {
-			out.pinSeq = max(out.pinSeq, pinSeq)
-		}
-	}()
-	minSize := strconv.Itoa(pol.enc.MinSize())
+	g := &growOp{c: c, info: info, args: args, key: key, pol: pol, kind: kind, off: off, x: x, byName: true}
+	g.minSize = strconv.Itoa(pol.enc.MinSize())
 	// A result that may begin with the frame magic must not be left to
 	// Redis's own command, which would store it raw: a reader would take
 	// it for a frame. The script then hands it to the proxy (kind in
 	// lower case), which wraps it.
-	scriptKind := kind
+	g.scriptKind = kind
 	if mayStartFramed(kind, off, args) {
-		scriptKind = kind | 0x20
+		g.scriptKind = kind | 0x20
 	}
-	xs := strconv.FormatInt(x, 10)
-	request := func(byName bool, mode, want string, enc []byte, newLen string) []byte {
-		dst := resp.AppendArray(nil, 3+1+7+len(args))
-		dst = appendScript(dst, growScript, growSHA, byName)
-		dst = resp.AppendBulkString(dst, "1")
-		dst = resp.AppendBulk(dst, key)
-		dst = resp.AppendBulkString(dst, mode)
-		dst = resp.AppendBulkString(dst, minSize)
-		dst = resp.AppendBulk(dst, []byte{scriptKind})
-		dst = resp.AppendBulkString(dst, xs)
-		dst = resp.AppendBulkString(dst, want)
-		dst = resp.AppendBulk(dst, enc)
-		dst = resp.AppendBulkString(dst, newLen)
-		for _, a := range args {
-			dst = resp.AppendBulk(dst, a)
-		}
-		return dst
-	}
-	byName := true
-	send := func(mode, want string, enc []byte, newLen string) (*call, bool) {
-		r, ok := c.scriptCall(info.name, c.roundtripScript, &byName, func(byName bool) []byte {
-			return request(byName, mode, want, enc, newLen)
-		})
-		pinSeq = max(pinSeq, r.pinSeq)
-		return r, ok
-	}
+	g.xs = strconv.FormatInt(x, 10)
+	return g
+}
+
+// run probes the key, then computes and stores the result until the
+// compare-and-set holds (see growScript). It returns the command's reply,
+// or nil for the inspect script to run it.
+func (g *growOp) run() *call {
 	var keyLock keyLockHold
 	defer keyLock.release()
-	r, ok := send("P", "", nil, "")
+	r, ok := g.send("P", "", nil, "")
 	for attempt := 0; ; attempt++ {
 		if !ok {
 			return r
@@ -179,20 +193,9 @@ func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
 		if err != nil || v.Type != resp.Array || v.N < 1 || v.N > 2 || !isMarkerHead(v) {
 			// Redis's own reply: the command ran as it is, or the new
 			// value was stored.
-			r.cmd, r.local = info.name, true
-			r.notify = c.q.ready
-			r.finish()
-			return r
+			return g.asReply(r)
 		}
-		// The stored bytes (none: the key is missing).
-		var stored []byte
-		missing := v.N == 1
-		if !missing {
-			it := v.Elements()
-			it.Next()
-			e, _ := it.Next()
-			stored = bytes.Clone(e.Str)
-		}
+		stored, missing := markedValue(v)
 		r.release()
 		if attempt >= maxGrowRetries {
 			return nil
@@ -201,49 +204,127 @@ func (c *client) grow(info *cmdInfo, args [][]byte) (out *call) {
 			// The compare-and-set failed: another writer changed the key.
 			// From now on this proxy's writers of it wait for each other
 			// (keylock.go), so the next round or the one after stores.
-			keyLock.take(&c.s.keyLocks, key)
+			keyLock.take(&g.c.s.keyLocks, g.key)
 		}
-		if kind == 'E' { // a frame: its length, nothing changes
-			h, err := codec.ParseHeader(stored)
-			if err != nil {
-				c.s.metrics.decodeError()
-				return c.localCall(info.name, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: info.name, Key: key, Err: err}).Error()))
-			}
-			return c.localCall(info.name, resp.AppendInt(nil, int64(h.OriginalLen)))
+		if g.kind == 'E' {
+			return g.frameLen(stored)
 		}
-		old := stored
-		if codec.IsFramed(stored) {
-			d, err := c.s.decodeFrame(stored)
-			if err != nil {
-				return c.localCall(info.name, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: info.name, Key: key, Err: err}).Error()))
-			}
-			old = d
+		val, fail := g.result(stored)
+		if fail != nil {
+			return fail
 		}
-		var val []byte
-		switch kind {
-		case 'A':
-			val = append(old[:len(old):len(old)], args[2]...)
-		default:
-			val = make([]byte, max(int64(len(old)), x))
-			copy(val, old)
-			copy(val[off:], args[3])
-		}
-		if int64(len(val)) > c.s.maxBulk() {
+		if int64(len(val)) > g.c.s.maxBulk() {
 			return nil // Redis's own error, from the inspect script
-		}
-		enc, o := pol.encode(c.s.metrics, nil, val)
-		if o == codec.StoredRaw {
-			enc = val
-		}
-		want := ""
-		if !missing {
-			sum := sha1.Sum(stored)
-			want = hex.EncodeToString(sum[:])
 		}
 		// Stored if the key still holds what was read; else the script
 		// probes again and its reply is handled as the first one.
-		r, ok = send("S", want, enc, strconv.Itoa(len(val)))
+		r, ok = g.store(stored, missing, val)
 	}
+}
+
+// send runs growScript once: mode "P" probes, "S" stores enc if the key
+// holds the bytes whose SHA-1 is want ("" for a missing key), newLen being
+// the reply.
+func (g *growOp) send(mode, want string, enc []byte, newLen string) (*call, bool) {
+	r, ok := g.c.scriptCall(g.info.name, g.c.roundtripScript, &g.byName, func(byName bool) []byte {
+		return g.request(byName, mode, want, enc, newLen)
+	})
+	g.pinSeq = max(g.pinSeq, r.pinSeq)
+	return r, ok
+}
+
+// request returns growScript's call, by name or with its body: the key,
+// mode, the policy's minimum size, the script's kind, x, want, enc, newLen,
+// then the command itself.
+func (g *growOp) request(byName bool, mode, want string, enc []byte, newLen string) []byte {
+	dst := resp.AppendArray(nil, 3+1+7+len(g.args))
+	dst = appendScript(dst, growScript, growSHA, byName)
+	dst = resp.AppendBulkString(dst, "1")
+	dst = resp.AppendBulk(dst, g.key)
+	dst = resp.AppendBulkString(dst, mode)
+	dst = resp.AppendBulkString(dst, g.minSize)
+	dst = resp.AppendBulk(dst, []byte{g.scriptKind})
+	dst = resp.AppendBulkString(dst, g.xs)
+	dst = resp.AppendBulkString(dst, want)
+	dst = resp.AppendBulk(dst, enc)
+	dst = resp.AppendBulkString(dst, newLen)
+	for _, a := range g.args {
+		dst = resp.AppendBulk(dst, a)
+	}
+	return dst
+}
+
+// asReply makes r, Redis's own reply to growScript, the command's reply.
+func (g *growOp) asReply(r *call) *call {
+	r.cmd, r.local = g.info.name, true
+	r.notify = g.c.q.ready
+	r.finish()
+	return r
+}
+
+// markedValue returns the stored bytes of growScript's marked reply v (a
+// copy, as v is the reply's), or missing when it holds none: the key is
+// missing.
+func markedValue(v resp.Value) (stored []byte, missing bool) {
+	if v.N == 1 {
+		return nil, true
+	}
+	it := v.Elements()
+	it.Next()
+	e, _ := it.Next()
+	return bytes.Clone(e.Str), false
+}
+
+// frameLen replies to a SETRANGE with an empty value of a key that holds
+// a frame: the length of its value, nothing changes.
+func (g *growOp) frameLen(stored []byte) *call {
+	h, err := codec.ParseHeader(stored)
+	if err != nil {
+		g.c.s.metrics.decodeError()
+		return g.c.localCall(g.info.name, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: g.info.name, Key: g.key, Err: err}).Error()))
+	}
+	return g.c.localCall(g.info.name, resp.AppendInt(nil, int64(h.OriginalLen)))
+}
+
+// result returns the value the command leaves, from the stored bytes
+// (decoded if a frame), or fail, the reply to a frame that does not decode.
+func (g *growOp) result(stored []byte) (val []byte, fail *call) {
+	old := stored
+	if codec.IsFramed(stored) {
+		d, err := g.c.s.decodeFrame(stored)
+		if err != nil {
+			return nil, g.c.localCall(g.info.name, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: g.info.name, Key: g.key, Err: err}).Error()))
+		}
+		old = d
+	}
+	return grown(g.kind, old, g.off, g.x, g.args), nil
+}
+
+// grown returns old after APPEND (kind 'A') or SETRANGE (kind 'R', x the
+// end of the written range) of args, in a new array: old is left as it is.
+func grown(kind byte, old []byte, off, x int64, args [][]byte) []byte {
+	if kind == 'A' {
+		return append(old[:len(old):len(old)], args[2]...)
+	}
+	val := make([]byte, max(int64(len(old)), x))
+	copy(val, old)
+	copy(val[off:], args[3])
+	return val
+}
+
+// store encodes val with the key's policy and sends it, to be stored if
+// the key still holds stored (or is still missing).
+func (g *growOp) store(stored []byte, missing bool, val []byte) (*call, bool) {
+	enc, o := g.pol.encode(g.c.s.metrics, nil, val)
+	if o == codec.StoredRaw {
+		enc = val
+	}
+	want := ""
+	if !missing {
+		sum := sha1.Sum(stored)
+		want = hex.EncodeToString(sum[:])
+	}
+	return g.send("S", want, enc, strconv.Itoa(len(val)))
 }
 
 // isMarkerHead reports whether v's first element is the magic (a marker

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/resp"
 )
 
 // TestProxy_AppendKeepsCompression: APPEND and SETRANGE on a compressed
@@ -280,5 +281,62 @@ func TestProxy_GrowIntoMagicInMulti(t *testing.T) {
 	// the same APPEND outside MULTI would be; the short ones stay wrapped.
 	if stored := dialRaw(t, e.redis.Addr).do("GETRANGE", "big", "0", "4"); len(stored) < 11 || stored[4:7] != magic || stored[8] == byte(codec.IDNone) {
 		t.Fatalf("big is stored as %q after EXEC, want a compressed frame", stored)
+	}
+}
+
+// TestGrow_Grown: the value APPEND and SETRANGE leave, computed by the
+// proxy, is Redis's (zeros fill a gap), in a new array.
+func TestGrow_Grown(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		old  string
+		want string
+	}{
+		{[]string{"APPEND", "k", "def"}, "abc", "abcdef"},
+		{[]string{"APPEND", "k", "x"}, "", "x"},
+		{[]string{"SETRANGE", "k", "1", "XY"}, "abcd", "aXYd"},
+		{[]string{"SETRANGE", "k", "3", "XY"}, "abcd", "abcXY"},
+		{[]string{"SETRANGE", "k", "2", "X"}, "", "\x00\x00X"},
+	} {
+		args := argv(tt.args...)
+		kind, off, x, ok := growArgs(commandTable[strings.ToLower(tt.args[0])], args)
+		if !ok {
+			t.Fatalf("%q: not on the grow path", tt.args)
+		}
+		old := make([]byte, len(tt.old), len(tt.old)+16) // room an append must not use
+		copy(old, tt.old)
+		if got := string(grown(kind, old, off, x, args)); got != tt.want {
+			t.Errorf("%q on %q: %q, want %q", tt.args, tt.old, got, tt.want)
+		}
+		if string(old) != tt.old || string(old[:cap(old)][len(old):len(old)+1]) != "\x00" {
+			t.Errorf("%q: changed the old value: %q", tt.args, old[:cap(old)])
+		}
+	}
+}
+
+// TestGrow_MarkedValue: growScript's marked reply holds the stored bytes,
+// copied out of the reply, or nothing for a missing key.
+func TestGrow_MarkedValue(t *testing.T) {
+	reply := resp.AppendArray(nil, 2)
+	reply = resp.AppendBulk(reply, magic)
+	reply = resp.AppendBulkString(reply, "stored")
+	v, _, err := resp.ReadValue(reply)
+	if err != nil || !isMarkerHead(v) {
+		t.Fatalf("%q: %v", reply, err)
+	}
+	stored, missing := markedValue(v)
+	if missing || string(stored) != "stored" {
+		t.Fatalf("stored %q, missing %v", stored, missing)
+	}
+	copy(reply[len(reply)-8:], "XXXXXX")
+	if string(stored) != "stored" {
+		t.Fatalf("the stored bytes alias the reply: %q", stored)
+	}
+	v, _, err = resp.ReadValue(resp.AppendBulk(resp.AppendArray(nil, 1), magic))
+	if err != nil || !isMarkerHead(v) {
+		t.Fatal(err)
+	}
+	if stored, missing := markedValue(v); !missing || stored != nil {
+		t.Fatalf("missing key: stored %q, missing %v", stored, missing)
 	}
 }

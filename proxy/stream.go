@@ -80,7 +80,7 @@ func (c *client) streamable(b []byte) (key []byte, count int64, at int, size int
 // value arrives, and removes it from c.rbuf. streamed is false when it
 // could not begin (no connection for it): c.rbuf is as it was, and the
 // command goes the usual way. alive is false when the client's connection
-// must end.
+// must end. The client's goroutine only, from process.
 func (c *client) streamSet(key []byte, count int64, at int, size int64) (streamed, alive bool) {
 	up, err := c.s.pool.takeStream()
 	if err != nil {
@@ -89,86 +89,130 @@ func (c *client) streamSet(key []byte, count int64, at int, size int64) (streame
 	if err := up.streamBegin(); err != nil {
 		return false, true
 	}
-	key = bytes.Clone(key)
+	st := streamedSet{c: c, up: up, key: bytes.Clone(key)}
 	c.flush()
-	// This client's earlier commands must have run before the SET does:
-	// a PING behind them, whose reply is awaited before the last write.
-	var ping *call
+	st.sendPing()
+	if !st.passValue(at, size) {
+		st.abort()
+		return true, false
+	}
+	opts, whole, ok := st.readRest(count)
+	if !ok {
+		return true, false
+	}
+	// The command as handle would see it, without its value.
+	shapeArgs := make([][]byte, 0, 3+len(opts))
+	shapeArgs = append(shapeArgs, []byte("SET"), st.key, nil)
+	shapeArgs = append(shapeArgs, opts...)
+	if conditional(setCmd, shapeArgs) != setCmd {
+		st.abort()
+		c.consumeInput(whole)
+		c.enqueue(c.localCall(setCmd.name, resp.AppendError(nil, streamIfErr)))
+		return true, true
+	}
+	st.finish(shapeArgs, whole)
+	return true, true
+}
+
+// streamedSet is one SET whose value streams (streamSet): the connection
+// it goes on, its key, and the PING sent behind the client's earlier
+// commands. The client's goroutine's, while it streams the SET.
+type streamedSet struct {
+	c    *client
+	up   *upConn
+	key  []byte // a copy: rbuf changes as the value passes
+	ping *call  // nil once its reply came, or without a shared connection
+}
+
+// sendPing sends a PING behind the client's earlier commands on its
+// shared connection: they must have run before the SET does, so its reply
+// is awaited before the last write (waitPing).
+func (st *streamedSet) sendPing() {
+	c := st.c
 	if shared, err := c.conn(); err == nil {
-		ping = newCall()
-		c.in.one[0] = ping
+		st.ping = newCall()
+		c.in.one[0] = st.ping
 		shared.send(pingRequest, c.in.one[:])
 		c.in.one[0] = nil
 	}
-	waitPing := func() {
-		if ping != nil {
-			<-ping.done
-			ping.release()
-			ping = nil
-		}
-	}
-	abort := func() (bool, bool) {
-		up.close() // Redis drops the partial command with its connection
-		waitPing()
-		return true, false
-	}
+}
 
-	// Everything up to the value's tail: what is in the buffer, then the
-	// rest straight from the client's socket to Redis's.
+// waitPing waits for the PING's reply, if it was sent and not yet awaited.
+func (st *streamedSet) waitPing() {
+	if st.ping != nil {
+		<-st.ping.done
+		st.ping.release()
+		st.ping = nil
+	}
+}
+
+// abort drops the SET: Redis drops the partial command with its
+// connection.
+func (st *streamedSet) abort() {
+	st.up.close()
+	st.waitPing()
+}
+
+// passValue writes the command up to its value's last streamTail bytes on
+// the stream's connection: what rbuf holds of it, then the rest straight
+// from the client's socket to Redis's. What it wrote leaves rbuf. It
+// returns false if the client left, or Redis did.
+func (st *streamedSet) passValue(at int, size int64) bool {
+	c, up := st.c, st.up
 	cut := int64(at) + size - streamTail
 	first := min(int64(len(c.in.rbuf)), cut)
 	if up.streamWrite(c.in.rbuf[:first]) != nil {
-		return abort()
+		return false
 	}
 	if rest := cut - first; rest > 0 {
 		if n, err := io.CopyN(baseConn(up.nc), baseConn(c.nc), rest); err != nil || n != rest {
-			return abort() // the client left, or Redis did: either ends it
+			return false // the client left, or Redis did: either ends it
 		}
 	}
 	c.s.metrics.streamed(size)
-	c.in.rbuf = c.in.rbuf[:copy(c.in.rbuf, c.in.rbuf[first:])]
+	c.consumeInput(int(first))
+	return true
+}
 
-	// The rest of the command: the value's tail, its CRLF, the options.
+// readRest reads the rest of the command, of count arguments, into rbuf:
+// the value's tail, its CRLF, the options. It returns the options (slices
+// of rbuf) and the length of what remains of the command in rbuf. ok is
+// false, the SET dropped, when the client left, or sent malformed input:
+// answered with an error, as Redis does, and the connection closes.
+func (st *streamedSet) readRest(count int64) (opts [][]byte, whole int, ok bool) {
+	c := st.c
 	need := streamTail + 2
-	var opts [][]byte
-	var m int
 	for {
 		if len(c.in.rbuf) >= need {
-			var err error
-			opts, m, err = resp.ReadBulks(c.in.args, c.in.rbuf[need:], count-3, c.s.maxBulk())
-			c.in.args = opts[:0]
+			args, m, err := resp.ReadBulks(c.in.args, c.in.rbuf[need:], count-3, c.s.maxBulk())
+			c.in.args = args[:0]
 			if err == nil {
-				break
+				return args, need + m, true
 			}
 			if !errors.Is(err, resp.ErrIncomplete) {
 				// Redis answers malformed input with an error and closes.
-				up.close()
-				waitPing()
-				cl := c.localCall("", resp.AppendError(nil, "ERR "+err.Error()))
-				cl.close = true
-				c.enqueue(cl)
-				return true, false
+				st.abort()
+				c.refuseInput(err)
+				return nil, 0, false
 			}
 		}
 		c.growRead()
 		n, err := c.nc.Read(c.in.rbuf[len(c.in.rbuf):cap(c.in.rbuf)])
 		c.in.rbuf = c.in.rbuf[:len(c.in.rbuf)+n]
 		if err != nil && n == 0 {
-			return abort()
+			st.abort()
+			return nil, 0, false
 		}
 	}
-	whole := need + m
-	shapeArgs := make([][]byte, 0, 3+len(opts))
-	shapeArgs = append(shapeArgs, []byte("SET"), key, nil)
-	shapeArgs = append(shapeArgs, opts...)
-	if conditional(setCmd, shapeArgs) != setCmd {
-		up.close()
-		waitPing()
-		c.in.rbuf = c.in.rbuf[:copy(c.in.rbuf, c.in.rbuf[whole:])]
-		c.enqueue(c.localCall(setCmd.name, resp.AppendError(nil, streamIfErr)))
-		return true, true
-	}
+}
 
+// finish queues the SET's call, then writes the rest of the command (the
+// first whole bytes of rbuf, which leave it) once the client's earlier
+// commands have run, under an order barrier that lasts until Redis
+// replies: every command that reached the proxy after the SET runs after
+// it. The connection goes back to the idle ones with the reply.
+func (st *streamedSet) finish(shapeArgs [][]byte, whole int) {
+	c, up := st.c, st.up
 	cl := newCall()
 	cl.notify, cl.owner = c.q.ready, c
 	cl.cmd, cl.cmdID, cl.kind, cl.start = setCmd.name, setCmd.id, replyShape(setCmd, shapeArgs), c.in.readAt
@@ -181,7 +225,7 @@ func (c *client) streamSet(key []byte, count int64, at int, size int64) (streame
 
 	h := c.s.pool.raiseOrder()
 	c.s.pool.awaitOrder(h)
-	waitPing()
+	st.waitPing()
 	p := c.s.pool
 	cl.onFinish = func() {
 		p.endOrder(h)
@@ -189,8 +233,7 @@ func (c *client) streamSet(key []byte, count int64, at int, size int64) (streame
 	}
 	time.AfterFunc(maxBlockedWait, func() { p.endOrder(h) })
 	up.streamFinish(cl, c.in.rbuf[:whole]) // a failure fails cl, which ends the barrier
-	c.in.rbuf = c.in.rbuf[:copy(c.in.rbuf, c.in.rbuf[whole:])]
-	return true, true
+	c.consumeInput(whole)
 }
 
 // takeStream returns an idle connection for a stream, or dials one.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -284,5 +285,35 @@ func TestProxy_StreamedSetBadInput(t *testing.T) {
 	}
 	if len(rest) > 0 && rest[0] != '-' {
 		t.Fatalf("after Redis died mid-value the client got %.80q, want an error or a closed connection", rest)
+	}
+}
+
+// TestStream_ReadRest: once the value has passed but for its tail, the
+// rest of the streamed SET (the tail, its CRLF, the options) is read into
+// the read buffer, however it arrives, and what follows it stays there.
+func TestStream_ReadRest(t *testing.T) {
+	s := newTestServer(t)
+	mine, theirs := net.Pipe()
+	defer mine.Close()
+	defer theirs.Close()
+	c := &client{s: s, nc: mine}
+	tail := bytes.Repeat([]byte("v"), streamTail)
+	rest := append(append(tail, "\r\n"...), resp.AppendCommand(nil, []byte("EX"), []byte("10"))[4:]...) // the options without their array header
+	next := resp.AppendCommand(nil, []byte("PING"))
+	c.in.rbuf = append(getReadBuf(), rest[:1000]...)
+	go func() {
+		theirs.Write(rest[1000 : len(rest)-3]) // the options cut in the middle
+		theirs.Write(append(rest[len(rest)-3:len(rest):len(rest)], next...))
+	}()
+	st := streamedSet{c: c, key: []byte("k")}
+	opts, whole, ok := st.readRest(5)
+	if !ok || whole != len(rest) || len(opts) != 2 || string(opts[0]) != "EX" || string(opts[1]) != "10" {
+		t.Fatalf("options %q, %d bytes of %d, ok %v", opts, whole, len(rest), ok)
+	}
+	if !bytes.Equal(c.in.rbuf[:whole], rest) {
+		t.Fatal("the command in the read buffer is not the one sent")
+	}
+	if got := string(c.in.rbuf[whole:]); got != "" && !strings.HasPrefix(string(next), got) {
+		t.Fatalf("after the command: %q", got)
 	}
 }

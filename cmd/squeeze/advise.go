@@ -20,23 +20,32 @@ func init() {
 }
 
 const adviseUsage = `
-Usage: squeeze advise --redis URL [flags]
+Usage: squeeze advise [--redis URL] [flags]
 
 Reads a sample of your keys (read-only: SCAN, TYPE, MEMORY USAGE, GET,
-HRANDFIELD, LRANGE, XRANGE; nothing is written), groups them by key prefix (user:,
+HSCAN, LRANGE, XRANGE; nothing is written), groups them by key prefix (user:,
 session:, ...), and compresses every sampled value with every candidate
-codec on this machine. For each prefix it says:
+codec on this machine. The sample is the same on every run over the same
+data (the first --keys keys SCAN returns, the first --per-key fields,
+elements or entries of each), and so is the advice. For each prefix it
+says:
 
   write      the codec for writes (squeeze proxy --codec, the library's
-             codec): of the fast codecs here (at least half the fastest
-             one's speed), the one that saves the most memory; "raw" when
-             even that saves less than --min-gain (images, archives)
+             codec): s2, the default, unless another of the fast codecs
+             here (at least half the fastest one's speed) saves at least 3
+             points more memory; "raw" when even that saves less than
+             --min-gain (images, archives)
   min-size   the size from which every size class of values gains at least
              --min-gain (squeeze proxy --min-size)
   at rest    a stronger codec for cold keys (squeeze compact), when it
              saves at least 3 points more
   dict       whether a zstd dictionary trained on the prefix (squeeze dict
              train) saves at least 5 points more for its small values
+
+minlz came later than the other codecs: squeeze readers built before it
+cannot read its frames. The default candidates measure it but leave it out
+of the advice; name it in --codecs once every reader of your keys is
+upgraded, and the advice may pick it.
 
 "memory now" is MEMORY USAGE of the sampled keys as they are stored (keys
 and overhead included); "raw values" and the savings are estimated as Redis
@@ -48,6 +57,9 @@ codec from a newer squeeze, a dictionary not published in Redis) are left
 out, with a warning. The last lines print the commands that apply the
 advice.
 
+The Redis is --redis, else the environment variable SQUEEZE_REDIS
+(redis://host:port/db, host:port, unix:///path.sock, ...).
+
 Examples:
   squeeze advise --redis redis://127.0.0.1:6379
   squeeze advise --redis redis://10.0.0.5:6379/2 --keys 5000 --depth 2
@@ -57,12 +69,12 @@ Examples:
 
 func runAdvise(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "advise", adviseUsage)
-	url := fs.String("redis", "", "Redis server `URL` to sample (required): redis://[user:pass@]host:port/db, rediss://, unix://, sentinel://host:26379/master")
+	url := addRedisFlag(fs, "Redis server `URL` to sample", "none: required")
 	keys := fs.Int("keys", advise.DefaultKeys, "most keys to sample")
 	perKey := fs.Int("per-key", advise.DefaultPerKey, "most hash fields, list elements or stream entries read per key")
 	depth := fs.Int("depth", advise.DefaultDepth, "a prefix is this many leading segments of a key (user:42:cart with 2: user:42:)")
 	sep := fs.String("separator", advise.DefaultSeparator, "the separator of key segments")
-	codecs := fs.String("codecs", advise.DefaultCodecs, "candidate codecs, comma-separated NAME or NAME:LEVEL")
+	codecs := fs.String("codecs", advise.DefaultCodecs, "candidate codecs, comma-separated NAME or NAME:LEVEL; given, every one of them may be advised, minlz included")
 	minGain := fs.Float64("min-gain", 0.1, "the fraction of memory a codec must save to be worth it (as the proxy's --min-gain)")
 	noDict := fs.Bool("no-dict", false, "do not train dictionaries")
 	asJSON := fs.Bool("json", false, "print the report as JSON for machines")
@@ -70,11 +82,16 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	u, err := resolveRedis(*url, "")
+	if err != nil {
+		return err
+	}
+	*url = u
 	switch {
 	case fs.NArg() > 0:
 		return usageError("advise takes no arguments, got %q", fs.Args())
 	case *url == "":
-		return usageError("advise needs --redis URL: the Redis whose keys to sample (e.g. --redis redis://127.0.0.1:6379)")
+		return needRedisError("advise", "the Redis whose keys to sample")
 	case *keys <= 0 || *perKey <= 0 || *depth <= 0:
 		return usageError("--keys, --per-key and --depth must be positive")
 	case *sep == "":
@@ -91,7 +108,8 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	o := advise.Options{Keys: *keys, PerKey: *perKey, Depth: *depth, Separator: *sep, Codecs: algs, MinGain: *minGain}
+	o := advise.Options{Keys: *keys, PerKey: *perKey, Depth: *depth, Separator: *sep, Codecs: algs, MinGain: *minGain,
+		LaterCodecs: flagsSet(fs)["codecs"]} // codecs named by the user may be advised, minlz too
 	if *noDict {
 		o.DictMin = -1
 	}
@@ -188,6 +206,11 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 	tw.Flush()
 
 	fmt.Fprintf(w, "\nadvice: %s\n", o.Advice.Why)
+	if left := leftOutCodecs(o); len(left) > 0 {
+		fmt.Fprintf(w, "\n%s would save %.0f points or more beyond the write codec, but came later than the other codecs: squeeze\n"+
+			"readers built before it cannot read its frames, so the advice leaves it out; name it in --codecs once every reader\n"+
+			"is upgraded\n", strings.Join(left, ", "), advise.WriteMargin)
+	}
 	if later := laterCodecs(&rep); len(later) > 0 {
 		fmt.Fprintf(w, "\nnote: %s came later than the other codecs: squeeze readers (proxies, Go programs) built before it\n"+
 			"cannot read its frames, so switch writers to it once every reader is upgraded; squeeze compact --from\n"+
@@ -229,7 +252,8 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 			// A rule cannot name the empty prefix either (advise.ProxyRules).
 			fmt.Fprintf(w, "  # keys without a prefix: a dictionary would help them, but neither a pattern nor a proxy rule selects them alone\n")
 		default:
-			fmt.Fprintf(w, "  squeeze dict train --redis %s --pattern %s --publish   # then on the proxy: --rule %s, in place of any rule for it above\n",
+			// zstd:1: the level advise measured the dictionary with.
+			fmt.Fprintf(w, "  squeeze dict train --redis %s --pattern %s --codec zstd:1 --publish   # then on the proxy: --rule %s, in place of any rule for it above\n",
 				url, shellQuote(p.Pattern()), shellQuote(p.Prefix+"=zstd:1,dict=ID"))
 		}
 	}
@@ -246,6 +270,31 @@ func prefixKeys(prefix string) string {
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// leftOutCodecs returns the codecs that came later (minlz) which the
+// advice measured and left out although, fast, they save enough more than
+// the write codec it names to have replaced it: what the reader of the
+// advice should know.
+func leftOutCodecs(o advise.Prefix) []string {
+	if !o.Advice.Compress {
+		return nil
+	}
+	i := slices.IndexFunc(o.Codecs, func(c advise.CodecFit) bool { return c.Codec == o.Advice.Write })
+	if i < 0 {
+		return nil
+	}
+	var names []string
+	for _, c := range o.Codecs {
+		a, err := codec.ParseAlgorithm(c.Codec)
+		if err != nil || !a.ID.AddedLater() || c.Codec == o.Advice.Write || c.Codec == o.Advice.AtRest {
+			continue
+		}
+		if c.Fast && c.SavedPct >= o.Codecs[i].SavedPct+advise.WriteMargin && !slices.Contains(names, c.Codec) {
+			names = append(names, c.Codec)
+		}
+	}
+	return names
 }
 
 // laterCodecs returns the codecs the advice writes with (for writes or at

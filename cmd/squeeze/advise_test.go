@@ -247,3 +247,42 @@ func TestAdvise_CLI_UnprefixedKeys(t *testing.T) {
 		t.Errorf("dictionary advice for unprefixed keys:\n%s", out)
 	}
 }
+
+// TestAdvise_CLI_StableAndConsistent: on the same data two runs print the
+// same advice (it flipped between s2 and minlz:fastest), and the default
+// candidates never advise a codec the same output warns against: minlz is
+// measured, left out of the advice, and no note warns about it.
+func TestAdvise_CLI_StableAndConsistent(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	for i := range 20 {
+		rdb.Set(ctx, fmt.Sprintf("page:%d", i), bench.JSONDocument(uint64(i), 4000), 0)
+		rdb.HSet(ctx, fmt.Sprintf("cart:%d", i), "a", bench.JSONDocument(uint64(100+i), 900), "b", bench.JSONDocument(uint64(200+i), 2500))
+	}
+	// The advice: everything from "advice:" on, less the speeds' table.
+	advice := func() string {
+		out, errs, code := runCLI(t, nil, "advise", "--redis", r.URL(), "--no-dict")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		if strings.Contains(out, "note: minlz came later") || strings.Contains(out, "--codec minlz") || strings.Contains(out, "=minlz") {
+			t.Fatalf("advises minlz with the default candidates:\n%s", out)
+		}
+		if !strings.Contains(out, "minlz:fastest") {
+			t.Fatalf("minlz not measured:\n%s", out)
+		}
+		i := strings.Index(out, "\nadvice: ")
+		if i < 0 {
+			t.Fatalf("no advice:\n%s", out)
+		}
+		return out[i:]
+	}
+	first := advice()
+	for range 2 {
+		if again := advice(); again != first {
+			t.Fatalf("advice changed between runs:\n%s\nthen:\n%s", first, again)
+		}
+	}
+}

@@ -38,11 +38,15 @@ any client reads it through squeeze proxy with a plain HGET KEY PATH.
 Only contents are kept: not modes, owners, times or links (links and other
 non-regular files are skipped and counted).
 
+The Redis is --redis, else the environment variable SQUEEZE_REDIS, else
+redis://127.0.0.1:6379. Flags may come before or after the arguments.
+
 Examples:
   squeeze archive put --redis redis://127.0.0.1:6379 arc:reports ./reports
   squeeze archive get arc:reports 2026/11/summary.html > summary.html
   squeeze archive list --json arc:reports
   squeeze archive extract arc:reports ./restored
+  SQUEEZE_REDIS=10.0.0.5:6379 squeeze archive list arc:reports
   redis-cli -p 6380 HGET arc:reports 2026/11/summary.html   # through the proxy
 
 Run "squeeze archive <put|get|list|extract> --help" for the flags of each.
@@ -68,7 +72,7 @@ func runArchive(ctx context.Context, e env, args []string) error {
 		return usageError("unknown archive subcommand %q (want put, get, list or extract)", sub)
 	}
 	fs := newFlagSet(e, "archive "+sub, usage)
-	url := fs.String("redis", "redis://127.0.0.1:6379", "Redis server `URL` (redis://[user:pass@]host:port/db, or rediss://, unix://, sentinel://host:26379/master)")
+	url := addRedisFlag(fs, "Redis server `URL`", localRedis)
 	asJSON := fs.Bool("json", false, "print JSON for machines")
 	codecName, dict := "", false
 	if sub == "put" {
@@ -96,6 +100,11 @@ func runArchive(ctx context.Context, e env, args []string) error {
 			return usageError("archive put: %s is not a directory", fs.Arg(1))
 		}
 	}
+	u, err := resolveRedis(*url, localRedis)
+	if err != nil {
+		return err
+	}
+	*url = u
 	rdb, err := openRedis(ctx, *url, 0)
 	if err != nil {
 		return err
@@ -133,7 +142,7 @@ func runArchive(ctx context.Context, e env, args []string) error {
 	case "get":
 		data, err := archive.Get(ctx, rdb, nil, key, fs.Arg(1))
 		if errors.Is(err, archive.ErrNotFound) {
-			return fmt.Errorf("%w (squeeze archive list %s shows the paths)", err, key)
+			return fmt.Errorf("%w (squeeze archive list %s shows the paths)", atRedis(err, *url), key)
 		}
 		if err != nil {
 			return err
@@ -143,7 +152,7 @@ func runArchive(ctx context.Context, e env, args []string) error {
 	case "list":
 		list, err := archive.List(ctx, rdb, key)
 		if err != nil {
-			return err
+			return atRedis(err, *url)
 		}
 		if *asJSON {
 			enc := json.NewEncoder(e.Stdout)
@@ -163,7 +172,7 @@ func runArchive(ctx context.Context, e env, args []string) error {
 	default: // extract
 		st, err := archive.Extract(ctx, rdb, nil, key, fs.Arg(1))
 		if err != nil {
-			return err
+			return atRedis(err, *url)
 		}
 		return printStats("extracted", st)
 	}

@@ -56,7 +56,7 @@ Examples:
 
 func runBenchArchive(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "bench archive", benchArchiveUsage)
-	url := fs.String("redis", "", "Redis URL (redis://host:port/db); default: start a throwaway redis-server")
+	url := addBenchRedisFlag(fs, "measure on this Redis")
 	files := fs.String("files", "10,100,1000", "archive sizes, in files")
 	fileSize := fs.Int("file-size", bench.DefaultArchiveFileSize, "bytes per file")
 	reads := fs.Int("reads", 300, "single-file reads timed per layout and archive size")

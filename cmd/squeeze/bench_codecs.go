@@ -47,7 +47,7 @@ compress_ms, decompress_ms, compress_mb_s, decompress_mb_s, rounds.
 
 Examples:
   squeeze bench codecs
-  squeeze bench codecs --corpus twitter.json --codecs zstd:1,zstd:3,lz4,s2
+  squeeze bench codecs --corpus doc.json --codecs zstd:1,zstd:3,lz4,s2   # doc.json: yours, or squeeze demo --write-sample doc.json
   squeeze bench codecs --corpus ./dumps/ --block 64KiB --json > table.json
   squeeze bench codecs --from-redis redis://127.0.0.1:6379/0 --sample 500
   squeeze bench codecs --codecs all --report ./report

@@ -49,7 +49,7 @@ Examples:
 
 func runBenchCompact(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "bench compact", benchCompactUsage)
-	url := fs.String("redis", "", "Redis URL (redis://host:port/db); default: start a throwaway redis-server")
+	url := addBenchRedisFlag(fs, "measure on this Redis")
 	sizes := fs.String("sizes", "16.6kB,47.5kB,221.9kB,4.2MB", "document sizes")
 	keys := fs.Int("keys", 0, "documents per size (default: about 8 MB of them, between 4 and 200)")
 	write := fs.String("write", "s2", "codec the documents are written with (the hot path)")

@@ -63,7 +63,7 @@ Examples:
 
 func runBenchCounters(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "bench counters", benchCountersUsage)
-	url := fs.String("redis", "", "measure this server (`URL`, empty database) instead of throwaway ones")
+	url := fs.String("redis", "", fmt.Sprintf("measure this server (`URL`, empty database: redis://host:port/db, host:port, unix:///path.sock) instead of throwaway ones ($%s is not read)", envRedis))
 	entities := fs.Int("entities", 100000, "entities (one series each)")
 	days := fs.Int("days", 365, "counters per entity")
 	clients := fs.Int("clients", 50, "parallel connections incrementing")
@@ -112,6 +112,11 @@ func runBenchCounters(ctx context.Context, e env, args []string) error {
 		return usageError("%v", err)
 	}
 	if *url != "" { // fail fast, and clearly, when nothing answers there
+		u, err := normalizeRedisURL(*url)
+		if err != nil {
+			return usageError("--redis %s: %v", redactURL(*url), err)
+		}
+		*url = u
 		rdb, err := openRedis(ctx, *url, 0)
 		if err != nil {
 			return err

@@ -64,7 +64,7 @@ var rateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit|tbit|bps|
 
 func runBenchDocs(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "bench docs", benchDocsUsage)
-	url := fs.String("redis", "", "Redis URL for the loopback run; default: start a throwaway redis-server")
+	url := addBenchRedisFlag(fs, "Redis for the loopback run")
 	codecs := fs.String("codecs", bench.DefaultDocCodecs, "codecs to compare (none is always measured)")
 	sizes := fs.String("sizes", "100kB,250kB,500kB,1MB,2MB,4MB,10MB,20MB", "document sizes")
 	repeat := fs.Int("repeat", 5, "repeats per cell (the median is reported)")

@@ -85,7 +85,7 @@ Examples:
 
 func runBenchRedis(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "bench redis", benchRedisUsage)
-	url := fs.String("redis", "", "Redis URL (redis://host:port/db); default: start a throwaway redis-server")
+	url := addBenchRedisFlag(fs, "measure on this Redis")
 	paths := fs.String("path", "direct,library,proxy", "paths to measure: direct, library, proxy")
 	codecs := fs.String("codecs", "s2,zstd:1,zlib:6", "codecs on the library path besides none (s2 is squeeze's default, zlib:6 the seed's approach)")
 	sizes := fs.String("sizes", "0,16.6kB,47.5kB,221.9kB,4.2MB", "value sizes")
@@ -322,6 +322,10 @@ var redisProbeTimeout = 5 * time.Second
 // instead of a bare "i/o timeout" from the first real command. Messages
 // name the address without its password (redactURL, in proxy.go).
 func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*redis.Client, error) {
+	rawURL, err := normalizeRedisURL(rawURL)
+	if err != nil {
+		return nil, usageError("--redis %s: %v", redactURL(rawURL), err)
+	}
 	// newClient builds the client; probe: no retries, short timeouts.
 	var newClient func(probe bool) *redis.Client
 	if strings.HasPrefix(rawURL, "sentinel://") {
@@ -367,7 +371,7 @@ func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*re
 	}
 	probe := newClient(true)
 	pctx, cancel := context.WithTimeout(ctx, redisProbeTimeout)
-	err := probe.Ping(pctx).Err()
+	err = probe.Ping(pctx).Err()
 	cancel()
 	probe.Close()
 	if err != nil {
@@ -386,6 +390,10 @@ func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*re
 func openClusterOr(ctx context.Context, rawURL string, cluster bool) (redis.UniversalClient, error) {
 	if !cluster {
 		return openRedis(ctx, rawURL, 0)
+	}
+	rawURL, err := normalizeRedisURL(rawURL)
+	if err != nil {
+		return nil, usageError("--redis %s: %v", redactURL(rawURL), err)
 	}
 	opt, err := redis.ParseClusterURL(rawURL)
 	if err != nil {

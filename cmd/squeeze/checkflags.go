@@ -18,17 +18,10 @@ var errFlagsChecked = errors.New("flags checked")
 type checkingWriter struct{ io.Writer }
 
 // stopIfChecking returns errFlagsChecked when fs belongs to a command run by
-// checkCommandLine, and nil otherwise. rest is what the parse left as
-// arguments: a flag among them would be read as an argument, not a flag, so
-// it is reported as an error.
-func stopIfChecking(fs *flag.FlagSet, rest []string) error {
+// checkCommandLine, and nil otherwise.
+func stopIfChecking(fs *flag.FlagSet) error {
 	if _, ok := fs.Output().(checkingWriter); !ok {
 		return nil
-	}
-	for _, a := range rest {
-		if looksLikeFlag(a) {
-			return usageError("%s: %q comes after the arguments, where it is read as an argument, not a flag", fs.Name(), a)
-		}
 	}
 	return errFlagsChecked
 }

@@ -41,34 +41,88 @@ func newFlagSet(e env, name, usage string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args. --help prints the usage and returns flag.ErrHelp
-// (exit 0); a bad flag returns a one-line usage error (exit 2) and prints
-// nothing itself: the flag package would print the error and the whole
-// usage to stderr.
+// parseFlags parses args, whose flags may come before, between or after
+// the arguments ("archive get KEY PATH --redis URL" as well as "archive get
+// --redis URL KEY PATH"); fs.Args() then returns the arguments in order.
+// A negative number ("-5") is an argument, and so is everything after
+// "--". --help prints the usage and returns flag.ErrHelp (exit 0); a bad
+// flag returns a one-line usage error (exit 2) and prints nothing itself:
+// the flag package would print the error and the whole usage to stderr.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := parseFlagsOnce(fs, args); err != nil {
-		return err
-	}
-	return stopIfChecking(fs, fs.Args())
-}
-
-// parseFlagsOnce is parseFlags without the stop of checkCommandLine, for
-// callers that parse in several steps (parseCountersArgs).
-func parseFlagsOnce(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
+	err := fs.Parse(flagsFirst(fs, args))
 	fs.Usage = usage
 	fs.SetOutput(out)
 	switch {
 	case err == nil:
-		return nil
+		return stopIfChecking(fs)
 	case errors.Is(err, flag.ErrHelp):
 		usage()
 		return err
 	}
 	return usageError("%s: %v (see \"squeeze %s --help\")", fs.Name(), err, fs.Name())
+}
+
+// parseArgs is parseFlags for the commands that take arguments: it returns
+// them.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	return fs.Args(), nil
+}
+
+// flagsFirst returns args with the flags (and the values of those that take
+// one) moved before the arguments, which follow a "--" so that the flag
+// package reads them as arguments: the standard library stops at the first
+// argument, so a flag after it would be taken for an argument. Arguments
+// keep their order. An unknown flag stays a flag, for Parse to report.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !looksLikeFlag(a) {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 == len(args) {
+			return flags // no value: Parse reports it, whatever the arguments
+		}
+		flags = append(flags, args[i+1]) // its value, whatever it looks like
+		i++
+	}
+	if len(pos) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), pos...)
+}
+
+// looksLikeFlag reports whether a is written as a flag: a dash and more,
+// but not a negative number (a counter's delta).
+func looksLikeFlag(a string) bool {
+	if len(a) < 2 || a[0] != '-' {
+		return false
+	}
+	_, err := strconv.ParseInt(a, 10, 64)
+	return err != nil
 }
 
 // isTerminal reports whether w (a reader or a writer) is a terminal (a
@@ -192,15 +246,16 @@ func runDecode(ctx context.Context, e env, args []string) error {
 
 const inspectUsage = `
 Usage: squeeze inspect [--json] < stored
-       squeeze inspect [--json] --redis URL KEY [FIELD | INDEX]
+       squeeze inspect [--json] [--redis URL] KEY [FIELD | INDEX]
 
 Prints the header fields of a stored value (codec, sizes, ratio, checksum),
 says when the value is stored raw, and verifies the payload: a corrupt frame
 is reported with the reason and exit status 1.
 
-With --redis it reads the value from Redis itself (read-only): a string's
+With a KEY it reads the value from Redis itself (read-only): a string's
 value, a hash field's (FIELD), or a list element's (INDEX, default 0), and
-verifies frames that name a dictionary with the one published there.
+verifies frames that name a dictionary with the one published there. The
+server is --redis, else $SQUEEZE_REDIS.
 
 Examples:
   squeeze inspect < stored.bin
@@ -212,9 +267,16 @@ Examples:
 func runInspect(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "inspect", inspectUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	url := fs.String("redis", "", "read the value of KEY (a hash FIELD, a list INDEX) from this Redis `URL` instead of standard input")
+	url := fs.String("redis", "", fmt.Sprintf("read the value of KEY (a hash FIELD, a list INDEX) from this Redis `URL` instead of standard input: %s (default when KEY is given: $%s)", redisForms, envRedis))
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *url != "" || fs.NArg() > 0 { // a KEY: read it from Redis, named by the flag or SQUEEZE_REDIS
+		u, err := resolveRedis(*url, "")
+		if err != nil {
+			return err
+		}
+		*url = u
 	}
 	decode := func(in []byte) error {
 		dec, _ := codec.NewDecoder()
@@ -233,7 +295,7 @@ func runInspect(ctx context.Context, e env, args []string) error {
 		}
 		defer rdb.Close()
 		if in, where, err = readFromRedis(ctx, rdb, fs.Args()); err != nil {
-			return err
+			return atRedis(err, *url)
 		}
 		res, err := dictstore.NewResolver(rdb)
 		if err != nil {
@@ -245,7 +307,7 @@ func runInspect(ctx context.Context, e env, args []string) error {
 		}
 	} else {
 		if fs.NArg() > 0 {
-			return usageError("inspect reads standard input and takes no arguments (got %q; use: squeeze inspect < FILE, or --redis URL KEY)", fs.Arg(0))
+			return usageError("inspect %s needs a Redis: --redis URL or %s=URL, to read the key %q from; a stored value in a file goes on standard input: squeeze inspect < FILE", fs.Arg(0), envRedis, fs.Arg(0))
 		}
 		var err error
 		if in, err = readStored(e, "inspect"); err != nil {
@@ -344,7 +406,7 @@ func readFromRedis(ctx context.Context, rdb *redis.Client, args []string) ([]byt
 	where := fmt.Sprintf("%s %q", typ, key)
 	switch typ {
 	case "none":
-		return nil, "", fmt.Errorf("key %q does not exist", key)
+		return nil, "", notFound("key %q does not exist", key)
 	case "string":
 		if len(args) > 1 {
 			return nil, "", usageError("%q is a string: inspect takes no FIELD or INDEX for it", key)
@@ -356,7 +418,7 @@ func readFromRedis(ctx context.Context, rdb *redis.Client, args []string) ([]byt
 		}
 		where += fmt.Sprintf(" field %q", args[1])
 		if v, err = rdb.HGet(ctx, key, args[1]).Result(); errors.Is(err, redis.Nil) {
-			return nil, "", fmt.Errorf("hash %q has no field %q", key, args[1])
+			return nil, "", notFound("hash %q has no field %q", key, args[1])
 		}
 	case "list":
 		idx := int64(0)
@@ -367,7 +429,7 @@ func readFromRedis(ctx context.Context, rdb *redis.Client, args []string) ([]byt
 		}
 		where += fmt.Sprintf(" index %d", idx)
 		if v, err = rdb.LIndex(ctx, key, idx).Result(); errors.Is(err, redis.Nil) {
-			return nil, "", fmt.Errorf("list %q has no element at index %d", key, idx)
+			return nil, "", notFound("list %q has no element at index %d", key, idx)
 		}
 	default:
 		return nil, "", fmt.Errorf("%q is a %s: squeeze stores values in strings, hash fields and list elements (inspect a stream entry with XRANGE and standard input)", key, typ)

@@ -22,7 +22,7 @@ func init() {
 }
 
 const compactUsage = `
-Usage: squeeze compact --redis URL [flags]
+Usage: squeeze compact [--redis URL] [flags]
 
 Writes want a fast codec (s2, zstd:1): every SET pays for compression. Keys
 that nobody has touched for a while can afford a strong one (zstd:9,
@@ -30,7 +30,8 @@ zstd:19, brotli:9, zstd with a trained dictionary) that saves more memory.
 compact walks the keys matching --pattern (SCAN, in batches) and rewrites
 each cold string value with --codec, in place. Readers notice nothing: every
 squeeze frame names its codec, and the proxy and the client library decode
-whichever codec a key holds.
+whichever codec a key holds. The Redis is --redis, else the environment
+variable SQUEEZE_REDIS (redis://host:port/db, host:port, unix:///path.sock).
 
 What is safe and why:
   - A key is rewritten only if it still holds the bytes compact read: the
@@ -64,6 +65,11 @@ Before going back to a squeeze release that does not read a codec you have
 been writing (minlz came later than the others), or to move keys off a
 codec that is slow to read. Other frames count as "other-codec".
 
+--portable refuses a --codec that other languages cannot read (s2, minlz,
+xz; docs/FORMAT.md, the portable profile). With --from s2,minlz it moves
+what the proxy wrote with its default codec into the profile, so that the
+Python and Node readers in ports/ read every key.
+
 As a sidecar, --every runs a pass at that interval until SIGINT or SIGTERM
 (which ends the pass under way cleanly: what it rewrote stays rewritten);
 each pass prints its summary (--json: one JSON object per line), and keys
@@ -80,11 +86,12 @@ Examples:
   squeeze compact --redis redis://127.0.0.1:6379 --every 1h --min-idle 6h --rate 500
   squeeze compact --cluster --redis redis://10.0.0.5:7000 --min-idle 1h
   squeeze compact --redis redis://127.0.0.1:6379 --from minlz --codec s2 --min-idle 0
+  squeeze compact --redis redis://127.0.0.1:6379 --portable --from s2,minlz --codec zstd:3 --min-idle 0
 `
 
 func runCompact(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "compact", compactUsage)
-	url := fs.String("redis", "", "Redis server `URL` holding the data (required): redis://[user:pass@]host:port/db, rediss://, unix://, sentinel://host:26379/master")
+	url := addRedisFlag(fs, "Redis server `URL` holding the data", "none: required")
 	pattern := fs.String("pattern", compact.DefaultPattern, "SCAN `GLOB` of the keys to compact")
 	codecName := fs.String("codec", "zstd:9", "target `codec`: zstd:9, zstd:19, brotli:9, ... (all codecs: squeeze encode --help)")
 	dictID := fs.String("dict", "", "compress with the published dictionary `ID` (squeeze dict list; zstd codecs only)")
@@ -102,14 +109,19 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	cluster := fs.Bool("cluster", false, "--redis names a node of a Redis Cluster: compact the keys of every master")
 	every := fs.Duration("every", 0, "run a pass at this interval until interrupted (as a sidecar); 0 runs one pass")
 	passes := fs.Int("passes", 0, "with --every, stop after this many passes; 0 runs until interrupted")
+	portable := fs.Bool("portable", false, "write only codecs other languages read (docs/FORMAT.md, the portable profile): a --codec outside it is an error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("compact takes no arguments (got %q); the keys come from --pattern", fs.Args())
 	}
-	if *url == "" {
-		return usageError("compact needs --redis URL: the Redis whose keys to recompress (e.g. --redis redis://127.0.0.1:6379); there is no throwaway server here")
+	u, err := resolveRedis(*url, "")
+	if err != nil {
+		return err
+	}
+	if *url = u; *url == "" {
+		return needRedisError("compact", "the Redis whose keys to recompress; there is no throwaway server here")
 	}
 	alg, err := codec.ParseAlgorithm(*codecName)
 	if err != nil {
@@ -117,6 +129,11 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	}
 	if alg.ID == codec.IDNone {
 		return usageError("--codec none would decompress values; pick a compressing codec such as zstd:9")
+	}
+	if *portable {
+		if err := codec.CheckPortable(alg); err != nil {
+			return usageError("--codec with --portable: %v", err)
+		}
 	}
 	var from []codec.ID
 	if *fromList != "" {
@@ -217,7 +234,7 @@ func runCompact(ctx context.Context, e env, args []string) error {
 				return jerr
 			}
 		} else {
-			printCompact(e, st, target, *pattern, n)
+			printCompact(e, st, target, *pattern, n, *minIdle)
 		}
 		if err != nil || *every == 0 || pass == *passes {
 			return err
@@ -248,7 +265,7 @@ func printCompactJSON(e env, st compact.Stats, target, pattern string, pass int)
 	}{pass, st, target, pattern, st.MemorySaved(), round1(st.SavedPct()), st.Elapsed.Seconds()})
 }
 
-func printCompact(e env, st compact.Stats, target, pattern string, pass int) {
+func printCompact(e env, st compact.Stats, target, pattern string, pass int, minIdle time.Duration) {
 	w := e.Stdout
 	if pass > 0 {
 		fmt.Fprintf(w, "pass %d, %s: ", pass, time.Now().Format(time.DateTime))
@@ -274,6 +291,13 @@ func printCompact(e env, st compact.Stats, target, pattern string, pass int) {
 		fmt.Fprintf(tw, "skipped: %s\t%d\t\n", r, st.Skipped[r])
 	}
 	tw.Flush()
+	// The reasons a first run on fresh keys meets: say what to do about them.
+	if n := st.Skipped[compact.SkipHot]; n > 0 {
+		fmt.Fprintf(w, "\n%d keys were used less than --min-idle (%v) ago: compact leaves hot keys alone; --min-idle 0 takes them too\n", n, minIdle)
+	}
+	if n := st.Skipped[compact.SkipRaw]; n > 0 {
+		fmt.Fprintf(w, "\n%d values are stored without a squeeze frame: --include-raw compacts them too, once every reader of those keys decodes frames\n", n)
+	}
 	if st.Rewritten == 0 {
 		return
 	}

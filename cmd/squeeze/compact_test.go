@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -135,7 +136,7 @@ func TestCompact_CLI(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{"no redis", []string{"compact"}, 2, "", "needs --redis"},
+		{"no redis", []string{"compact"}, 2, "", "needs a Redis: --redis URL or SQUEEZE_REDIS"},
 		{"bad codec", []string{"compact", "--redis", url, "--codec", "zip"}, 2, "", "--codec"},
 		{"none", []string{"compact", "--redis", url, "--codec", "none"}, 2, "", "decompress"},
 		{"dict lz4", []string{"compact", "--redis", url, "--codec", "lz4", "--dict", "40000"}, 2, "", "zstd codecs only"},
@@ -149,6 +150,8 @@ func TestCompact_CLI(t *testing.T) {
 		{"from raw", []string{"compact", "--redis", url, "--from", "s2", "--include-raw"}, 2, "", "use one"},
 		{"from none", []string{"compact", "--redis", url, "--from", "none"}, 2, "", "--include-raw compacts them"},
 		{"from unknown", []string{"compact", "--redis", url, "--from", "zip"}, 2, "", "--from: codec: unknown codec"},
+		{"portable s2", []string{"compact", "--redis", url, "--portable", "--codec", "s2"}, 2, "", "--codec with --portable: codec s2:default is Go-only"},
+		{"portable xz", []string{"compact", "--redis", url, "--portable", "--codec", "xz"}, 2, "", "not in the portable profile"},
 		{"bad flag", []string{"compact", "--nope"}, 2, "", "--help"},
 		{"help", []string{"compact", "--help"}, 0, "Examples:", ""},
 	}
@@ -207,5 +210,27 @@ func TestCompact_LFU(t *testing.T) {
 	_, errs, code = runCLI(t, nil, "compact", "--redis", r.URL(), "--min-idle", "0")
 	if code != 0 {
 		t.Fatalf("--min-idle 0: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestCompact_Portable: --portable --from s2 moves what the proxy wrote with
+// its default codec into the portable profile, which the ports read.
+func TestCompact_Portable(t *testing.T) {
+	r, rdb, docs := startS2Docs(t, 20, 5000, 500)
+	ctx := context.Background()
+	out, errs, code := runCLI(t, nil, "compact", "--redis", r.URL(), "--portable", "--from", "s2,minlz", "--codec", "zstd:3", "--min-idle", "0")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errs)
+	}
+	dec, _ := codec.NewDecoder()
+	for k, v := range docs {
+		stored := []byte(rdb.Get(ctx, k).Val())
+		h, err := codec.ParseHeader(stored)
+		if err != nil || !h.ID.Portable() {
+			t.Fatalf("%s: header %+v, %v; want a portable codec", k, h, err)
+		}
+		if got, err := dec.AppendDecode(nil, stored); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("%s: %v", k, err)
+		}
 	}
 }

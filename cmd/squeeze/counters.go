@@ -30,13 +30,17 @@ list elements of the layouts they replace.
   migrate  convert a list of decimal counters, or a hash field of 4 hex
            characters per slot, into a packed series, verified value by value
 
+The Redis is --redis, else the environment variable SQUEEZE_REDIS, else
+redis://127.0.0.1:6379. Flags may come before or after the arguments.
+
 Examples:
   squeeze counters incr --redis redis://127.0.0.1:6379 user42 17
   squeeze counters incr --type u8 --overflow sat user42 17 -3
   squeeze counters get user42 17
+  SQUEEZE_REDIS=10.0.0.5:6379 squeeze counters get user42 17
   squeeze counters get --json user42 0:7            # days 0..6 and their sum
-  squeeze counters migrate --from hex --field counts --expect 365 newkey user42
-  squeeze counters migrate --from list --scan 'oldkey:*' --delete
+  squeeze counters migrate --from hex --field counts --expect 365 daily:user42 user42
+  squeeze counters migrate --from list --scan 'visits:*' --delete
 
 Run "squeeze counters <get|incr|migrate> --help" for the flags of each.
 `
@@ -71,7 +75,7 @@ type countersFlags struct {
 
 func addCountersFlags(fs *flag.FlagSet) countersFlags {
 	return countersFlags{
-		url:      fs.String("redis", "redis://127.0.0.1:6379", "Redis server `URL` (redis://[user:pass@]host:port/db, or rediss://, unix://, sentinel://host:26379/master)"),
+		url:      addRedisFlag(fs, "Redis server `URL`", localRedis),
 		prefix:   fs.String("prefix", "cnt:", "key prefix: the series of ENTITY is at PREFIX+ENTITY"),
 		typ:      fs.String("type", "u16", "slot width as BITFIELD spells it: u1..u63 or i1..i64"),
 		slots:    fs.Int("slots", 365, "slots per series (365 days, 24 hours, ...)"),
@@ -99,6 +103,9 @@ func (f countersFlags) open(ctx context.Context) (*counters.Store, *redis.Client
 	if err != nil {
 		return nil, nil, usageError("%v", err)
 	}
+	if *f.url, err = resolveRedis(*f.url, localRedis); err != nil {
+		return nil, nil, err
+	}
 	rdb, err := openRedis(ctx, *f.url, 0)
 	if err != nil {
 		return nil, nil, err
@@ -119,39 +126,6 @@ func parseSlot(s string) (int, error) {
 	return n, nil
 }
 
-// parseCountersArgs parses flags wherever they are among the arguments
-// ("get user42 17 --redis URL" as well as "get --redis URL user42 17"), and
-// returns the arguments. A negative number ("-5") is an argument, and so is
-// everything after "--".
-func parseCountersArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlagsOnce(fs, args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		i := 0
-		for ; i < len(rest) && !looksLikeFlag(rest[i]); i++ {
-			if rest[i] == "--" {
-				return append(pos, rest[i+1:]...), stopIfChecking(fs, nil)
-			}
-			pos = append(pos, rest[i])
-		}
-		if i == len(rest) {
-			return pos, stopIfChecking(fs, nil)
-		}
-		args = rest[i:]
-	}
-}
-
-func looksLikeFlag(a string) bool {
-	if len(a) < 2 || a[0] != '-' {
-		return false
-	}
-	_, err := strconv.ParseInt(a, 10, 64)
-	return err != nil
-}
-
 // checkEntity refuses an empty ENTITY, which would name the bare prefix.
 func checkEntity(entity string) error {
 	if entity == "" {
@@ -170,7 +144,8 @@ func checkSeries(ctx context.Context, s *counters.Store, rdb *redis.Client, enti
 	}
 	if n > int64(s.SeriesBytes()) {
 		c := s.Config()
-		return fmt.Errorf("%s holds %d bytes, more than the %d of a series of %d %s slots: not a series of this --type and --slots", s.Key(entity), n, s.SeriesBytes(), c.Slots, c.Type)
+		return fmt.Errorf("%s holds %d bytes, more than the %d of a series of %d %s slots: not a series of this --type and --slots "+
+			"(give every command on a series the --type and --slots it was created with, or another --prefix for a new series)", s.Key(entity), n, s.SeriesBytes(), c.Slots, c.Type)
 	}
 	return nil
 }
@@ -190,7 +165,7 @@ Examples:
 func runCountersGet(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "counters get", countersGetUsage)
 	f := addCountersFlags(fs)
-	pos, err := parseCountersArgs(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -275,7 +250,7 @@ Examples:
 func runCountersIncr(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "counters incr", countersIncrUsage)
 	f := addCountersFlags(fs)
-	pos, err := parseCountersArgs(fs, args) // ENTITY SLOT [DELTA]
+	pos, err := parseArgs(fs, args) // ENTITY SLOT [DELTA]
 	if err != nil {
 		return err
 	}
@@ -333,12 +308,16 @@ const countersMigrateUsage = `
 Usage: squeeze counters migrate --from list|hex [flags] SOURCE ENTITY
        squeeze counters migrate --from list|hex --scan PATTERN [flags]
 
-Converts counters from the layouts of the "hex strings in Lua" article into
-packed series:
+Converts the two layouts that packed counters replace into packed series.
+Both keep day-wise counters as text and increment them with a Lua script;
+they come from the article that motivated packed counters, on keeping
+counters as hex strings updated in Lua (docs/RESULTS.md, Packed counters,
+measures both against packed series):
   --from list  SOURCE is a list with one decimal counter per element
-               (element i is slot i)
+               (element i is slot i; the script does LINDEX and LSET)
   --from hex   SOURCE is a hash whose --field holds 4 hex characters per slot
-               ("0118009600fa0230" is 280, 150, 250, 560)
+               ("0118009600fa0230" is 280, 150, 250, 560; the script rewrites
+               the whole string on every increment)
 Each value is checked to fit --type, the series is written in one SET (never
 over an existing one unless --replace), then read back and compared with the
 source value by value. The source is deleted only with --delete and only after
@@ -350,8 +329,8 @@ per source (source, target, slots, sum, verified, deleted; error when it
 failed).
 
 Examples:
-  squeeze counters migrate --from hex newkey user42
-  squeeze counters migrate --from list --expect 365 --delete oldkey user42
+  squeeze counters migrate --from hex daily:user42 user42
+  squeeze counters migrate --from list --expect 365 --delete visits:user42 user42
   squeeze counters migrate --from hex --scan 'daily:*' --json
 `
 
@@ -364,7 +343,7 @@ func runCountersMigrate(ctx context.Context, e env, args []string) error {
 	expect := fs.Int("expect", 0, "require exactly this many values in each source (0: at most --slots)")
 	replace := fs.Bool("replace", false, "overwrite existing target series")
 	del := fs.Bool("delete", false, "delete each source (list key, or hash field) after verification")
-	pos, err := parseCountersArgs(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -424,6 +403,7 @@ func runCountersMigrate(ctx context.Context, e env, args []string) error {
 		}
 		if err != nil {
 			failed++
+			err = atRedis(err, *f.url)
 		}
 		if *f.json {
 			out := jsonReport{MigrateReport: rep}

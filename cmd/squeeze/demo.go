@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/squeeze-kv/squeeze/bench"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/units"
 )
 
 func init() {
@@ -17,6 +20,7 @@ func init() {
 
 const demoUsage = `Usage:
   squeeze demo [--redis URL] [--report DIR]
+  squeeze demo --write-sample FILE [--sample-size SIZE] [--seed N]
 
 Shows what squeeze does, in under a minute, on a fresh machine:
   1. compresses a generated 221.9 kB JSON document with the default codec,
@@ -26,24 +30,43 @@ Shows what squeeze does, in under a minute, on a fresh machine:
      HTML report (charts, JSON, CSV) that opens from disk.
 
 Without --redis it starts a throwaway redis-server on a free loopback port
-(Debian: apt-get install -y redis-server) and stops it at the end.
+(Debian: apt-get install -y redis-server) and stops it at the end; it does
+not read SQUEEZE_REDIS, which names the Redis holding your data.
+
+--write-sample writes the demo's generated JSON document to FILE (- for
+standard output) and exits, touching no Redis: data to try the other
+commands and the guides on (squeeze bench codecs --corpus FILE, redis-cli
+-x SET). --sample-size and --seed make other documents, the same for the
+same size and seed.
 
 Examples:
   squeeze demo
   squeeze demo --report /tmp/squeeze-report
   squeeze demo --redis redis://127.0.0.1:6379
+  squeeze demo --write-sample doc.json
+  squeeze demo --write-sample - --sample-size 4KB --seed 7 | redis-cli -x SET doc:7
 
 `
 
 func runDemo(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "demo", demoUsage)
-	url := fs.String("redis", "", "Redis URL; default: start a throwaway redis-server")
+	url := addBenchRedisFlag(fs, "use this Redis")
 	report := fs.String("report", "report", "directory for the HTML report")
+	sample := fs.String("write-sample", "", "write the generated JSON document to this `FILE` (- for standard output) and exit")
+	sampleSize := units.SizeFlag(demoDocSize)
+	fs.Var(&sampleSize, "sample-size", "size of the --write-sample document (e.g. 4KB, 1MiB)")
+	seed := fs.Uint64("seed", bench.DefaultSeed, "seed of the --write-sample document: another seed, another document")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("demo: unexpected argument %q", fs.Arg(0))
+	}
+	if *sample != "" {
+		return writeSample(e, *sample, int(sampleSize), *seed)
+	}
+	if set := flagsSet(fs); set["sample-size"] || set["seed"] {
+		return usageError("demo: --sample-size and --seed go with --write-sample")
 	}
 	if err := checkReportDir(*report); err != nil {
 		return err
@@ -58,7 +81,7 @@ func runDemo(ctx context.Context, e env, args []string) error {
 	}
 
 	// 1. One value, end to end.
-	doc := bench.JSONDocument(bench.DefaultSeed, 221900)
+	doc := bench.JSONDocument(bench.DefaultSeed, demoDocSize)
 	enc, err := codec.NewEncoder(codec.DefaultAlgorithm)
 	if err != nil {
 		return err
@@ -117,4 +140,35 @@ func runDemo(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprintf(e.Stdout, "\nReport: %s (open it in a browser; it needs no network)\n", abs)
 	return nil
+}
+
+// demoDocSize is the size of the demo's document, one of the seed study's.
+const demoDocSize = 221900
+
+// maxSampleSize bounds --sample-size: a sample is for trying things out.
+const maxSampleSize = 256 << 20
+
+// writeSample writes the generated JSON document of size bytes and seed to
+// path, or to standard output for "-".
+func writeSample(e env, path string, size int, seed uint64) error {
+	if size < 64 || size > maxSampleSize {
+		return usageError("--sample-size must be between 64 bytes and 256MiB, got %d bytes", size)
+	}
+	doc := bench.JSONDocument(seed, size)
+	if path == "-" {
+		_, err := e.Stdout.Write(doc)
+		return err
+	}
+	if err := os.WriteFile(path, doc, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stderr, "wrote %s: a generated JSON document of %s (seed %d)\n", path, bench.FormatSize(int64(size)), seed)
+	return nil
+}
+
+// flagsSet returns the names of the flags given on the command line.
+func flagsSet(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
 }

@@ -22,7 +22,7 @@ func init() {
 }
 
 const dictUsage = `
-Usage: squeeze dict <train|list|show> --redis URL [flags] [arguments]
+Usage: squeeze dict <train|list|show> [--redis URL] [flags] [arguments]
 
 Small values (user profiles, sessions, API responses of a few hundred bytes
 to a few kB) share most of their structure with each other but little with
@@ -44,8 +44,10 @@ Config.DictionaryID and Config.Rules.
   list    the published dictionaries and what they measured
   show    one dictionary's metadata (--out writes its bytes, for zstd -D)
 
---redis is required: there is no throwaway server here, the dictionary must
-come from and go to the Redis your applications use.
+A Redis is required, named by --redis or else the environment variable
+SQUEEZE_REDIS (redis://host:port/db, host:port, unix:///path.sock, ...):
+there is no throwaway server here, the dictionary must come from and go to
+the Redis your applications use.
 
 Examples:
   squeeze dict train --redis redis://127.0.0.1:6379 --pattern 'user:*'
@@ -78,19 +80,25 @@ func runDict(ctx context.Context, e env, args []string) error {
 	return usageError("unknown dict subcommand %q (want train, list or show)", args[0])
 }
 
-func addRedisFlag(fs *flag.FlagSet) *string {
-	return fs.String("redis", "", "Redis server `URL` holding the data and the dictionaries (required): redis://[user:pass@]host:port/db, rediss://, unix://, sentinel://host:26379/master")
+func addDictRedisFlag(fs *flag.FlagSet) *string {
+	return addRedisFlag(fs, "Redis server `URL` holding the data and the dictionaries", "none: required")
 }
 
-func needRedis(url, sub string) error {
-	if url == "" {
-		return usageError("dict %s needs --redis URL: dictionaries are trained on and shared through the Redis your applications use (e.g. --redis redis://127.0.0.1:6379)", sub)
+// needRedis resolves the Redis of a dict subcommand, which has no default.
+func needRedis(url *string, sub string) error {
+	u, err := resolveRedis(*url, "")
+	if err != nil {
+		return err
 	}
+	if u == "" {
+		return needRedisError("dict "+sub, "dictionaries are trained on and shared through the Redis your applications use")
+	}
+	*url = u
 	return nil
 }
 
 const dictTrainUsage = `
-Usage: squeeze dict train --redis URL --pattern GLOB [flags]
+Usage: squeeze dict train [--redis URL] --pattern GLOB [flags]
 
 Reads up to --sample values of the keys matching --pattern (SCAN, TYPE, GET
 and HGETALL only: nothing is written unless --publish), string values and
@@ -116,11 +124,12 @@ Examples:
   squeeze dict train --redis redis://127.0.0.1:6379 --pattern 'user:*'
   squeeze dict train --redis redis://10.0.0.5:6379/2 --pattern 'cart:*' --sample 5000 --size 112KiB --publish
   squeeze dict train --redis unix:///run/redis.sock --pattern 'sess:*' --codec zstd:1 --json
+  id=$(squeeze dict train --pattern 'user:*' --publish --quiet)
 `
 
 func runDictTrain(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "dict train", dictTrainUsage)
-	url := addRedisFlag(fs)
+	url := addDictRedisFlag(fs)
 	pattern := fs.String("pattern", "", "SCAN `GLOB` of the keys to sample (required), e.g. 'user:*'")
 	sample := fs.Int("sample", dictstore.DefaultSamples, "most values to read (a fifth is held out to measure)")
 	size := units.SizeFlag(dictstore.DefaultDictSize)
@@ -130,13 +139,17 @@ func runDictTrain(ctx context.Context, e env, args []string) error {
 	fs.Var(&maxValue, "max-value", "skip values larger than this: dictionaries help small values")
 	publish := fs.Bool("publish", false, "store the dictionary in Redis (squeeze:dict:<id>) for proxies and clients")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
+	quiet := fs.Bool("quiet", false, "print only the dictionary's id, for scripts: id=$(squeeze dict train ... --quiet)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("dict train takes no arguments (got %q); the keys come from --pattern", fs.Args())
 	}
-	if err := needRedis(*url, "train"); err != nil {
+	if *quiet && *asJSON {
+		return usageError("dict train: --quiet and --json print different things; pick one")
+	}
+	if err := needRedis(url, "train"); err != nil {
 		return err
 	}
 	if *pattern == "" {
@@ -180,6 +193,10 @@ func runDictTrain(ctx context.Context, e env, args []string) error {
 		}
 	}
 	without, with := rep.SavedPct()
+	if *quiet {
+		fmt.Fprintln(e.Stdout, d.ID)
+		return nil
+	}
 	if *asJSON {
 		enc := json.NewEncoder(e.Stdout)
 		enc.SetIndent("", "  ")
@@ -224,7 +241,7 @@ func runDictTrain(ctx context.Context, e env, args []string) error {
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 
 const dictListUsage = `
-Usage: squeeze dict list --redis URL [--json]
+Usage: squeeze dict list [--redis URL] [--json]
 
 Lists the dictionaries published in this Redis (the hash squeeze:dicts):
 id, size, the key pattern and sample count they were trained on, and the
@@ -237,7 +254,7 @@ Examples:
 
 func runDictList(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "dict list", dictListUsage)
-	url := addRedisFlag(fs)
+	url := addDictRedisFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON for machines")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -245,7 +262,7 @@ func runDictList(ctx context.Context, e env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("dict list takes no arguments (got %q)", fs.Args())
 	}
-	if err := needRedis(*url, "list"); err != nil {
+	if err := needRedis(url, "list"); err != nil {
 		return err
 	}
 	rdb, err := openRedis(ctx, *url, 0)
@@ -284,7 +301,7 @@ func ratio(r float64) string {
 }
 
 const dictShowUsage = `
-Usage: squeeze dict show --redis URL [--out FILE] [--json] ID
+Usage: squeeze dict show [--redis URL] [--out FILE] [--json] ID
 
 Prints what squeeze:dicts says about dictionary ID and checks its bytes at
 squeeze:dict:ID. --out writes the bytes to FILE: a standard zstd dictionary,
@@ -297,10 +314,10 @@ Examples:
 
 func runDictShow(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "dict show", dictShowUsage)
-	url := addRedisFlag(fs)
+	url := addDictRedisFlag(fs)
 	out := fs.String("out", "", "write the dictionary bytes to this `FILE`")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
-	pos, err := parseCountersArgs(fs, args) // flags before or after ID
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -311,7 +328,7 @@ func runDictShow(ctx context.Context, e env, args []string) error {
 	if err != nil || id == 0 || id > dictstore.MaxID {
 		return usageError("dictionary ID %q is not a number in 1..2147483647", pos[0])
 	}
-	if err := needRedis(*url, "show"); err != nil {
+	if err := needRedis(url, "show"); err != nil {
 		return err
 	}
 	rdb, err := openRedis(ctx, *url, 0)
@@ -321,7 +338,7 @@ func runDictShow(ctx context.Context, e env, args []string) error {
 	defer rdb.Close()
 	d, err := dictstore.Load(ctx, rdb, uint32(id))
 	if err != nil {
-		return err
+		return atRedis(err, *url)
 	}
 	metas, err := dictstore.List(ctx, rdb)
 	if err != nil {

@@ -64,13 +64,13 @@ func TestDocs_CommandLines(t *testing.T) {
 }
 
 // TestDocs_CommandLinesRejectBadFlags shows that the check fails on what
-// it is for: an unknown flag, a flag of another command, a flag after the
-// arguments, an unknown command or subcommand, and a bad value.
+// it is for: an unknown flag (before or after the arguments), a flag of
+// another command, an unknown command or subcommand, and a bad value.
 func TestDocs_CommandLinesRejectBadFlags(t *testing.T) {
 	bad := "Setup:\n\n```sh\n" +
 		"./squeeze proxy --listen 127.0.0.1:6380 --no-such-flag &\n" +
 		"squeeze compact --redis redis://127.0.0.1:6379 --publish   # dict train's flag\n" +
-		"squeeze archive list arc:reports --json\n" +
+		"squeeze archive list arc:reports --jsn\n" +
 		"squeeze frobnicate\n" +
 		"squeeze dict forget 12\n" +
 		"squeeze bench codecs --repeat many\n" +
@@ -95,14 +95,16 @@ func TestDocs_CommandLinesRejectBadFlags(t *testing.T) {
 		"go run ./cmd/squeeze demo && ./squeeze inspect < doc.sqz | head\n" +
 		"./squeeze proxy --config deploy/proxy.conf --check && systemctl reload squeeze-proxy\n" +
 		"squeeze counters get user42 17 --redis redis://127.0.0.1:6379\n" +
+		"squeeze archive get arc:reports --redis 127.0.0.1:6379 2026/11/summary.html\n" +
+		"```\n```sh runnable\nsqueeze demo --write-sample - --seed $i | redis-cli -x SET doc:$i\n" +
 		"squeeze --version\n" +
 		"```\n```go\nsqueeze.Bad(--flag)\n```\n"
 	cmds, err = docCommands("good.md", good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cmds) != 6 {
-		t.Fatalf("found %d command lines, want 6: %v", len(cmds), cmds)
+	if len(cmds) != 8 {
+		t.Fatalf("found %d command lines, want 8: %v", len(cmds), cmds)
 	}
 	for _, c := range cmds {
 		if err := checkDocCommand(t, c.args); err != nil {
@@ -113,9 +115,16 @@ func TestDocs_CommandLinesRejectBadFlags(t *testing.T) {
 
 // checkDocCommand checks args with checkCommandLine under a cancelled
 // context. A --config file is replaced by an empty one: the check is about
-// flags, not about files on the reader's machine.
+// flags, not about files on the reader's machine. A word with a shell
+// expansion ("--seed $i", "user:$i") stands for a value the check cannot
+// know: it becomes "1", which parses as a number, a string or a path.
 func checkDocCommand(t *testing.T, args []string) error {
 	args = append([]string(nil), args...)
+	for i, a := range args {
+		if strings.Contains(a, "$") {
+			args[i] = "1"
+		}
+	}
 	for i, a := range args {
 		if a == "--config" && i+1 < len(args) {
 			args[i+1] = emptyFile(t)
@@ -156,7 +165,7 @@ func docCommands(name, text string) ([]docCommand, error) {
 				inBlock = false
 				continue
 			}
-			lang := strings.TrimSpace(strings.TrimPrefix(trim, "```"))
+			lang, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(trim, "```")), " ") // "sh runnable" is sh
 			inBlock, shell = true, lang == "" || lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
 			continue
 		}
@@ -495,7 +504,7 @@ func TestDocs_Shape(t *testing.T) {
 			t.Errorf("%s: does not start from the user's goal (**Goal:** in its first lines)", rel(g))
 		}
 		i := strings.LastIndex(text, "\n## ")
-		if i < 0 || !strings.HasPrefix(text[i+1:], "## Check that it worked\n") || !strings.Contains(text[i:], "```sh\n") {
+		if i < 0 || !strings.HasPrefix(text[i+1:], "## Check that it worked\n") || !strings.Contains(text[i:], "```sh") {
 			t.Errorf("%s: the last section is not \"## Check that it worked\" with commands", rel(g))
 		}
 		if !strings.Contains(readme, "docs/guide/"+filepath.Base(g)) {

@@ -120,8 +120,13 @@ Commands:
 	fmt.Fprintf(w, `
 Run "squeeze <command> --help" for the flags of a command.
 
-Redis URLs (--redis) take the forms redis://[user:password@]host:port[/db],
-rediss:// (TLS), unix:///path/to/redis.sock and sentinel://host:port/MASTER.
+Which Redis: --redis, else the environment variable SQUEEZE_REDIS (advise,
+archive, compact, counters, dict, inspect KEY); archive and counters fall
+back to redis://127.0.0.1:6379, the others need one. The demo and the
+benchmarks start a throwaway redis-server unless --redis names one; the
+proxy takes --upstream. Addresses take the forms
+redis://[user:password@]host:port[/db], host:port, rediss:// (TLS),
+unix:///path/to/redis.sock (or the bare path) and sentinel://host:port/MASTER.
 For rediss://, SQUEEZE_REDIS_CA names the PEM file of a private CA, and
 SQUEEZE_REDIS_CERT with SQUEEZE_REDIS_KEY a client certificate (Redis's TLS
 port asks for one by default). The proxy has flags for these:

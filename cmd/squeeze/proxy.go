@@ -67,6 +67,11 @@ owners of one buffer, panics. It is for load runs such as
 SQUEEZE_CHECK_BUFFERS=1 bash scripts/bench-proxy.sh, and costs a map
 operation per buffer.
 
+At start the proxy logs in to Redis once: if Redis refuses the login (a
+wrong user or password, a database it does not have) it exits with an
+error instead of serving clients that would all get it; an upstream that
+does not answer yet only gets a warning, since a sidecar may start first.
+
 On SIGTERM or Ctrl-C the proxy stops accepting, writes the replies of the
 commands it has already read, and exits; a second signal exits at once.
 On SIGHUP it reads its settings again and puts a new write policy in
@@ -77,7 +82,7 @@ stored keep reading back. Other settings take a restart.
 Examples:
   squeeze proxy --listen 127.0.0.1:6380 --upstream redis://127.0.0.1:6379
   squeeze proxy --upstream unix:///run/redis.sock --codec zstd:3 --metrics 127.0.0.1:9121
-  SQUEEZE_UPSTREAM=redis://:secret@10.0.0.5/2 squeeze proxy --listen :6380
+  SQUEEZE_UPSTREAM=redis://:secret@10.0.0.5/2 squeeze proxy --listen 127.0.0.1:6380
   squeeze proxy --upstream rediss://redis.internal:6380 --upstream-ca /etc/ssl/redis-ca.pem
   squeeze proxy --upstream redis://127.0.0.1:6379 --dict 1690163204   # see "squeeze dict"
   redis-cli -p 6380 -x SET greeting < big.json    # stored compressed
@@ -86,9 +91,12 @@ Redis Cluster: run one proxy beside each node, each with --upstream its
 own node, and tell every proxy where the others listen, so that cluster
 clients (redis-cli -c, go-redis ClusterClient, ioredis Cluster ...) are
 redirected from proxy to proxy and never to a node directly:
-  squeeze proxy --listen :7379 --upstream redis://127.0.0.1:6379 --cluster-port-offset 1000
-  squeeze proxy --upstream redis://10.0.0.5:6379 \
+  squeeze proxy --listen 10.0.0.5:7379 --upstream redis://10.0.0.5:6379 --cluster-port-offset 1000 \
+      --client-auth require
+  squeeze proxy --listen 10.0.0.5:6380 --upstream redis://10.0.0.5:6379 --client-auth require \
       --cluster-map 10.0.0.5:6379=10.0.0.5:6380,10.0.0.6:6379=10.0.0.6:6380
+Cluster clients reach the proxies from other hosts, so each logs in with
+its own ACL user (--client-auth require, below).
 Without either flag, CLUSTER SLOTS/SHARDS/NODES and -MOVED/-ASK become
 errors that say so.
 
@@ -155,6 +163,7 @@ type proxyFlags struct {
 	minGain                                                                                    float64
 	shared, procs, maxInFlight                                                                 int
 	pprof, check, jsonOut, allowRemote                                                         bool
+	portable                                                                                   bool // --portable: write only codecs every language reads
 
 	dict  string   // --dict: a published dictionary id, or "none"
 	rules ruleFlag // --rule, repeatable
@@ -192,6 +201,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.IntVar(&p.procs, "procs", 0, "CPU threads running the proxy (GOMAXPROCS); 0: half the machine's CPUs, at least 1, or $GOMAXPROCS when set")
 	fs.BoolVar(&p.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics address")
 	fs.Var(&p.rules, "rule", "`PREFIX=CODEC[,min-size=N][,min-gain=F][,dict=ID]`: the values of keys that begin with PREFIX get this codec and options (repeat the flag, or separate rules with ;); the longest prefix wins")
+	fs.BoolVar(&p.portable, "portable", false, "write only codecs that other languages read (docs/FORMAT.md, the portable profile: zstd, lz4, snappy, brotli, gzip, deflate, zlib): the default codec becomes "+codec.PortableDefault.String()+", and a --codec or --rule naming s2, minlz or xz is an error")
 	fs.StringVar(&p.dict, "dict", "none", "compress new values with this published zstd dictionary `ID` (squeeze dict list), or none")
 	fs.StringVar(&p.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&p.logFormat, "log-format", "text", "text or json")
@@ -307,11 +317,19 @@ func (p *proxyFlags) algorithm() (codec.Algorithm, error) {
 		if id, err := p.dictID(); err == nil && id != 0 {
 			return codec.MustParseAlgorithm("zstd:1"), nil
 		}
+		if p.portable {
+			return codec.PortableDefault, nil
+		}
 		return codec.DefaultAlgorithm, nil
 	}
 	alg, err := codec.ParseAlgorithm(p.codecName)
 	if err != nil {
 		return alg, usageError("--codec: %v", err)
+	}
+	if p.portable {
+		if err := codec.CheckPortable(alg); err != nil {
+			return alg, usageError("--codec with --portable: %v", err)
+		}
 	}
 	return alg, nil
 }
@@ -340,6 +358,13 @@ func (p *proxyFlags) writePolicy(ctx context.Context, load dictLoader) (*codec.E
 	}
 	if dictID != 0 && alg.ID != codec.IDZstd {
 		return nil, nil, usageError("--dict needs a zstd --codec (dictionaries are zstd's), got %s", alg)
+	}
+	if p.portable {
+		for _, r := range p.rules.specs {
+			if err := codec.CheckPortable(r.alg); err != nil {
+				return nil, nil, usageError("--rule %s with --portable: %v", r.prefix, err)
+			}
+		}
 	}
 	if load == nil && (dictID != 0 || p.rules.needDicts()) {
 		return nil, nil, errNeedDicts
@@ -519,6 +544,10 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	if p.check {
 		return checkProxy(ctx, e.Stdout, p, srv, tlsConfig, certs, procs, time.Now())
 	}
+	if err := checkUpstreamLogin(ctx, p, srv); err != nil {
+		srv.Close()
+		return err
+	}
 	// SIGHUP reloads the write policy from the config file.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -614,7 +643,7 @@ func runProxy(ctx context.Context, e env, args []string) error {
 }
 
 // writeFlags are the settings a SIGHUP reloads: the write policy.
-var writeFlags = map[string]bool{"codec": true, "min-size": true, "min-gain": true, "dict": true, "rule": true, "config": true}
+var writeFlags = map[string]bool{"codec": true, "min-size": true, "min-gain": true, "dict": true, "rule": true, "config": true, "portable": true}
 
 // reloadWritePolicy reads the settings again as at start (the config
 // file, the environment, then args) and puts the new write policy in

@@ -206,3 +206,43 @@ func TestProxyWritePolicy_Concurrency(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyPortable: --portable writes snappy by default and refuses to
+// start when --codec or a rule names a codec other languages cannot read.
+func TestProxyPortable(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string // error, or the default codec
+	}{
+		{[]string{"--portable"}, "snappy:default"},
+		{[]string{"--portable", "--codec", "zstd:3", "--rule", "a:=lz4", "--rule", "b:=none"}, "zstd:3"},
+		{[]string{"--codec", "s2"}, "s2:default"},
+		{[]string{}, "s2:default"},
+		{[]string{"--portable", "--codec", "s2"}, "--codec with --portable: codec s2:default is Go-only"},
+		{[]string{"--portable", "--codec", "xz"}, "not in the portable profile"},
+		{[]string{"--portable", "--codec", "gzip:6", "--rule", "a:=lz4", "--rule", "b:=minlz"}, "--rule b: with --portable: codec minlz:fastest is Go-only"},
+	} {
+		fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
+		if err := parseFlags(fs, tt.args); err != nil {
+			t.Fatal(err)
+		}
+		enc, _, err := p.writePolicy(context.Background(), nil)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			got = enc.Algorithm().String()
+		}
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("%q: %s, want %q", tt.args, got, tt.want)
+		}
+	}
+	if p := proxySettings(t, map[string]string{"SQUEEZE_PORTABLE": "true"}, nil); !p.portable {
+		t.Error("SQUEEZE_PORTABLE=true did not set --portable")
+	}
+	var stderr bytes.Buffer
+	code := run(context.Background(), env{Stdout: io.Discard, Stderr: &stderr}, []string{"proxy", "--portable", "--rule", "s:=s2:better"})
+	if code != 2 || !strings.Contains(stderr.String(), "Go-only") || !strings.Contains(stderr.String(), "snappy stands in for s2") {
+		t.Errorf("proxy --portable with an s2 rule: exit %d, %s", code, stderr.String())
+	}
+}

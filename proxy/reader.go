@@ -1,0 +1,498 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/bufpool"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
+	"github.com/squeeze-kv/squeeze/resp"
+)
+
+// The reading side of a client: serve runs the connection; commands are
+// read in the client's goroutine (readLoop) or, while they need no
+// waiting, by an event loop (loopStep), and both hand what they read to
+// process, which parses each command and hands it to handle (handle.go).
+
+// serve is the client's goroutine: it starts the writer goroutine, reads
+// the client's commands (through the poller while it may) until the
+// client leaves or the connection must end, then waits for the writer to
+// write what is owed and closes the connection.
+func (c *client) serve() {
+	defer c.s.forget(c)
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		// Complete the handshake first, within a bound, so that a client
+		// that never finishes it does not hold a connection for good, and
+		// a refused one (no certificate, another CA) is told in the log.
+		ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			c.s.logger().Warn("client TLS handshake failed", "remote", tc.RemoteAddr().String(), "err", err)
+			tc.Close()
+			return
+		}
+	}
+	go func() { c.writeLoop(); close(c.life.writerDone) }()
+	if c.s.RequireAuth {
+		// A private connection without credentials before the first
+		// command: Redis itself decides what the client may do. On
+		// failure, the first command reports it.
+		_ = c.pin()
+		c.endPinOrder() // no command came with it
+	}
+	var end readEnd
+	for {
+		if c.loopable() {
+			if end = c.in.poller.run(c); end != endToGoroutine {
+				break
+			}
+		}
+		if end = c.readLoop(); end != endToLoop {
+			break
+		}
+	}
+	c.endPinOrder()
+	switch end {
+	case endGone:
+		// Nobody will read the replies: fail whatever the pinned
+		// connection still owes (a blocked BLPOP) so the writer can end.
+		c.closePinned()
+	case endStop:
+		// Close after the replies; but if the client goes away while a
+		// reply is still owed (a subscription's, a blocked command's),
+		// nobody will read it: then fail what the pinned connection owes,
+		// so the writer ends and nothing stays behind.
+		go func() {
+			buf := make([]byte, 512)
+			for {
+				if _, err := c.nc.Read(buf); err != nil {
+					select {
+					case <-c.life.writerDone:
+					default:
+						c.closePinned()
+					}
+					return
+				}
+			}
+		}()
+	}
+	c.q.mu.Lock()
+	c.q.closed = true
+	c.q.mu.Unlock()
+	c.wake()
+	<-c.life.writerDone
+	c.closePinned()
+	c.nc.Close()
+}
+
+// tlsHandshakeTimeout bounds a client's TLS handshake.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// readEnd says why a reader (the poller or the client's goroutine) stopped
+// reading a client.
+type readEnd int
+
+const (
+	endStay        readEnd = iota // poller: keep reading this client
+	endToGoroutine                // a command must wait: read in the goroutine
+	endToLoop                     // the goroutine is done waiting: back to the poller
+	endGone                       // the client closed or the socket failed
+	endDrained                    // Shutdown: stop after the commands read
+	endStop                       // QUIT or malformed input: close after the replies
+)
+
+// loopable reports whether the poller may read this client: it has one,
+// and the client's state needs no waiting (no private connection, no open
+// transaction, no pub/sub, replies on).
+func (c *client) loopable() bool {
+	return c.in.poller != nil && !c.in.noLoop && c.pinned.conn == nil && c.sess.inPlainFlow()
+}
+
+// maxLoopCommand is the largest command an event loop handles itself: a
+// larger one (a big value to compress) goes to the client's goroutine, so
+// that the loop's other clients do not wait for its compression.
+const maxLoopCommand = 256 << 10
+
+// loopSafe reports whether the poller may handle this command: one that
+// never waits for Redis or for room in the reply queue.
+func (c *client) loopSafe(info *cmdInfo, args [][]byte) bool {
+	if c.mustWait(info, args) {
+		return false
+	}
+	return c.hasRoom()
+}
+
+// mustWait reports whether a command waits for Redis before, or instead
+// of, going upstream with the others: it pins a private connection, or runs
+// a script after a round trip.
+func (c *client) mustWait(info *cmdInfo, args [][]byte) bool {
+	return info.flags&(rediscmd.Inspect|rediscmd.Hello) != 0 || needsPin(info, args) || c.exactListSearch(info, args) ||
+		(!c.s.RejectScripts && (info.flags&rediscmd.Script != 0 || isScriptAdmin(args)) && !c.s.scriptFast(info, args))
+}
+
+// readLoop reads, parses and forwards commands in the client's goroutine
+// until the client leaves, or until the poller can take over again.
+func (c *client) readLoop() readEnd {
+	var rerr error
+	for {
+		if !c.process(false) {
+			return c.stopped()
+		}
+		select {
+		case <-c.life.draining:
+			return endDrained
+		default:
+		}
+		if rerr != nil {
+			return endGone
+		}
+		if c.loopable() {
+			if len(c.in.rbuf) == 0 {
+				// Idle in the loop until the client sends more: the
+				// loop reads it into its own buffer.
+				c.dropReadBuf()
+				c.trimReader()
+			}
+			return endToLoop
+		}
+		if len(c.in.rbuf) == 0 && cap(c.in.rbuf) != readBufSize {
+			// The read may wait for hours (a subscriber): with a buffer
+			// of the usual size, not one grown for a large command.
+			c.dropReadBuf()
+			c.in.rbuf = getReadBuf()
+		}
+		if len(c.in.rbuf) == 0 {
+			c.trimReader()
+		}
+		c.growRead()
+		var n int
+		n, rerr = c.nc.Read(c.in.rbuf[len(c.in.rbuf):cap(c.in.rbuf)])
+		c.in.rbuf = c.in.rbuf[:len(c.in.rbuf)+n]
+	}
+}
+
+// stopped is why a reader stopped when process returned false: the
+// connection was aborted (endGone: nobody reads the replies, so what a
+// pinned connection still owes is failed), or QUIT or malformed input
+// (endStop: close after the replies).
+func (c *client) stopped() readEnd {
+	if c.life.aborted.Load() {
+		return endGone
+	}
+	return endStop
+}
+
+// loopStep is the poller's turn with a client whose socket is readable:
+// read once, handle the complete commands, send them upstream.
+func (c *client) loopStep() readEnd {
+	select {
+	case <-c.life.draining:
+		return endDrained
+	default:
+	}
+	// With nothing pending, read into the loop's buffer: an idle client
+	// then holds no read buffer (as Redis's clients share one query
+	// buffer), and the loop reads every such client into the same memory.
+	shared := len(c.in.rbuf) == 0
+	if shared {
+		putReadBuf(c.in.rbuf)
+		c.in.rbuf = c.in.poller.rbuf[:0]
+	} else {
+		c.growRead()
+	}
+	room := cap(c.in.rbuf) - len(c.in.rbuf)
+	n, err := c.readOnce(c.in.rbuf[len(c.in.rbuf):cap(c.in.rbuf)])
+	c.in.rbuf = c.in.rbuf[:len(c.in.rbuf)+n]
+	// The socket may hold more, which an edge-triggered poller hears of
+	// only if it asks again.
+	c.in.readFull = n == room && err == nil
+	ok := c.process(true)
+	switch {
+	case shared && len(c.in.rbuf) > 0:
+		// Part of a command, or commands for the client's goroutine:
+		// they move to a buffer of the client's own (nothing refers to
+		// the loop's buffer once process returns), sized at once for a
+		// large argument that is still arriving.
+		size := max(readBufSize, readGrowth(len(c.in.rbuf), resp.PendingBulkEnd(c.in.rbuf)))
+		c.in.rbuf = append(bufpool.Get(size), c.in.rbuf...)
+	case shared:
+		c.in.rbuf = nil
+		c.trimReader()
+	case len(c.in.rbuf) == 0:
+		c.dropReadBuf()
+		c.trimReader()
+	}
+	if !ok {
+		return c.stopped()
+	}
+	switch {
+	case err != nil:
+		return endGone
+	case !c.loopable() || c.in.handOff:
+		c.in.handOff = false
+		return endToGoroutine
+	}
+	return endStay
+}
+
+// readBufSize is the size of a read: of an event loop's buffer, and of a
+// client's own when it needs one.
+const readBufSize = 16 << 10
+
+// getReadBuf returns an empty read buffer of readBufSize, from the free
+// lists of buffers (internal/bufpool).
+func getReadBuf() []byte { return bufpool.Get(readBufSize) }
+
+// putReadBuf gives an empty read buffer back to the free lists.
+func putReadBuf(b []byte) { bufpool.Put(b) }
+
+// dropReadBuf gives back the client's empty read buffer.
+func (c *client) dropReadBuf() {
+	putReadBuf(c.in.rbuf)
+	c.in.rbuf = nil
+	clear(c.in.args[:cap(c.in.args)]) // slices of it: it must not stay reachable
+}
+
+// trimReader gives back the command reader's large working buffers: the
+// batch of requests (sent by now) and the scratch of compression.
+func (c *client) trimReader() {
+	if !c.in.reqRaw {
+		giveBackIdle(&c.in.req)
+	}
+	c.in.rw.scratch = c.in.rw.scratch[:0]
+	giveBackIdle(&c.in.rw.scratch)
+}
+
+// growRead makes room in rbuf for the next read: see readGrowth.
+func (c *client) growRead() {
+	if len(c.in.rbuf) < cap(c.in.rbuf) {
+		return
+	}
+	nb := bufpool.Get(readGrowth(len(c.in.rbuf), resp.PendingBulkEnd(c.in.rbuf)))[:len(c.in.rbuf)]
+	copy(nb, c.in.rbuf)
+	bufpool.Put(c.in.rbuf) // between two runs of process: no argument points into it
+	c.in.rbuf = nb
+}
+
+// readGrowth returns the capacity a full read buffer of n bytes grows to
+// when the command or reply in it ends at need (0: unknown). It doubles, or
+// jumps toward a large bulk argument or reply (as redis-server sizes its
+// query buffer for big arguments), so that a 10 MB value is copied two or
+// three times rather than at each of ten doublings. A jump goes no further
+// than 4n + 1 MiB: a client that sends the header of a huge value and
+// stalls makes the proxy hold little more than what it sent.
+func readGrowth(n, need int) int {
+	newCap := max(2*n, 4<<10) // never 0: an empty buffer must still grow
+	if need > newCap {
+		newCap = min(need, 4*n+1<<20) // more than 2n either way
+	}
+	return newCap
+}
+
+// process handles the complete commands in rbuf and sends them upstream,
+// keeping an incomplete tail. In the poller (inLoop), it stops before a
+// command that may wait and sets handOff. It returns false when the
+// connection must end (QUIT, malformed input). Command reader only: the
+// client's goroutine, or the poller during loopStep.
+func (c *client) process(inLoop bool) bool {
+	c.in.looping = inLoop
+	c.in.roomCredit = 0 // counted afresh for each read (hasRoom)
+	defer func() { c.in.looping = false }()
+	maxBulk := c.s.maxBulk()
+	off := 0
+	if !inLoop {
+		// A barrier raised for a command this call handled ends with it;
+		// one an event loop raised lasts until the goroutine sends it.
+		defer c.endPinOrder()
+	}
+	if c.s.metrics != nil {
+		// One clock reading for the whole batch: the commands of one read
+		// arrived together, and a reading per command was about 8% of the
+		// proxy's CPU at -P 16.
+		c.in.readAt = time.Now()
+	}
+	defer func() { c.keepTail(off) }()
+	for off < len(c.in.rbuf) {
+		if c.life.aborted.Load() {
+			// Nobody will read the replies: like Redis, which drops the
+			// query buffer of a client it frees, run no more of them (a
+			// pipeline of thousands read in one go would keep Redis busy
+			// and Close waiting). What was batched still goes upstream,
+			// so that the calls queued for the writer end.
+			c.flush()
+			return false
+		}
+		var next cmdStep
+		off, next = c.processNext(inLoop, off, maxBulk)
+		if next == cmdRest {
+			break
+		}
+		if next == cmdEnd {
+			return false
+		}
+	}
+	c.flush()
+	return true
+}
+
+// cmdStep is what process does after a command (processNext).
+type cmdStep uint8
+
+const (
+	cmdNext cmdStep = iota // on to the next command
+	cmdRest                // stop: the rest waits for more input, or for the client's goroutine
+	cmdEnd                 // the connection must end
+)
+
+// processNext handles the command at off in rbuf, if it is whole, and
+// returns the offset after what it handled and what process does next.
+// Command reader only, from process.
+func (c *client) processNext(inLoop bool, off int, maxBulk int64) (int, cmdStep) {
+	args, m, perr := c.readCommand(c.in.rbuf[off:], maxBulk)
+	if errors.Is(perr, resp.ErrIncomplete) {
+		return c.incomplete(inLoop, off)
+	}
+	if perr != nil {
+		// Redis answers malformed input with an error and closes.
+		c.refuseInput(perr)
+		c.flush()
+		return off, cmdEnd
+	}
+	if len(args) == 0 {
+		return off + m, cmdNext
+	}
+	// SET and DELEX that compare the value run as inspect commands.
+	info := c.s.served(conditional(c.lookupCommand(args[0]), args))
+	if inLoop && c.mustHandOff(info, args, m) {
+		return off, cmdRest
+	}
+	off += m
+	return off, c.runCommand(info, args, c.in.rbuf[off-m:off:off])
+}
+
+// readCommand parses the command at the start of b, with the bulk length
+// limit of the client's state: maxBulk, or Redis's own for a client that
+// has not authenticated yet (RequireAuth). Command reader only.
+func (c *client) readCommand(b []byte, maxBulk int64) (args [][]byte, n int, err error) {
+	limit := maxBulk
+	if c.s.RequireAuth && !c.sess.authed {
+		limit = unauthMaxBulk
+	}
+	args, n, err = resp.ReadCommand(c.in.args, b, limit)
+	c.in.args = args[:0]
+	if limit == unauthMaxBulk {
+		err = unauthLimit(b, err, maxBulk)
+	}
+	return args, n, err
+}
+
+// incomplete is process's step at an incomplete command at off. A large
+// value to store as it is passes on as it arrives (stream.go), from the
+// client's goroutine: the poller hands the client over for it. Anything
+// else waits for more input. Command reader only, from process.
+func (c *client) incomplete(inLoop bool, off int) (int, cmdStep) {
+	if _, _, _, _, ok := c.streamable(c.in.rbuf[off:]); !ok {
+		return off, cmdRest
+	}
+	if inLoop {
+		c.in.handOff = true
+		return off, cmdRest
+	}
+	c.consumeInput(off)
+	key, count, at, size, _ := c.streamable(c.in.rbuf)
+	streamed, alive := c.streamSet(key, count, at, size)
+	switch {
+	case !alive:
+		return 0, cmdEnd
+	case streamed:
+		return 0, cmdNext
+	}
+	return 0, cmdRest
+}
+
+// refuseInput queues the error Redis answers malformed input with; the
+// connection closes after it. Command reader only.
+func (c *client) refuseInput(err error) {
+	cl := c.localCall("", resp.AppendError(nil, "ERR "+err.Error()))
+	cl.close = true
+	c.enqueue(cl)
+}
+
+// mustHandOff reports whether the poller must leave a command of size
+// bytes to the client's goroutine: the client's state needs waiting, the
+// command is larger than maxLoopCommand, or it may wait for Redis or for
+// room in the reply queue (loopSafe). If so it sets handOff and, for a
+// command that waits, raises the order barrier it is sent behind. The
+// poller only, from process.
+func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int) bool {
+	if c.loopable() && size <= maxLoopCommand && c.loopSafe(info, args) {
+		return false
+	}
+	c.in.handOff = true
+	if c.pinned.held == nil && c.loopable() && (size > maxLoopCommand || c.mustWait(info, args)) {
+		// The command came now: other clients' commands read
+		// after it must reach Redis after it, although the client's
+		// goroutine sends it later (proxy/order.go). What the
+		// client sent before it goes first.
+		c.flush()
+		c.pinned.held = c.s.pool.raiseOrder()
+	}
+	return true
+}
+
+// runCommand hands one whole command to handle, with raw, the command as
+// the client sent it, and sends the batch at once where the command
+// raised an order barrier or ended the connection, so the barrier ends.
+// Command reader only, from process.
+func (c *client) runCommand(info *cmdInfo, args [][]byte, raw []byte) cmdStep {
+	c.in.rawCmd = raw
+	ok := c.handle(info, args)
+	c.in.rawCmd = nil
+	if !ok {
+		c.flush()
+		c.endPinOrder()
+		return cmdEnd
+	}
+	if c.pinned.held != nil {
+		c.flush()
+		c.endPinOrder()
+	}
+	return cmdNext
+}
+
+// keepTail keeps the unparsed tail of rbuf, from off, at its start, and
+// moves it out of a buffer a huge command grew past 1 MiB into one of the
+// usual size. Command reader only, at the end of process: every command
+// before off is handled, and its calls hold copies.
+func (c *client) keepTail(off int) {
+	c.consumeInput(off)
+	if cap(c.in.rbuf) > 1<<20 && len(c.in.rbuf) < 16<<10 {
+		old := c.in.rbuf
+		c.in.rbuf = append(getReadBuf(), c.in.rbuf...)
+		bufpool.Put(old) // every command in it is handled: its calls hold copies
+	}
+}
+
+// consumeInput removes the first n bytes of rbuf, moving the rest to its
+// start. Command reader only.
+func (c *client) consumeInput(n int) {
+	c.in.rbuf = c.in.rbuf[:copy(c.in.rbuf, c.in.rbuf[n:])]
+}
+
+// lookupCommand returns the command table's entry for name: the last
+// command's again when the name is spelt the same, without hashing it.
+func (c *client) lookupCommand(name []byte) *cmdInfo {
+	if c.in.lastInfo != nil && bytes.Equal(name, c.in.lastName) {
+		return c.in.lastInfo
+	}
+	info := lookup(name)
+	if len(name) <= 24 { // as long as lookup looks up
+		c.in.lastName = append(c.in.lastName[:0], name...)
+		c.in.lastInfo = info
+	}
+	return info
+}
