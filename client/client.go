@@ -22,8 +22,12 @@
 // HGETDEL), list elements (LPUSH, RPUSH, LPUSHX, RPUSHX, LSET and LRANGE,
 // LINDEX, LPOP, RPOP, BLPOP, BRPOP, LMOVE, LMPOP...) and
 // stream field values (XADD and XRANGE, XREVRANGE, XREAD, XREADGROUP, XCLAIM,
-// XAUTOCLAIM). Keys, hash field names, set and sorted-set members and stream
-// field names are never compressed.
+// XAUTOCLAIM, XINFO STREAM). Keys, hash field names, set and sorted-set
+// members and stream field names are never compressed. A value is
+// compressed as exactly the bytes go-redis would send for it, and decoded
+// in every go-redis reply type that carries it (GetToBuffer into the
+// caller's buffer); a reply type the hook cannot rewrite fails with
+// ErrUndecoded rather than hand over a frame (classify.go).
 //
 // Values written raw by clients without squeeze are read back as they are
 // (the codec's read policy), so existing data keeps working.
