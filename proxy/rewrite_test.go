@@ -399,3 +399,63 @@ func BenchmarkWalk(b *testing.B) {
 		}
 	}
 }
+
+// TestRewrite_Inspected: the reply of an inspect script queued in MULTI
+// becomes what the client is owed: the marker of a command that could not
+// run there its error, an exact BITFIELD's reply Redis's for the client's
+// protocol, LCS IDX's array a map for a RESP3 client, anything else as it
+// came.
+func TestRewrite_Inspected(t *testing.T) {
+	r := &rewriter{s: newTestServer(t)}
+	bulk := func(s string) string { return string(resp.AppendBulk(nil, []byte(s))) }
+	lcs := "*4\r\n$7\r\nmatches\r\n*0\r\n$3\r\nlen\r\n:0\r\n"
+	bitfield := "*3\r\n" + bulk(string(bitfieldMagic)) + "*3\r\n:0\r\n:0\r\n" + bulk("u8") + "$-1\r\n"
+	for _, tc := range []struct {
+		reply string
+		sh    shape
+		want  string
+	}{
+		{"*2\r\n" + bulk(codec.Magic) + ":1\r\n", shapeInspect, "-ERR squeeze: a command queued in MULTI must look inside a compressed value, which only works outside MULTI/EXEC; the other queued commands ran\r\n"},
+		{bitfield, shapeInspect, "*2\r\n:0\r\n$-1\r\n"},
+		{bitfield, shapeInspect3, "*2\r\n:0\r\n_\r\n"},
+		{lcs, shapeInspect, lcs},
+		{lcs, shapeInspect3, "%2" + lcs[2:]},
+		{":5\r\n", shapeInspect3, ":5\r\n"},
+	} {
+		v, _, err := resp.ReadValue([]byte(tc.reply))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.inspected([]byte("x"), v, tc.sh); string(got) != "x"+tc.want {
+			t.Errorf("inspected(%q, %d) = %q, want %q", tc.reply, tc.sh, got, "x"+tc.want)
+		}
+	}
+}
+
+// TestRewrite_Sniff: in the reply of a command the proxy does not know, a
+// frame that decodes is a value; one that does not (cut, corrupt) and a
+// string that only begins with the magic stay as they came.
+func TestRewrite_Sniff(t *testing.T) {
+	s := newTestServer(t)
+	value := []byte(compressible(300, 1))
+	frame := s.Encoder.AppendEncode(nil, value)
+	r := &rewriter{s: s}
+	for _, tc := range []struct {
+		in   []byte
+		want []byte
+	}{
+		{frame, value},
+		{frame[:len(frame)-1], frame[:len(frame)-1]},
+		{frame[:len(codec.Magic)+1], frame[:len(codec.Magic)+1]},
+		{[]byte("plain"), []byte("plain")},
+	} {
+		v, _, _ := resp.ReadValue(resp.AppendBulk(nil, tc.in))
+		if got := r.sniff([]byte("x"), v, nil); string(got) != "x"+string(resp.AppendBulk(nil, tc.want)) {
+			t.Errorf("sniff(%.40q) = %.80q", tc.in, got)
+		}
+	}
+	v, _, _ := resp.ReadValue([]byte(":7\r\n"))
+	if got := r.sniff(nil, v, nil); string(got) != ":7\r\n" {
+		t.Errorf("sniff(:7) = %q", got)
+	}
+}
