@@ -379,7 +379,11 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 		if agg {
 			return r.each(dst, v, shapeAny, c)
 		}
-		return r.anyFrame(dst, v, c)
+		// Every frame is a value here, and must decode. (Inline: this runs
+		// for every element of a script's reply.)
+		if v.Type == resp.BulkString && v.N >= 0 && codec.IsFramed(v.Str) {
+			return r.decode(dst, v.Str, c, 0)
+		}
 	case shapeInspect, shapeInspect3:
 		return r.inspected(dst, v, sh), nil
 	case shapeClusterSlots, shapeClusterShards, shapeClusterNodes:
@@ -494,16 +498,6 @@ func (r *rewriter) sniff(dst []byte, v resp.Value, c *call) []byte {
 		}
 	}
 	return append(dst, v.Raw...)
-}
-
-// anyFrame appends v, a value that is not an aggregate in a reply whose
-// every frame is a value (scripts, SORT): decoded if it is a frame, which
-// must then decode, else as it came. walk's shapeAny.
-func (r *rewriter) anyFrame(dst []byte, v resp.Value, c *call) ([]byte, error) {
-	if v.Type == resp.BulkString && v.N >= 0 && codec.IsFramed(v.Str) {
-		return r.decode(dst, v.Str, c, 0)
-	}
-	return append(dst, v.Raw...), nil
 }
 
 // inspected appends v, the reply of an inspect script queued in MULTI
