@@ -746,10 +746,16 @@ func (c *upConn) readLoop() {
 	defer c.failTaken()
 	defer c.closePipe()
 	for {
-		v, err := in.next()
+		// Parsed here rather than in a method of in: the reply is nine
+		// words, and the reader goes through hundreds in a read.
+		v, _, err := resp.ReadValue(in.pending())
+		if err == nil && v.Type == resp.Attribute {
+			err = joinAttribute(&v, in.pending())
+		}
 		switch {
 		case err == nil:
-			err = c.takeReply(v, &in, &batch)
+			in.start += len(v.Raw)
+			err = c.takeReply(&v, &in, &batch)
 		case errors.Is(err, resp.ErrIncomplete):
 			err = c.readMore(&in, &batch)
 		default:
@@ -806,8 +812,8 @@ func (c *upConn) readMore(in *replyBuf, batch *replyBatch) error {
 // gets it, is counted (countReply) and completes (complete: on a shared
 // connection into batch). A non-nil error is the connection's failure: a
 // reply nobody asked for, or a failover. Reader only.
-func (c *upConn) takeReply(v resp.Value, in *replyBuf, batch *replyBatch) error {
-	if c.pushed(v) {
+func (c *upConn) takeReply(v *resp.Value, in *replyBuf, batch *replyBatch) error {
+	if c.onPush != nil && c.pushed(v) {
 		return nil
 	}
 	cl := c.nextCall()
@@ -835,7 +841,7 @@ func (c *upConn) takeReply(v resp.Value, in *replyBuf, batch *replyBatch) error 
 	if cl.kind == shapeRelay {
 		c.monitor = cl.cmd == "MONITOR"
 		c.relay.Store(true)
-		c.trackRelay(v)
+		c.trackRelay(*v)
 	}
 	if !shared {
 		c.completed++
@@ -852,16 +858,16 @@ func (c *upConn) takeReply(v resp.Value, in *replyBuf, batch *replyBatch) error 
 	return nil
 }
 
-// pushed hands v to onPush and reports true when v answers no call: on a
-// private connection, a RESP3 push message, or in relay mode anything but
-// the reply of a call still pending (answersPending), relay counts
-// followed. Reader only (takeReply).
-func (c *upConn) pushed(v resp.Value) bool {
-	if c.onPush == nil || !(v.Type == resp.Push || c.relayMode() && !c.answersPending(v)) {
+// pushed hands v to onPush and reports true when v answers no call: a
+// RESP3 push message, or in relay mode anything but the reply of a call
+// still pending (answersPending), relay counts followed. Reader only
+// (takeReply), on a private connection (onPush set).
+func (c *upConn) pushed(v *resp.Value) bool {
+	if !(v.Type == resp.Push || c.relayMode() && !c.answersPending(*v)) {
 		return false
 	}
 	if c.relayMode() {
-		c.trackRelay(v)
+		c.trackRelay(*v)
 	}
 	c.onPush(v.Raw, c.pushSeq())
 	return true
@@ -941,41 +947,27 @@ type replyBuf struct {
 	start int
 }
 
-// next returns the whole reply that begins what is pending (readReply)
-// and moves past it. Its error is resp.ErrIncomplete when more must be
-// read first; then, as on any error, nothing is taken.
-func (in *replyBuf) next() (resp.Value, error) {
-	v, err := readReply(in.buf[in.start:])
+// joinAttribute reads the value after v, an attribute that begins b, and
+// makes v that value with a Raw that spans both: an attribute travels with
+// the value after it. On an error v is left as it was. Reader only
+// (readLoop).
+func joinAttribute(v *resp.Value, b []byte) error {
+	v2, _, err := resp.ReadValue(b[len(v.Raw):])
 	if err == nil {
-		in.start += len(v.Raw)
+		v.Raw = b[:len(v.Raw)+len(v2.Raw)]
+		v.Type = v2.Type
 	}
-	return v, err
-}
-
-// readReply reads the reply that begins b: one value, or an attribute and
-// the value it travels with, returned as that value with a Raw that spans
-// both.
-func readReply(b []byte) (resp.Value, error) {
-	v, _, err := resp.ReadValue(b)
-	if err == nil && v.Type == resp.Attribute {
-		var v2 resp.Value
-		v2, _, err = resp.ReadValue(b[len(v.Raw):])
-		if err == nil {
-			v.Raw = b[:len(v.Raw)+len(v2.Raw)]
-			v.Type = v2.Type
-		}
-	}
-	return v, err
+	return err
 }
 
 // pending returns what was read and not taken: the beginning of a reply
 // that is not whole yet.
 func (in *replyBuf) pending() []byte { return in.buf[in.start:] }
 
-// claim returns the n bytes next just took, the reply of a call whose
-// reply buffer is dst: copied into dst, or, for a large reply
-// (handOverReply), the read buffer they lie in instead of a copy; the
-// buffer then goes on anew with whatever followed the reply.
+// claim returns the n bytes before start, the reply readLoop just took,
+// for a call whose reply buffer is dst: copied into dst, or, for a large
+// reply (handOverReply), the read buffer they lie in instead of a copy;
+// the buffer then goes on anew with whatever followed the reply.
 func (in *replyBuf) claim(dst []byte, n int) []byte {
 	if n < handOverReply {
 		return append(dst[:0], in.buf[in.start-n:in.start]...)

@@ -11,56 +11,62 @@ import (
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
-// TestReadReply: the upstream reader takes a value, or an attribute with
-// the value it travels with as that value, and waits for more when either
-// is cut.
-func TestReadReply(t *testing.T) {
+// TestJoinAttribute: an attribute is read with the value it travels with,
+// as that value; when the value is cut, the reader waits for more.
+func TestJoinAttribute(t *testing.T) {
 	for _, tc := range []struct {
 		in, raw string
 		typ     resp.Type
 		err     error
 	}{
-		{in: "+OK\r\n:1\r\n", raw: "+OK\r\n", typ: resp.SimpleString},
 		{in: "|1\r\n+ttl\r\n:3\r\n$1\r\nv\r\n+OK\r\n", raw: "|1\r\n+ttl\r\n:3\r\n$1\r\nv\r\n", typ: resp.BulkString},
+		{in: "|1\r\n+ttl\r\n:3\r\n*1\r\n:1\r\n", raw: "|1\r\n+ttl\r\n:3\r\n*1\r\n:1\r\n", typ: resp.Array},
 		{in: "|1\r\n+ttl\r\n:3\r\n$1\r\n", err: resp.ErrIncomplete},
-		{in: "|1\r\n+ttl", err: resp.ErrIncomplete},
-		{in: "$5\r\nab", err: resp.ErrIncomplete},
-		{in: "", err: resp.ErrIncomplete},
+		{in: "|1\r\n+ttl\r\n:3\r\n", err: resp.ErrIncomplete},
 	} {
-		v, err := readReply([]byte(tc.in))
+		b := []byte(tc.in)
+		v, _, err := resp.ReadValue(b)
+		if err != nil || v.Type != resp.Attribute {
+			t.Fatalf("%q: not an attribute: %v", tc.in, err)
+		}
+		attr := string(v.Raw)
+		err = joinAttribute(&v, b)
 		if tc.err != nil {
-			if !errors.Is(err, tc.err) {
-				t.Errorf("readReply(%q): error %v, want %v", tc.in, err, tc.err)
+			if !errors.Is(err, tc.err) || string(v.Raw) != attr || v.Type != resp.Attribute {
+				t.Errorf("joinAttribute of %q: error %v, v %q; want %v, v unchanged", tc.in, err, v.Raw, tc.err)
 			}
 			continue
 		}
 		if err != nil || string(v.Raw) != tc.raw || v.Type != tc.typ {
-			t.Errorf("readReply(%q) = %q of type %q, %v; want %q of type %q", tc.in, v.Raw, v.Type, err, tc.raw, tc.typ)
+			t.Errorf("joinAttribute of %q = %q of type %q, %v; want %q of type %q", tc.in, v.Raw, v.Type, err, tc.raw, tc.typ)
 		}
-	}
-	if _, err := readReply([]byte("?bad\r\n")); err == nil || errors.Is(err, resp.ErrIncomplete) {
-		t.Errorf("readReply of a bad reply: error %v", err)
 	}
 }
 
-// TestReplyBuf_NextClaim: the reader takes whole replies one by one, each
+// take takes the reply that begins what in holds, as readLoop does.
+func (in *replyBuf) take(t *testing.T) (resp.Value, error) {
+	t.Helper()
+	v, _, err := resp.ReadValue(in.pending())
+	if err == nil {
+		in.start += len(v.Raw)
+	}
+	return v, err
+}
+
+// TestReplyBuf_Claim: the reader takes whole replies one by one, each
 // copied into its call's buffer, and leaves a cut one pending.
-func TestReplyBuf_NextClaim(t *testing.T) {
+func TestReplyBuf_Claim(t *testing.T) {
 	in := replyBuf{buf: append(make([]byte, 0, upReadSize), "+OK\r\n$3\r\nabc\r\n$10\r\nab"...)}
 	var dst []byte
 	for _, want := range []string{"+OK\r\n", "$3\r\nabc\r\n"} {
-		v, err := in.next()
+		v, err := in.take(t)
 		if err != nil || string(v.Raw) != want {
-			t.Fatalf("next = %q, %v; want %q", v.Raw, err, want)
+			t.Fatalf("take = %q, %v; want %q", v.Raw, err, want)
 		}
 		dst = in.claim(dst, len(v.Raw))
 		if string(dst) != want || &dst[0] == &in.buf[in.start-len(want)] {
 			t.Fatalf("claim = %q, want a copy of %q", dst, want)
 		}
-	}
-	start := in.start
-	if _, err := in.next(); !errors.Is(err, resp.ErrIncomplete) || in.start != start {
-		t.Fatalf("next of a cut reply: %v, start %d, want %d", err, in.start, start)
 	}
 	if string(in.pending()) != "$10\r\nab" {
 		t.Fatalf("pending = %q", in.pending())
@@ -74,9 +80,9 @@ func TestReplyBuf_ClaimHandsOver(t *testing.T) {
 	big := resp.AppendBulk(nil, bytes.Repeat([]byte("x"), handOverReply))
 	buf := append(append(make([]byte, 0, 2*len(big)), big...), "+OK\r\n$2"...)
 	in := replyBuf{buf: buf}
-	v, err := in.next()
+	v, err := in.take(t)
 	if err != nil || len(v.Raw) != len(big) {
-		t.Fatalf("next: %d bytes, %v", len(v.Raw), err)
+		t.Fatalf("take: %d bytes, %v", len(v.Raw), err)
 	}
 	reply := in.claim(make([]byte, 0, 16), len(v.Raw))
 	if &reply[0] != &buf[0] || len(reply) != len(big) || cap(reply) != cap(buf) {
@@ -164,19 +170,14 @@ func TestUpConn_NextCall(t *testing.T) {
 
 // TestUpConn_Pushed: on a private connection, push messages and relayed
 // traffic go to onPush, after the calls completed, and relay mode follows
-// the subscription counts; replies to calls, and everything on a shared
-// connection, do not.
+// the subscription counts; replies to calls do not.
 func TestUpConn_Pushed(t *testing.T) {
-	value := func(s string) resp.Value {
+	value := func(s string) *resp.Value {
 		v, _, err := resp.ReadValue([]byte(s))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return v
-	}
-	var shared upConn
-	if shared.pushed(value(">2\r\n$7\r\nmessage\r\n$1\r\nx\r\n")) {
-		t.Fatal("a shared connection took a push message")
+		return &v
 	}
 	var got []string
 	var seqs []uint64
