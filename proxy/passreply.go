@@ -233,12 +233,9 @@ func (c *upConn) failTaken() {
 	}
 	private := c.onPush != nil
 	for {
-		cl := c.taken
-		c.taken = nil
+		cl := c.nextCall()
 		if cl == nil {
-			if cl = c.takeCall(); cl == nil {
-				break
-			}
+			break
 		}
 		cl.err, cl.connLost = err, private
 		cl.finish()

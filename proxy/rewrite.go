@@ -332,55 +332,27 @@ func (r *rewriter) each(dst []byte, v resp.Value, sh shape, c *call) ([]byte, er
 	}
 }
 
-// walk appends v rewritten according to shape sh.
+// walk appends v rewritten according to shape sh: it dispatches on sh to
+// the helper that knows where that shape's values sit, and those call walk
+// again for the elements they hold. What a shape does not reach into (a
+// nil, an error, an empty aggregate, a lone attribute, every value of
+// shapeNone) goes out as it came. appendReply calls it for a whole reply,
+// and the helpers for its parts.
 func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape) ([]byte, error) {
 	if v.Type == resp.Attribute { // metadata about the next value: keep as is
 		return append(dst, v.Raw...), nil
 	}
 	agg := v.Type.IsAggregate() && v.N > 0
-	var err error
 	switch sh {
-	case shapeNone, shapeRelay:
-		return append(dst, v.Raw...), nil
 	case shapeValue:
 		return r.value(dst, v, c, 0)
 	case shapeValues:
-		if !agg {
-			return append(dst, v.Raw...), nil
-		}
-		dst = append(dst, v.Header()...)
-		it := v.Elements()
-		for i := 0; ; i++ {
-			e, ok := it.Next()
-			if !ok {
-				return dst, nil
-			}
-			if dst, err = r.value(dst, e, c, i); err != nil {
-				return dst, err
-			}
+		if agg {
+			return r.values(dst, v, c)
 		}
 	case shapePairs:
-		if !agg {
-			return append(dst, v.Raw...), nil
-		}
-		dst = append(dst, v.Header()...)
-		it := v.Elements()
-		for i := 0; ; i++ {
-			e, ok := it.Next()
-			if !ok {
-				return dst, nil
-			}
-			switch {
-			case e.Type.IsAggregate(): // RESP3 HRANDFIELD: [[field, value], ...]
-				dst, err = r.positional(dst, e, c, shapeNone, shapeValue)
-			case i%2 == 1:
-				dst, err = r.value(dst, e, c, 0)
-			default:
-				dst = append(dst, e.Raw...)
-			}
-			if err != nil {
-				return dst, err
-			}
+		if agg {
+			return r.pairs(dst, v, c)
 		}
 	case shapeKeyValue:
 		return r.positional(dst, v, c, shapeNone, shapeValue)
@@ -389,113 +361,192 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 	case shapeScanPairs:
 		return r.positional(dst, v, c, shapeNone, shapePairs)
 	case shapeEntries:
-		if !agg {
-			return append(dst, v.Raw...), nil
-		}
-		// Each entry is [id, [field, value, ...]] (or nil, or an id for JUSTID).
-		dst = append(dst, v.Header()...)
-		it := v.Elements()
-		for {
-			e, ok := it.Next()
-			if !ok {
-				return dst, nil
-			}
-			if dst, err = r.positional(dst, e, c, shapeNone, shapePairs); err != nil {
-				return dst, err
-			}
+		if agg {
+			return r.entries(dst, v, c)
 		}
 	case shapeStreams:
-		if !agg {
-			return append(dst, v.Raw...), nil
+		if agg {
+			return r.streams(dst, v, c)
 		}
-		if v.Type == resp.Map { // RESP3: {stream: entries}
-			dst = append(dst, v.Header()...)
-			it := v.Elements()
-			for i := 0; ; i++ {
-				e, ok := it.Next()
-				if !ok {
-					return dst, nil
-				}
-				if i%2 == 0 {
-					dst = append(dst, e.Raw...)
-				} else if dst, err = r.walk(dst, e, shapeEntries, c, nil); err != nil {
-					return dst, err
-				}
-			}
-		}
-		return r.each(dst, v, shapeStreamPair, c)
-	case shapeStreamPair:
-		return r.positional(dst, v, c, shapeNone, shapeEntries)
-	case shapeAutoClaim:
+	case shapeStreamPair, shapeAutoClaim:
 		return r.positional(dst, v, c, shapeNone, shapeEntries)
 	case shapeSniff:
-		// Decode what is a frame; a bulk string that only begins like one
-		// (a binary key or member) stays as it is.
 		if agg {
 			return r.each(dst, v, shapeSniff, c)
 		}
-		// A frame that does not decode (SLOWLOG GET cuts arguments to 128
-		// bytes) is not taken for a value either.
-		if v.Type == resp.BulkString && v.N >= 0 && codec.IsFramed(v.Str) {
-			if _, err := codec.ParseHeader(v.Str); err == nil {
-				mark := len(dst)
-				if out, err := r.decodeValue(dst, v.Str, c, 0); err == nil {
-					return out, nil
-				}
-				dst = dst[:mark]
-			}
-		}
-		return append(dst, v.Raw...), nil
+		return r.sniff(dst, v, c), nil
 	case shapeAny:
 		if agg {
 			return r.each(dst, v, shapeAny, c)
 		}
+		// Every frame is a value here, and must decode. (Inline: this runs
+		// for every element of a script's reply.)
 		if v.Type == resp.BulkString && v.N >= 0 && codec.IsFramed(v.Str) {
 			return r.decode(dst, v.Str, c, 0)
 		}
-		return append(dst, v.Raw...), nil
 	case shapeInspect, shapeInspect3:
-		if isMarker(v) {
-			return resp.AppendError(dst, "ERR squeeze: a command queued in MULTI must look inside a compressed value, which only works outside MULTI/EXEC; the other queued commands ran"), nil
-		}
-		if isBitfieldMarker(v) {
-			proto := 2
-			if sh == shapeInspect3 {
-				proto = 3
-			}
-			return append(dst, exactBitfieldReply(v.Raw, proto)...), nil
-		}
-		if sh == shapeInspect3 {
-			mark := len(dst)
-			dst = append(dst, v.Raw...)
-			fixResp3(dst[mark:], 3)
-			return dst, nil
-		}
-		return append(dst, v.Raw...), nil
+		return r.inspected(dst, v, sh), nil
 	case shapeClusterSlots, shapeClusterShards, shapeClusterNodes:
 		return r.clusterReply(dst, v, sh), nil
 	case shapeExec:
-		if !agg || len(tx) != v.N {
-			return append(dst, v.Raw...), nil
-		}
-		dst = append(dst, v.Header()...)
-		it := v.Elements()
-		for i := 0; ; i++ {
-			e, ok := it.Next()
-			if !ok {
-				return dst, nil
-			}
-			if c != nil && i < len(c.txNames) {
-				r.elemCmd = c.txNames[i]
-			}
-			dst, err = r.walk(dst, e, tx[i], nil, nil)
-			r.elemCmd = ""
-			if err != nil {
-				return dst, err
-			}
+		if agg && len(tx) == v.N {
+			return r.exec(dst, v, c, tx)
 		}
 	}
 	return append(dst, v.Raw...), nil
+}
+
+// values appends v, a non-empty aggregate of values (MGET, HVALS,
+// LRANGE), with each element decoded where it is a frame. walk's
+// shapeValues.
+func (r *rewriter) values(dst []byte, v resp.Value, c *call) ([]byte, error) {
+	dst = append(dst, v.Header()...)
+	it := v.Elements()
+	var err error
+	for i := 0; ; i++ {
+		e, ok := it.Next()
+		if !ok {
+			return dst, nil
+		}
+		if dst, err = r.value(dst, e, c, i); err != nil {
+			return dst, err
+		}
+	}
+}
+
+// pairs appends v, a non-empty aggregate of fields and values (HGETALL:
+// flat, a RESP3 map, or RESP3 HRANDFIELD's array of [field, value]), with
+// the values decoded and the fields as they came. walk's shapePairs.
+func (r *rewriter) pairs(dst []byte, v resp.Value, c *call) ([]byte, error) {
+	dst = append(dst, v.Header()...)
+	it := v.Elements()
+	var err error
+	for i := 0; ; i++ {
+		e, ok := it.Next()
+		if !ok {
+			return dst, nil
+		}
+		switch {
+		case e.Type.IsAggregate(): // RESP3 HRANDFIELD: [[field, value], ...]
+			dst, err = r.positional(dst, e, c, shapeNone, shapeValue)
+		case i%2 == 1:
+			dst, err = r.value(dst, e, c, 0)
+		default:
+			dst = append(dst, e.Raw...)
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
+
+// entries appends v, a non-empty aggregate of stream entries (XRANGE),
+// with the values of each entry's fields decoded. walk's shapeEntries.
+func (r *rewriter) entries(dst []byte, v resp.Value, c *call) ([]byte, error) {
+	// Each entry is [id, [field, value, ...]] (or nil, or an id for JUSTID).
+	dst = append(dst, v.Header()...)
+	it := v.Elements()
+	var err error
+	for {
+		e, ok := it.Next()
+		if !ok {
+			return dst, nil
+		}
+		if dst, err = r.positional(dst, e, c, shapeNone, shapePairs); err != nil {
+			return dst, err
+		}
+	}
+}
+
+// streams appends v, XREAD's non-empty reply: a RESP3 map of stream names
+// to entries, or an array of [stream, entries], with the entries' values
+// decoded. walk's shapeStreams.
+func (r *rewriter) streams(dst []byte, v resp.Value, c *call) ([]byte, error) {
+	if v.Type != resp.Map {
+		return r.each(dst, v, shapeStreamPair, c)
+	}
+	dst = append(dst, v.Header()...) // RESP3: {stream: entries}
+	it := v.Elements()
+	var err error
+	for i := 0; ; i++ {
+		e, ok := it.Next()
+		if !ok {
+			return dst, nil
+		}
+		if i%2 == 0 {
+			dst = append(dst, e.Raw...)
+		} else if dst, err = r.walk(dst, e, shapeEntries, c, nil); err != nil {
+			return dst, err
+		}
+	}
+}
+
+// sniff appends v, a value that is not an aggregate in the reply of a
+// command the proxy does not know: decoded if it is a frame that decodes,
+// else as it came, for a bulk string that only begins like a frame (a
+// binary key or member) is not a value. walk's shapeSniff.
+func (r *rewriter) sniff(dst []byte, v resp.Value, c *call) []byte {
+	// A frame that does not decode (SLOWLOG GET cuts arguments to 128
+	// bytes) is not taken for a value either.
+	if v.Type == resp.BulkString && v.N >= 0 && codec.IsFramed(v.Str) {
+		if _, err := codec.ParseHeader(v.Str); err == nil {
+			mark := len(dst)
+			if out, err := r.decodeValue(dst, v.Str, c, 0); err == nil {
+				return out
+			}
+			dst = dst[:mark]
+		}
+	}
+	return append(dst, v.Raw...)
+}
+
+// inspected appends v, the reply of an inspect script queued in MULTI
+// (shapeInspect, or shapeInspect3 for a RESP3 client, sh): the marker of a
+// command that could not run inside MULTI becomes its error, an exact
+// BITFIELD's reply Redis's own, and a RESP3 client gets LCS IDX's map.
+// walk's shapeInspect and shapeInspect3.
+func (r *rewriter) inspected(dst []byte, v resp.Value, sh shape) []byte {
+	if isMarker(v) {
+		return resp.AppendError(dst, "ERR squeeze: a command queued in MULTI must look inside a compressed value, which only works outside MULTI/EXEC; the other queued commands ran")
+	}
+	if isBitfieldMarker(v) {
+		proto := 2
+		if sh == shapeInspect3 {
+			proto = 3
+		}
+		return append(dst, exactBitfieldReply(v.Raw, proto)...)
+	}
+	if sh == shapeInspect3 {
+		mark := len(dst)
+		dst = append(dst, v.Raw...)
+		fixResp3(dst[mark:], 3)
+		return dst
+	}
+	return append(dst, v.Raw...)
+}
+
+// exec appends v, EXEC's non-empty reply with as many elements as tx has
+// shapes, element i rewritten with shape tx[i]. While it walks element i,
+// elemCmd names the queued command, for the error of a value that does not
+// decode. walk's shapeExec.
+func (r *rewriter) exec(dst []byte, v resp.Value, c *call, tx []shape) ([]byte, error) {
+	dst = append(dst, v.Header()...)
+	it := v.Elements()
+	var err error
+	for i := 0; ; i++ {
+		e, ok := it.Next()
+		if !ok {
+			return dst, nil
+		}
+		if c != nil && i < len(c.txNames) {
+			r.elemCmd = c.txNames[i]
+		}
+		dst, err = r.walk(dst, e, tx[i], nil, nil)
+		r.elemCmd = ""
+		if err != nil {
+			return dst, err
+		}
+	}
 }
 
 // positional rewrites a two-or-more element aggregate whose element 0 has

@@ -731,198 +731,299 @@ func (c *upConn) close() { c.fail(errUpstreamClosed) }
 // large reply has grown it.
 const upReadSize = 32 << 10
 
-// readLoop reads replies and hands each to the oldest call in flight.
+// readLoop is the connection's one reader goroutine (dialUpAs starts it).
+// It reads replies and hands each to the oldest call in flight; on a shared
+// connection it writes the requests that waited for replies as soon as a
+// read brings some, and on a private one it passes push messages and
+// relayed traffic on. It ends when the connection fails, failing the calls
+// it took whose replies never came.
 func (c *upConn) readLoop() {
-	buf := make([]byte, 0, upReadSize)
-	start := 0
+	in := replyBuf{buf: make([]byte, 0, upReadSize)}
 	// The replies completed in this read, delivered before the next read
 	// (shared connections).
 	var batch replyBatch
 	defer c.deliver(&batch)
 	defer c.failTaken()
-	defer func() {
-		if c.pipe != nil {
-			c.pipe.close()
-		}
-	}()
+	defer c.closePipe()
 	for {
-		b := buf[start:]
-		v, _, err := resp.ReadValue(b)
+		// Parsed here rather than in a method of in: the reply is nine
+		// words, and the reader goes through hundreds in a read.
+		v, _, err := resp.ReadValue(in.pending())
 		if err == nil && v.Type == resp.Attribute {
-			// An attribute travels with the value after it.
-			var v2 resp.Value
-			v2, _, err = resp.ReadValue(b[len(v.Raw):])
-			if err == nil {
-				v.Raw = b[:len(v.Raw)+len(v2.Raw)]
-				v.Type = v2.Type
-			}
+			err = joinAttribute(&v, in.pending())
 		}
-		if errors.Is(err, resp.ErrIncomplete) {
-			// Write the requests that waited for these replies, then
-			// compact, grow if full, read more.
-			if c.onPush == nil {
-				c.deliver(&batch)
-				c.flushQueued()
-				// A large raw value goes to its client as it arrives.
-				if passed, err := c.passReply(buf[start:]); err != nil {
-					c.fail(err)
-					return
-				} else if passed {
-					buf, start = buf[:0], 0
-					if cap(buf) > 1<<20 {
-						bufpool.Put(buf)
-						buf = make([]byte, 0, upReadSize)
-					}
-					continue
-				}
-			}
-			if start > 0 {
-				n := copy(buf, buf[start:])
-				buf = buf[:n]
-				start = 0
-			}
-			if len(buf) == 0 && cap(buf) > upReadSize && c.onPush != nil {
-				// A private connection with nothing pending: back to the
-				// usual size before a read that may wait for hours. (The
-				// few shared ones keep theirs, for the next burst.)
-				bufpool.Put(buf)
-				buf = make([]byte, 0, upReadSize)
-			}
-			if len(buf) == cap(buf) {
-				// Double, or jump to the end of a large bulk reply
-				// (upstreamGrowth).
-				nb := bufpool.Get(upstreamGrowth(len(buf), resp.PendingValueEnd(buf)))[:len(buf)]
-				copy(nb, buf)
-				bufpool.Put(buf)
-				buf = nb
-			}
-			n, rerr := c.nc.Read(buf[len(buf):cap(buf)])
-			buf = buf[:len(buf)+n]
-			if n > 0 && c.onPush == nil {
-				// Replies came: Redis is done with what it read, so the
-				// requests that waited for them go now, before their
-				// replies are parsed and written to the clients, and
-				// Redis runs them meanwhile instead of sitting idle.
-				c.flushQueued()
-			}
-			if rerr != nil {
-				if n > 0 {
-					continue
-				}
-				if rerr == io.EOF {
-					rerr = errors.New("upstream closed the connection")
-				}
-				c.fail(rerr)
-				return
-			}
-			continue
+		switch {
+		case err == nil:
+			in.start += len(v.Raw)
+			err = c.takeReply(&v, &in, &batch)
+		case errors.Is(err, resp.ErrIncomplete):
+			err = c.readMore(&in, &batch)
+		default:
+			err = fmt.Errorf("bad reply from upstream: %w", err)
 		}
 		if err != nil {
-			c.fail(fmt.Errorf("bad reply from upstream: %w", err))
+			c.fail(err)
 			return
-		}
-		start += len(v.Raw)
-		if c.onPush != nil && (v.Type == resp.Push || c.relayMode() && !c.answersPending(v)) {
-			if c.relayMode() {
-				c.trackRelay(v)
-			}
-			c.onPush(v.Raw, c.pushSeq())
-			continue
-		}
-		// The call taken while its reply arrived comes first (passReply).
-		cl := c.taken
-		c.taken = nil
-		if cl == nil {
-			if cl = c.takeCall(); cl == nil {
-				if c.onPush != nil {
-					c.onPush(v.Raw, c.pushSeq())
-					continue
-				}
-				c.fail(errors.New("upstream sent a reply nobody asked for"))
-				return
-			}
-		}
-		shared := c.onPush == nil
-		if shared {
-			batch.replied++ // awaiting falls in deliver
-		} else {
-			c.awaiting.Add(-1)
-		}
-		if len(v.Raw) >= handOverReply {
-			// A large reply: the call takes the read buffer it lies in
-			// instead of a copy, and the reader goes on in a new buffer
-			// with whatever followed the reply.
-			// The reply keeps the buffer's room after it (the rest is
-			// copied out below), so the buffer returns to its own size
-			// class when the reply is written (internal/bufpool).
-			cl.reply = buf[start-len(v.Raw) : start : cap(buf)]
-			rest := buf[start:]
-			buf = append(make([]byte, 0, max(upReadSize, len(rest))), rest...)
-			start = 0
-		} else {
-			cl.reply = append(cl.reply[:0], v.Raw...)
-		}
-		// Behind Sentinels, -READONLY says the master this connection
-		// reached is a replica now (a failover): after this reply, close
-		// it, so that the next dial asks the Sentinels again.
-		failover := v.Type == resp.Error && len(c.srv.up.Sentinels) > 0 && bytes.HasPrefix(v.Str, []byte("READONLY"))
-		if o := cl.owner; o != nil {
-			// The reply now counts instead of the request (memory.go);
-			// on a shared connection the process's totals change once
-			// per read, in deliver, before any of its replies is written.
-			n := int64(len(cl.reply))
-			if shared {
-				o.mem.expected.Add(-cl.reserved)
-				o.mem.held.Add(n)
-				batch.expected -= cl.reserved
-				batch.held += n
-			} else {
-				o.expect(-cl.reserved)
-				o.hold(n)
-			}
-			cl.held, cl.reserved = n, 0
-			o.noteReply(n)
-			o.checkHardLimit(n)
-			if !shared {
-				o.s.checkMemory()
-			}
-		}
-		if cl.kind == shapeRelay {
-			c.monitor = cl.cmd == "MONITOR"
-			c.relay.Store(true)
-			c.trackRelay(v)
-		}
-		if c.onPush != nil {
-			c.completed++
-			cl.pinSeq = c.completed
-		}
-		if o := cl.owner; o != nil && shared {
-			if f := cl.onFinish; f != nil { // a script's (noteFastScript)
-				cl.onFinish = nil
-				f()
-			}
-			// Write the client's replies once per read, after every reply
-			// in it is ready, so they go out with one call.
-			batch.calls = append(batch.calls, cl)
-			if len(batch.woken) == 0 || batch.woken[len(batch.woken)-1] != o {
-				batch.woken = append(batch.woken, o)
-			}
-		} else {
-			cl.finish()
-		}
-		if failover {
-			c.srv.logger().Warn("upstream is a replica now (failover): reconnecting through the sentinels")
-			c.fail(errFailover)
-			return
-		}
-		if start == len(buf) {
-			buf, start = buf[:0], 0
-			if cap(buf) > 1<<20 { // do not keep a huge buffer after a big reply
-				bufpool.Put(buf)
-				buf = make([]byte, 0, 32<<10)
-			}
 		}
 	}
+}
+
+// readMore is readLoop's step when what is pending in in is not a whole
+// reply. On a shared connection it first delivers batch, writes the
+// requests that waited for those replies, and passes a large raw value on
+// to its client as it arrives (passReply); then it makes room in in and
+// reads once. A non-nil error is the connection's failure. Reader only.
+func (c *upConn) readMore(in *replyBuf, batch *replyBatch) error {
+	shared := c.onPush == nil
+	if shared {
+		c.deliver(batch)
+		c.flushQueued()
+		// A large raw value goes to its client as it arrives.
+		passed, err := c.passReply(in.pending())
+		if err != nil {
+			return err
+		}
+		if passed {
+			in.reset()
+			return nil
+		}
+	}
+	in.makeRoom(!shared)
+	n, err := in.readFrom(c.nc)
+	if n > 0 && shared {
+		// Replies came: Redis is done with what it read, so the
+		// requests that waited for them go now, before their
+		// replies are parsed and written to the clients, and
+		// Redis runs them meanwhile instead of sitting idle.
+		c.flushQueued()
+	}
+	if err != nil && n == 0 { // else the bytes go first; the next read fails again
+		if err == io.EOF {
+			err = errors.New("upstream closed the connection")
+		}
+		return err
+	}
+	return nil
+}
+
+// takeReply is readLoop's step for v, a whole reply it just took from in.
+// On a private connection a push message or relayed traffic goes to onPush
+// (pushed); anything else is the reply of the next call (nextCall), which
+// gets it, is counted (countReply) and completes (complete: on a shared
+// connection into batch). A non-nil error is the connection's failure: a
+// reply nobody asked for, or a failover. Reader only.
+func (c *upConn) takeReply(v *resp.Value, in *replyBuf, batch *replyBatch) error {
+	if c.onPush != nil && c.pushed(v) {
+		return nil
+	}
+	cl := c.nextCall()
+	if cl == nil {
+		if c.onPush != nil {
+			c.onPush(v.Raw, c.pushSeq())
+			return nil
+		}
+		return errors.New("upstream sent a reply nobody asked for")
+	}
+	shared := c.onPush == nil
+	if shared {
+		batch.replied++ // awaiting falls in deliver
+	} else {
+		c.awaiting.Add(-1)
+	}
+	cl.reply = in.claim(cl.reply, len(v.Raw))
+	// Behind Sentinels, -READONLY says the master this connection
+	// reached is a replica now (a failover): after this reply, close
+	// it, so that the next dial asks the Sentinels again.
+	failover := v.Type == resp.Error && len(c.srv.up.Sentinels) > 0 && bytes.HasPrefix(v.Str, []byte("READONLY"))
+	if cl.owner != nil {
+		c.countReply(cl, batch)
+	}
+	if cl.kind == shapeRelay {
+		c.monitor = cl.cmd == "MONITOR"
+		c.relay.Store(true)
+		c.trackRelay(*v)
+	}
+	if !shared {
+		c.completed++
+		cl.pinSeq = c.completed
+	}
+	c.complete(cl, batch)
+	if failover {
+		c.srv.logger().Warn("upstream is a replica now (failover): reconnecting through the sentinels")
+		return errFailover
+	}
+	if in.start == len(in.buf) {
+		in.reset()
+	}
+	return nil
+}
+
+// pushed hands v to onPush and reports true when v answers no call: a
+// RESP3 push message, or in relay mode anything but the reply of a call
+// still pending (answersPending), relay counts followed. Reader only
+// (takeReply), on a private connection (onPush set).
+func (c *upConn) pushed(v *resp.Value) bool {
+	if !(v.Type == resp.Push || c.relayMode() && !c.answersPending(*v)) {
+		return false
+	}
+	if c.relayMode() {
+		c.trackRelay(*v)
+	}
+	c.onPush(v.Raw, c.pushSeq())
+	return true
+}
+
+// nextCall returns the call the next reply answers: the one passReply took
+// while that reply arrived, else the oldest in flight (takeCall); nil if
+// none is. Reader only (takeReply, failTaken).
+func (c *upConn) nextCall() *call {
+	cl := c.taken
+	c.taken = nil
+	if cl == nil {
+		cl = c.takeCall()
+	}
+	return cl
+}
+
+// countReply makes cl's reply, just stored, count against its owner
+// instead of the request (memory.go). On a shared connection the process's
+// totals change once per read, through batch in deliver, before any of its
+// replies is written. Reader only (takeReply), for a call with an owner.
+func (c *upConn) countReply(cl *call, batch *replyBatch) {
+	o := cl.owner
+	shared := c.onPush == nil
+	n := int64(len(cl.reply))
+	if shared {
+		o.mem.expected.Add(-cl.reserved)
+		o.mem.held.Add(n)
+		batch.expected -= cl.reserved
+		batch.held += n
+	} else {
+		o.expect(-cl.reserved)
+		o.hold(n)
+	}
+	cl.held, cl.reserved = n, 0
+	o.noteReply(n)
+	o.checkHardLimit(n)
+	if !shared {
+		o.s.checkMemory()
+	}
+}
+
+// complete completes cl, whose reply is stored and counted. A queued call
+// on a shared connection joins batch, and its client is woken in deliver,
+// once per read, after every reply in the read is ready, so that the
+// client's replies go out with one write; a script's onFinish runs now.
+// Any other call finishes at once. Reader only (takeReply).
+func (c *upConn) complete(cl *call, batch *replyBatch) {
+	o := cl.owner
+	if o == nil || c.onPush != nil {
+		cl.finish()
+		return
+	}
+	if f := cl.onFinish; f != nil { // a script's (noteFastScript)
+		cl.onFinish = nil
+		f()
+	}
+	batch.calls = append(batch.calls, cl)
+	if len(batch.woken) == 0 || batch.woken[len(batch.woken)-1] != o {
+		batch.woken = append(batch.woken, o)
+	}
+}
+
+// closePipe closes the pipe the reader's passes go through
+// (passsplice_linux.go), if it made one. Reader only, as it ends.
+func (c *upConn) closePipe() {
+	if c.pipe != nil {
+		c.pipe.close()
+	}
+}
+
+// replyBuf is the upstream reader's read buffer: buf holds what it read
+// from Redis, and the replies not taken yet begin at start. Reader only
+// (readLoop and its steps).
+type replyBuf struct {
+	buf   []byte
+	start int
+}
+
+// joinAttribute reads the value after v, an attribute that begins b, and
+// makes v that value with a Raw that spans both: an attribute travels with
+// the value after it. On an error v is left as it was. Reader only
+// (readLoop).
+func joinAttribute(v *resp.Value, b []byte) error {
+	v2, _, err := resp.ReadValue(b[len(v.Raw):])
+	if err == nil {
+		v.Raw = b[:len(v.Raw)+len(v2.Raw)]
+		v.Type = v2.Type
+	}
+	return err
+}
+
+// pending returns what was read and not taken: the beginning of a reply
+// that is not whole yet.
+func (in *replyBuf) pending() []byte { return in.buf[in.start:] }
+
+// claim returns the n bytes before start, the reply readLoop just took,
+// for a call whose reply buffer is dst: copied into dst, or, for a large
+// reply (handOverReply), the read buffer they lie in instead of a copy;
+// the buffer then goes on anew with whatever followed the reply.
+func (in *replyBuf) claim(dst []byte, n int) []byte {
+	if n < handOverReply {
+		return append(dst[:0], in.buf[in.start-n:in.start]...)
+	}
+	// The reply keeps the buffer's room after it (the rest is copied out
+	// below), so the buffer returns to its own size class when the reply
+	// is written (internal/bufpool).
+	reply := in.buf[in.start-n : in.start : cap(in.buf)]
+	rest := in.buf[in.start:]
+	in.buf = append(make([]byte, 0, max(upReadSize, len(rest))), rest...)
+	in.start = 0
+	return reply
+}
+
+// reset empties the buffer, all of it taken, and gives it back to the
+// pool for one of the usual size when a large reply grew it past 1 MiB.
+func (in *replyBuf) reset() {
+	in.buf, in.start = in.buf[:0], 0
+	if cap(in.buf) > 1<<20 { // do not keep a huge buffer after a big reply
+		bufpool.Put(in.buf)
+		in.buf = make([]byte, 0, upReadSize)
+	}
+}
+
+// makeRoom readies the buffer for a read: it moves what is pending to the
+// front and grows a full buffer. The buffer of a private connection
+// (private) with nothing pending goes back to the usual size.
+func (in *replyBuf) makeRoom(private bool) {
+	if in.start > 0 {
+		n := copy(in.buf, in.buf[in.start:])
+		in.buf = in.buf[:n]
+		in.start = 0
+	}
+	if len(in.buf) == 0 && cap(in.buf) > upReadSize && private {
+		// A private connection with nothing pending: back to the
+		// usual size before a read that may wait for hours. (The
+		// few shared ones keep theirs, for the next burst.)
+		bufpool.Put(in.buf)
+		in.buf = make([]byte, 0, upReadSize)
+	}
+	if len(in.buf) == cap(in.buf) {
+		// Double, or jump to the end of a large bulk reply
+		// (upstreamGrowth).
+		nb := bufpool.Get(upstreamGrowth(len(in.buf), resp.PendingValueEnd(in.buf)))[:len(in.buf)]
+		copy(nb, in.buf)
+		bufpool.Put(in.buf)
+		in.buf = nb
+	}
+}
+
+// readFrom reads once from nc into the room after what the buffer holds
+// (makeRoom leaves some).
+func (in *replyBuf) readFrom(nc net.Conn) (int, error) {
+	n, err := nc.Read(in.buf[len(in.buf):cap(in.buf)])
+	in.buf = in.buf[:len(in.buf)+n]
+	return n, err
 }
 
 // pushSeq is the number of calls a push message that arrives now comes
