@@ -371,7 +371,23 @@ func (c *client) processNext(inLoop bool, off int, maxBulk int64) (int, cmdStep)
 		return off, cmdRest
 	}
 	off += m
-	return off, c.runCommand(info, args, c.in.rbuf[off-m:off:off])
+	// The command to handle, and, as the client sent it, rawCmd (inline
+	// here rather than a call of its own: this runs for every command).
+	c.in.rawCmd = c.in.rbuf[off-m : off : off]
+	ok := c.handle(info, args)
+	c.in.rawCmd = nil
+	switch {
+	case !ok:
+		c.flush()
+		c.endPinOrder()
+		return off, cmdEnd
+	case c.pinned.held != nil:
+		// The command raised an order barrier: send the batch now, so
+		// that the barrier ends.
+		c.flush()
+		c.endPinOrder()
+	}
+	return off, cmdNext
 }
 
 // readCommand parses the command at the start of b, with the bulk length
@@ -442,26 +458,6 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int) bool {
 		c.pinned.held = c.s.pool.raiseOrder()
 	}
 	return true
-}
-
-// runCommand hands one whole command to handle, with raw, the command as
-// the client sent it, and sends the batch at once where the command
-// raised an order barrier or ended the connection, so the barrier ends.
-// Command reader only, from process.
-func (c *client) runCommand(info *cmdInfo, args [][]byte, raw []byte) cmdStep {
-	c.in.rawCmd = raw
-	ok := c.handle(info, args)
-	c.in.rawCmd = nil
-	if !ok {
-		c.flush()
-		c.endPinOrder()
-		return cmdEnd
-	}
-	if c.pinned.held != nil {
-		c.flush()
-		c.endPinOrder()
-	}
-	return cmdNext
 }
 
 // keepTail keeps the unparsed tail of rbuf, from off, at its start, and
