@@ -73,6 +73,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/dictstore"
+	"github.com/squeeze-kv/squeeze/internal/luaguard"
 	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 )
 
@@ -687,9 +688,9 @@ func (h *Hook) finishPrepare(ctx context.Context, args []any, p prepared) prepar
 //     write in between), it changes nothing and returns the marker
 //     {magic, frame}: the hook decodes the frame and tries again.
 const guardScript = `
-if redis.pcall('GETRANGE', KEYS[1], 0, 2) ~= '\193SQ' then return redis.pcall(unpack(ARGV, 3)) end
+if redis.pcall('GETRANGE', KEYS[1], 0, 2) ~= '` + luaguard.Magic + `' then return redis.pcall(unpack(ARGV, 3)) end
 local cur = redis.call('GET', KEYS[1])
-if cur ~= ARGV[1] then return {'\193SQ', cur} end
+if cur ~= ARGV[1] then return {'` + luaguard.Magic + `', cur} end
 redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
 local r = redis.pcall(unpack(ARGV, 3))
 if redis.pcall('GET', KEYS[1]) == ARGV[2] then redis.call('SET', KEYS[1], cur, 'KEEPTTL') end
@@ -1077,7 +1078,7 @@ else
   if not v then return {0, 0} end
 end
 if type(v) == 'table' then return v end -- WRONGTYPE: Redis's own error, undecorated
-if string.sub(v, 1, 3) ~= '\193SQ' then
+if string.sub(v, 1, 3) ~= '` + luaguard.Magic + `' then
   if #ARGV == 0 then return {0, redis.call('STRLEN', KEYS[1])} end
   return {0, #v}
 end
@@ -1142,7 +1143,7 @@ func (h *Hook) lengthOf(sub *redis.Cmd) (int64, error) {
 const rangeScript = `
 local head = redis.pcall('GETRANGE', KEYS[1], 0, 2)
 if type(head) == 'table' then return head end -- WRONGTYPE: Redis's own error, undecorated
-if head ~= '\193SQ' then
+if head ~= '` + luaguard.Magic + `' then
   return {0, redis.call('GETRANGE', KEYS[1], ARGV[1], ARGV[2])}
 end
 return {1, redis.call('GET', KEYS[1])}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/luaguard"
 	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
@@ -178,7 +179,7 @@ var magic = []byte(codec.Magic)
 // spells the magic, and the markers that begin with it ("\xC1SQB",
 // "\xC1SQW"), with it by string concatenation; TestLuaMagic checks it
 // against codec.Magic as Redis's Lua reads it.
-const luaMagic = `\193SQ`
+const luaMagic = luaguard.Magic
 
 // isMarker reports whether v is the script's marker array.
 func isMarker(v resp.Value) bool {

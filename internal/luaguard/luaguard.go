@@ -7,6 +7,12 @@ package luaguard
 
 import "bytes"
 
+// Magic is the frame magic (codec.Magic: 0xC1 'S' 'Q') as Lua source
+// writes it inside a quoted string: 0xC1 in Lua's decimal escape, since the
+// scripts are Go raw strings and Go source cannot hold that byte. Every
+// script of the proxy and the hook spells the magic with it.
+const Magic = `\193SQ`
+
 // guardBody is the prologue's shared part. It is a function of the real
 // redis table, the keys the script declares (a function returning them),
 // and returns the shadow. A command outside readOnlyCommands counts as a
@@ -18,7 +24,7 @@ const guardBody = `local wrote, ro = false, ' get mget strlen getrange substr ex
 	`if not declared(k) then error({err = 'ERR squeeze: script read a compressed value at ' .. k .. ', which it does not declare in KEYS: declare every key a script reads, so that the proxy decodes it before the script runs'}) end; ` +
 	`if w then error({err = 'ERR squeeze: script read a compressed value at declared key ' .. k .. ' after writing: the proxy decodes declared keys before a script runs; run it again through the proxy outside MULTI'}) end; ` +
 	`error({err = 'ERR squeeze: script read a compressed value at declared key ' .. k .. ' before writing: the proxy decodes declared keys before a script runs; run it again through the proxy outside MULTI'}) end; ` +
-	`local function check(v, key, depth, w) if type(v) == 'string' then if string.sub(v, 1, 3) == '\193SQ' then fail(key, w) end elseif type(v) == 'table' and depth < 4 and v.err == nil then for _, e in pairs(v) do check(e, key, depth + 1, w) end end end; ` +
+	`local function check(v, key, depth, w) if type(v) == 'string' then if string.sub(v, 1, 3) == '` + Magic + `' then fail(key, w) end elseif type(v) == 'table' and depth < 4 and v.err == nil then for _, e in pairs(v) do check(e, key, depth + 1, w) end end end; ` +
 	`local function guard(f) return function(...) local name = string.lower(tostring((...))); local w = wrote or not string.find(ro, ' ' .. name .. ' ', 1, true); if w then wrote = true end; local r = f(...); ` +
 	`if name == 'mget' and type(r) == 'table' then for i, e in ipairs(r) do check(e, select(i + 1, ...), 3, w) end else check(r, select(2, ...), 0, w) end; return r end end; `
 
@@ -77,7 +83,7 @@ func Wrap(body []byte, prologue string) []byte {
 // as many as its last argument allows, or 'OK' when there are none. Streams, sets and
 // sorted sets are left as they are: their entries or members cannot be
 // replaced in place (the proxy does not compress set members).
-const PlainScript = `local function framed(v) return type(v) == 'string' and string.sub(v, 1, 3) == '\193SQ' end
+const PlainScript = `local function framed(v) return type(v) == 'string' and string.sub(v, 1, 3) == '` + Magic + `' end
 if ARGV[1] == 'S' then
   for i = 0, tonumber(ARGV[2]) - 1 do
     local k, kind, at, f, d = ARGV[3+5*i], ARGV[4+5*i], ARGV[5+5*i], ARGV[6+5*i], ARGV[7+5*i]
@@ -94,7 +100,7 @@ if ARGV[1] == 'S' then
     end
   end
 end
-local out, max = {'\193SQ'}, tonumber(ARGV[#ARGV])
+local out, max = {'` + Magic + `'}, tonumber(ARGV[#ARGV])
 local function add(k, kind, at, v) if #out < 1 + 4*max then out[#out+1] = k; out[#out+1] = kind; out[#out+1] = at; out[#out+1] = v end end
 for _, k in ipairs(KEYS) do
   local t = redis.call('TYPE', k).ok
