@@ -5,8 +5,8 @@ import "github.com/squeeze-kv/squeeze/internal/rediscmd"
 // route decides what happens to one command a client sent: a pure
 // function of the command, the client's session as it stands and the
 // server's options, so that each of Redis's rules the proxy follows is
-// one case here, tested without Redis (route_test.go). client.handle
-// carries the plan out, which route fills in p (zero on entry).
+// one case here, tested without Redis (route_test.go). route fills in p,
+// which must be zero on entry; client.handle carries the plan out.
 //
 // Most commands go to Redis (pathForward), on the shared connection or the
 // client's private one. The proxy answers some itself, where Redis would
