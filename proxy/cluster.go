@@ -137,6 +137,23 @@ func (s *Server) redirect(dst, reply []byte) ([]byte, bool) {
 	return resp.AppendError(dst, kind+" "+f[1]+" "+joinAddr(h, p)), true
 }
 
+// refusedForKeys reports whether reply is an error by which Redis Cluster
+// refuses a command for where its keys live, before running it: a
+// redirection (-MOVED, -ASK), keys in several slots or a slot being
+// moved (-CROSSSLOT, -TRYAGAIN), or a cluster that cannot serve the slot
+// (-CLUSTERDOWN). A cluster client acts on each (follows, retries,
+// reloads the topology), so where a script the proxy runs before the
+// client's own command gets one, the client gets it as it came: its
+// command would have been refused alike.
+func refusedForKeys(reply []byte) bool {
+	for _, p := range []string{"-MOVED ", "-ASK ", "-CROSSSLOT ", "-TRYAGAIN ", "-CLUSTERDOWN "} {
+		if bytes.HasPrefix(reply, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
 // clusterShape returns the reply shape of a CLUSTER subcommand whose reply
 // names nodes, or shapeNone.
 func clusterShape(args [][]byte) shape {
