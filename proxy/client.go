@@ -334,7 +334,7 @@ func (c *client) flush() {
 	up, err := c.conn()
 	if err != nil {
 		for _, cl := range c.in.batch {
-			cl.err = err
+			cl.err, cl.connLost = err, c.s.lossEndsClients()
 			cl.finish()
 		}
 	} else {
@@ -362,7 +362,7 @@ func (c *client) roundtrip(req []byte) *call {
 	cl := newCall()
 	up, err := c.conn()
 	if err != nil {
-		cl.err = err
+		cl.err, cl.connLost = err, c.s.lossEndsClients()
 		return cl
 	}
 	req, ask := c.askingFirst(req)
@@ -465,7 +465,7 @@ func (c *client) roundtripScript(req []byte) *call {
 		if ask != nil {
 			ask.release()
 		}
-		cl.err = err
+		cl.err, cl.connLost = err, c.s.lossEndsClients()
 		return cl
 	}
 	if up.onPush == nil {

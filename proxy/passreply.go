@@ -240,7 +240,7 @@ func (c *upConn) failTaken() {
 				break
 			}
 		}
-		cl.err, cl.connLost = err, private
+		cl.err, cl.connLost = err, private || c.srv.lossEndsClients()
 		cl.finish()
 	}
 	if private {
