@@ -130,11 +130,15 @@ func atoi(s string) int {
 
 // TestProxy_ClusterFailover: kill -9 of a master with a replica, under a
 // verifying go-redis ClusterClient load, once through the proxies and once
-// against the nodes directly. Through the proxies the client must see no
-// more errors, and recover no later, than directly: the dead node's proxy
-// ends its clients' connections, as the dead node did, where it answered
-// every command with an error that cluster clients take for the command's
-// own and never leave the node for.
+// against the nodes directly. Through the proxies the client must recover
+// no later than directly, and see about as many errors: the dead node's
+// proxy ends its clients' connections, as the dead node did, where it
+// answered every command with an error that cluster clients take for the
+// command's own and never leave the node for (7,057 errors against 186).
+// About a third more errors remain (192-252 against 137-200 in five
+// runs): against the node go-redis retries a refused dial five times,
+// with pauses, before an attempt fails, where the proxy accepts the
+// connection and ends it at once.
 func TestProxy_ClusterFailover(t *testing.T) {
 	// go-redis logs every failed dial of its pools: the errors are counted.
 	redis.SetLogger(quietRedisLogger{})
