@@ -42,8 +42,10 @@ type call struct {
 	// that ran the client's command: see roundtripScript).
 	deferPushes bool
 	// connLost: the call failed because its client's private connection
-	// ended. Redis would have closed the client's connection without a
-	// reply, so the proxy writes none and closes it (see client.emit).
+	// ended, or because Redis could not be reached in front of a cluster
+	// node (Server.lossEndsClients). Redis would have closed the client's
+	// connection without a reply, so the proxy writes none and closes it
+	// (see client.emit).
 	connLost bool
 	// authUser: the ACL user an AUTH or HELLO ... AUTH logs in as, for the
 	// writer to note when it succeeds (see client.user).

@@ -334,7 +334,7 @@ func (c *client) flush() {
 	up, err := c.conn()
 	if err != nil {
 		for _, cl := range c.in.batch {
-			cl.err = err
+			cl.err, cl.connLost = err, c.s.lossEndsClients()
 			cl.finish()
 		}
 	} else {
@@ -362,18 +362,49 @@ func (c *client) roundtrip(req []byte) *call {
 	cl := newCall()
 	up, err := c.conn()
 	if err != nil {
-		cl.err = err
+		cl.err, cl.connLost = err, c.s.lossEndsClients()
 		return cl
 	}
+	req, ask := c.askingFirst(req)
+	calls := c.in.one[:]
 	c.in.one[0] = cl
-	c.sendOn(up, req, c.in.one[:])
+	if ask != nil {
+		calls = []*call{ask, cl}
+	}
+	c.sendOn(up, req, calls)
 	c.endPinOrder() // if a command waited, it is written now
 	c.in.one[0] = nil
 	stop := c.watchGone()
+	awaitAsking(ask)
 	<-cl.done
 	stop()
 	c.notePin(cl.pinSeq)
 	return cl
+}
+
+// askingRequest is the ASKING that the proxy's round trips for a command
+// the client sent after its own ASKING carry (reader.asking).
+var askingRequest = resp.AppendCommand(nil, []byte("ASKING"))
+
+// askingFirst returns req preceded by ASKING, and the call for ASKING's
+// reply, when the command being handled came after the client's ASKING
+// (reader.asking); else req and nil. Redis Cluster lets ASKING through
+// to one command only, and each of the proxy's round trips for the
+// client's command is a command of its own, so each carries its own.
+func (c *client) askingFirst(req []byte) ([]byte, *call) {
+	if !c.in.asking {
+		return req, nil
+	}
+	return append(append(make([]byte, 0, len(askingRequest)+len(req)), askingRequest...), req...), newCall()
+}
+
+// awaitAsking waits for the reply to the ASKING askingFirst put before a
+// request, if it did, and lets its call go.
+func awaitAsking(ask *call) {
+	if ask != nil {
+		<-ask.done
+		ask.release()
+	}
 }
 
 // watchGone watches, while the client's reader waits on its private
@@ -421,20 +452,32 @@ func (c *client) watchPeer() (stop func()) {
 // Its pinSeq is left for that reply's call to note (see emit).
 func (c *client) roundtripScript(req []byte) *call {
 	c.flush()
-	if c.in.scriptUp != nil {
-		return roundtripOn(c.in.scriptUp, req)
-	}
+	req, ask := c.askingFirst(req)
 	cl := newCall()
+	if c.in.scriptUp != nil {
+		c.in.scriptUp.send(req, askingCalls(ask, cl))
+		awaitAsking(ask)
+		<-cl.done
+		return cl
+	}
 	up, err := c.conn()
 	if err != nil {
-		cl.err = err
+		if ask != nil {
+			ask.release()
+		}
+		cl.err, cl.connLost = err, c.s.lossEndsClients()
 		return cl
 	}
 	if up.onPush == nil {
+		calls := c.in.one[:]
 		c.in.one[0] = cl
-		c.sendOn(up, req, c.in.one[:])
+		if ask != nil {
+			calls = []*call{ask, cl}
+		}
+		c.sendOn(up, req, calls)
 		c.endPinOrder() // if a command waited, it is written now
 		c.in.one[0] = nil
+		awaitAsking(ask)
 		<-cl.done
 		return cl
 	}
@@ -442,18 +485,29 @@ func (c *client) roundtripScript(req []byte) *call {
 	// write, so pushes Redis sent before the script (another client's
 	// write invalidating a key this client caches) arrive before its reply
 	// and keep their place; only those between the two replies are the
-	// script's own.
+	// script's own. (ASKING, if the script carries it, goes between: it
+	// must come right before the script.)
 	cl.deferPushes = true
 	ping := newCall()
-	both := []*call{ping, cl}
-	c.sendOn(up, append(append(make([]byte, 0, len(pingRequest)+len(req)), pingRequest...), req...), both)
+	calls := append([]*call{ping}, askingCalls(ask, cl)...)
+	c.sendOn(up, append(append(make([]byte, 0, len(pingRequest)+len(req)), pingRequest...), req...), calls)
 	c.endPinOrder()
 	stop := c.watchGone()
 	<-ping.done
 	ping.release()
+	awaitAsking(ask)
 	<-cl.done
 	stop()
 	return cl
+}
+
+// askingCalls returns the calls for a request askingFirst made: ask's,
+// if not nil, then cl's.
+func askingCalls(ask, cl *call) []*call {
+	if ask == nil {
+		return []*call{cl}
+	}
+	return []*call{ask, cl}
 }
 
 // pin moves the client to a private upstream connection. Commands sent on

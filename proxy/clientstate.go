@@ -103,6 +103,10 @@ type reader struct {
 	// scriptUp, when set, is the shared connection the scripts of the
 	// command being handled run on (see aclscript.go).
 	scriptUp *upConn
+	// asking: the command being handled came after the client's ASKING
+	// and the proxy runs it itself: each round trip it makes for it
+	// sends ASKING first (plan.asking, askingFirst).
+	asking bool
 }
 
 // session is what Redis knows of the client's connection, as the proxy
@@ -120,6 +124,9 @@ type session struct {
 	relayGen uint64      // the pinned connection's relayEnds when relay began
 	replyOff bool        // CLIENT REPLY OFF
 	skip     int         // CLIENT REPLY SKIP: commands whose reply Redis skips
+	// asking: the last command was ASKING, which Redis Cluster's next
+	// command runs with (plan.setsAsking).
+	asking bool
 	// txRaw: the writes of the open transaction that may leave values raw,
 	// recompressed after EXEC (recompress.go).
 	txRaw txRecompress

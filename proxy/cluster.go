@@ -137,6 +137,34 @@ func (s *Server) redirect(dst, reply []byte) ([]byte, bool) {
 	return resp.AppendError(dst, kind+" "+f[1]+" "+joinAddr(h, p)), true
 }
 
+// lossEndsClients reports whether a client whose command cannot reach
+// Redis (the dial fails, the connection ends) sees its connection end
+// without a reply, as it would in front of a dead Redis, rather than an
+// error reply: in front of a cluster node. Cluster clients take an error
+// reply for the command's own and keep sending to the node, where a
+// connection that ends marks the node failed, and they retry, then
+// reload the topology and find the replica that took over. (A client on
+// a private connection sees its connection end in any case: see
+// call.connLost.)
+func (s *Server) lossEndsClients() bool { return s.Cluster != nil }
+
+// refusedForKeys reports whether reply is an error by which Redis Cluster
+// refuses a command for where its keys live, before running it: a
+// redirection (-MOVED, -ASK), keys in several slots or a slot being
+// moved (-CROSSSLOT, -TRYAGAIN), or a cluster that cannot serve the slot
+// (-CLUSTERDOWN). A cluster client acts on each (follows, retries,
+// reloads the topology), so where a script the proxy runs before the
+// client's own command gets one, the client gets it as it came: its
+// command would have been refused alike.
+func refusedForKeys(reply []byte) bool {
+	for _, p := range []string{"-MOVED ", "-ASK ", "-CROSSSLOT ", "-TRYAGAIN ", "-CLUSTERDOWN "} {
+		if bytes.HasPrefix(reply, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
 // clusterShape returns the reply shape of a CLUSTER subcommand whose reply
 // names nodes, or shapeNone.
 func clusterShape(args [][]byte) shape {

@@ -21,8 +21,13 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	c.routeIn(&in, info, args)
 	var p plan
 	route(&p, &in, info, args)
+	c.sess.asking, c.in.asking = p.setsAsking, p.asking
 	if p.pin {
 		if err := c.pin(); err != nil {
+			if c.s.lossEndsClients() {
+				c.enqueue(c.lostCall(info.name))
+				return false
+			}
 			c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: cannot open a private upstream connection for "+info.name+": "+err.Error())))
 			return true
 		}

@@ -237,7 +237,7 @@ func (c *upConn) failTaken() {
 		if cl == nil {
 			break
 		}
-		cl.err, cl.connLost = err, private
+		cl.err, cl.connLost = err, private || c.srv.lossEndsClients()
 		cl.finish()
 	}
 	if private {

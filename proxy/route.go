@@ -44,6 +44,9 @@ func route(p *plan, in *routeIn, info *cmdInfo, args [][]byte) {
 	}
 	p.pin = !in.pinned && (needsPin(info, args) || in.requireAuth)
 	pinned := in.pinned || p.pin
+	// ASKING holds for the client's next command only, in Redis as here.
+	p.setsAsking = info.flags&rediscmd.Asking != 0 && !s.inMulti && !s.relay
+	defer p.carryAsking(s)
 	if info.flags&rediscmd.SelectDB != 0 && len(args) == 2 {
 		switch {
 		case s.inMulti:
@@ -80,6 +83,15 @@ func route(p *plan, in *routeIn, info *cmdInfo, args [][]byte) {
 		return
 	}
 	p.forward(in, args, pinned)
+}
+
+// carryAsking makes a command the proxy runs itself, after the client's
+// ASKING, carry it: Redis Cluster runs only the next command on a slot the
+// node is importing, and the proxy's scripts for the client's command are
+// each a command of their own. A command that goes to Redis as it is
+// follows the ASKING on the client's connection, which is all it needs.
+func (p *plan) carryAsking(s *session) {
+	p.asking = s.asking && p.path != pathForward
 }
 
 // forward completes p for a command that goes to Redis.
@@ -178,7 +190,7 @@ const routedFlags = rediscmd.Pin | rediscmd.Blocking | rediscmd.BlockOption |
 	rediscmd.Multi | rediscmd.Exec | rediscmd.Discard | rediscmd.NotQueued |
 	rediscmd.Quit | rediscmd.Hello | rediscmd.Reset | rediscmd.Client | rediscmd.SelectDB |
 	rediscmd.Script | rediscmd.LoadsScripts | rediscmd.Inspect | rediscmd.ListSearch |
-	rediscmd.Topology | rediscmd.ReplyOptions
+	rediscmd.Topology | rediscmd.ReplyOptions | rediscmd.Asking
 
 // routeIn is what route reads besides the command: the session, the
 // server's options, and what the caller looked up for the command.
@@ -208,6 +220,11 @@ type plan struct {
 	// (Server.scriptArgs).
 	fastScript, prepQueuedScript, scriptArgs bool
 	listSearch                               bool // an exact list search, in its checking form
+	// setsAsking: the command is ASKING, which the next one runs with
+	// (session.asking); asking: the command comes after the client's
+	// ASKING and the proxy runs it, so each of its round trips carries
+	// ASKING (reader.asking).
+	setsAsking, asking bool
 	// expect: a reply comes that the client reads; replyOff and skip are
 	// the CLIENT REPLY state after the command.
 	expect   bool

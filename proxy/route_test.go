@@ -13,9 +13,9 @@ import (
 func TestRoute(t *testing.T) {
 	// sessionOf is the part of a session route reads.
 	type sessionOf struct {
-		proto                                      int
-		inMulti, relay, replyOff, dbQueued, authed bool
-		skip                                       int
+		proto                                              int
+		inMulti, relay, replyOff, dbQueued, authed, asking bool
+		skip                                               int
 	}
 	plainFlow := sessionOf{proto: 2}
 	inMulti := sessionOf{proto: 2, inMulti: true}
@@ -25,6 +25,7 @@ func TestRoute(t *testing.T) {
 	skipOne := sessionOf{proto: 2, skip: 1}
 	txSelected := sessionOf{proto: 2, inMulti: true, dbQueued: true}
 	loggedIn := sessionOf{proto: 2, authed: true}
+	afterAsking := sessionOf{proto: 2, asking: true}
 	type opts struct {
 		pinned, pinDead, rejectScripts, requireAuth bool
 		scriptFast, listSearch, sortCheck           bool
@@ -108,6 +109,20 @@ func TestRoute(t *testing.T) {
 			want: plan{expect: true}},
 		{name: "EXEC after a queued SELECT asks Redis for the database", cmd: "EXEC", sess: txSelected, opts: opts{pinned: true},
 			want: plan{expect: true, kind: shapeExec, after: afterExecSelect}},
+		{name: "ASKING pins, and the next command runs with it", cmd: "ASKING", sess: plainFlow,
+			want: plan{pin: true, setsAsking: true, expect: true, hold: true}},
+		{name: "ASKING queued in MULTI is the transaction's", cmd: "ASKING", sess: inMulti, opts: opts{pinned: true},
+			want: plan{expect: true, queued: true}},
+		{name: "a command after ASKING that goes to Redis follows it there", cmd: "GET k", sess: afterAsking, opts: opts{pinned: true},
+			want: plan{expect: true, kind: shapeValue}},
+		{name: "an inspect command after ASKING carries it to its scripts", cmd: "STRLEN k", sess: afterAsking, opts: opts{pinned: true},
+			want: plan{path: pathInspect, asking: true}},
+		{name: "a script after ASKING carries it to the round trips before it", cmd: "EVAL s 1 k", sess: afterAsking, opts: opts{pinned: true},
+			want: plan{path: pathScript, asking: true}},
+		{name: "a list search after ASKING carries it", cmd: "LPOS l e", sess: afterAsking,
+			opts: opts{pinned: true, listSearch: true}, want: plan{path: pathListSearch, listSearch: true, asking: true}},
+		{name: "ASKING twice: the second holds for the next command", cmd: "ASKING", sess: afterAsking, opts: opts{pinned: true},
+			want: plan{setsAsking: true, expect: true}},
 		{name: "HELLO waits for the protocol it chose", cmd: "HELLO 3", sess: plainFlow,
 			want: plan{pin: true, expect: true, hold: true, after: afterHello}},
 		{name: "RESET sets the connection up again", cmd: "RESET", sess: loggedIn, opts: opts{pinned: true},
@@ -124,7 +139,7 @@ func TestRoute(t *testing.T) {
 			info := lookup(args[0])
 			o := tt.sess
 			sess := &session{proto: o.proto, inMulti: o.inMulti, relay: o.relay, replyOff: o.replyOff,
-				dbQueued: o.dbQueued, authed: o.authed, skip: o.skip}
+				dbQueued: o.dbQueued, authed: o.authed, skip: o.skip, asking: o.asking}
 			in := &routeIn{
 				sess: sess, pinned: tt.opts.pinned, pinDead: tt.opts.pinDead,
 				rejectScripts: tt.opts.rejectScripts, requireAuth: tt.opts.requireAuth,
@@ -144,7 +159,7 @@ func TestRoute(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("%s:\n got %+v\nwant %+v", tt.cmd, got, tt.want)
 			}
-			if sess.inMulti != o.inMulti || sess.skip != o.skip || sess.replyOff != o.replyOff {
+			if sess.inMulti != o.inMulti || sess.skip != o.skip || sess.replyOff != o.replyOff || sess.asking != o.asking {
 				t.Errorf("route changed the session: %+v", o)
 			}
 		})

@@ -84,6 +84,12 @@ func (c *client) makePlain(cmd string, keys [][]byte, rt func([]byte) *call) *ca
 			if done {
 				return nil
 			}
+			if refusedForKeys(reply) {
+				// Redis refused the keys before anything ran (the script
+				// they are declared to would be refused alike): its own
+				// error, a redirection the writer names the proxy in.
+				return c.localCall(cmd, reply)
+			}
 			return c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: decoding the script's keys: "+string(bytes.TrimSpace(reply))))
 		}
 		cands = cands[:0]

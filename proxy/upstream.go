@@ -516,7 +516,7 @@ func (c *upConn) send(req []byte, calls []*call) {
 		err := c.err
 		c.mu.Unlock()
 		for _, cl := range calls {
-			cl.err = err
+			cl.err, cl.connLost = err, c.srv.lossEndsClients()
 			cl.finish()
 		}
 		return
@@ -679,7 +679,7 @@ func (c *upConn) fail(err error) {
 		c.mu.Unlock()
 		private := c.onPush != nil
 		for _, cl := range calls {
-			cl.err, cl.connLost = err, private
+			cl.err, cl.connLost = err, private || c.srv.lossEndsClients()
 			cl.finish()
 		}
 		if !errors.Is(err, errUpstreamClosed) {

@@ -107,6 +107,11 @@ const (
 	// LoadsScripts: a subcommand loads or looks up scripts (SCRIPT LOAD,
 	// SCRIPT EXISTS, FUNCTION LOAD).
 	LoadsScripts
+	// Asking: ASKING, after which Redis Cluster runs the client's next
+	// command, and only that one, on a slot this node is importing: a
+	// proxy that runs that command itself (as a script, in several round
+	// trips) sends ASKING before each of them.
+	Asking
 	// Other: a command the table has considered and that needs nothing of
 	// squeeze: it carries no values, and its reply holds none (replies are
 	// still searched for frames, see ReplySniff).

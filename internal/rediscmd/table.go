@@ -82,7 +82,7 @@ var specs = []Spec{
 	{Name: "AUTH", Flags: Pin},
 	{Name: "READONLY", Flags: Pin},
 	{Name: "READWRITE", Flags: Pin},
-	{Name: "ASKING", Flags: Pin},
+	{Name: "ASKING", Flags: Pin | Asking},
 	{Name: "UNWATCH", Flags: Pin},
 	{Name: "WATCH", Flags: Pin | NotQueued},
 	{Name: "MULTI", Flags: Pin | Multi | NotQueued},

@@ -17,14 +17,46 @@ import (
 // servers are stopped in t.Cleanup.
 func StartCluster(t testing.TB, n int) []*Redis {
 	t.Helper()
-	nodes := make([]*Redis, n)
-	bus := make([]string, n) // cluster bus ports, chosen free (not port+10000)
+	return StartClusterWith(t, ClusterOptions{Masters: n}).Masters
+}
+
+// ClusterOptions says what StartClusterWith starts.
+type ClusterOptions struct {
+	Masters  int
+	Replicas int // replicas of each master
+	// NodeTimeout is the cluster's cluster-node-timeout (5 s when 0): a
+	// master unreachable for that long is failed over to a replica.
+	NodeTimeout time.Duration
+}
+
+// Cluster is a Redis Cluster StartClusterWith started.
+type Cluster struct {
+	Masters []*Redis
+	// Replicas are the replicas, those of Masters[0] first.
+	Replicas []*Redis
+}
+
+// Nodes returns every node, masters first.
+func (c *Cluster) Nodes() []*Redis { return append(append([]*Redis(nil), c.Masters...), c.Replicas...) }
+
+// StartClusterWith starts a Redis Cluster as StartCluster does, with o's
+// replicas of each master, and waits until every node sees the cluster as
+// ok and every replica is in sync with its master.
+func StartClusterWith(t testing.TB, o ClusterOptions) *Cluster {
+	t.Helper()
+	timeout := o.NodeTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	n, total := o.Masters, o.Masters*(1+o.Replicas)
+	nodes := make([]*Redis, total)
+	bus := make([]string, total) // cluster bus ports, chosen free (not port+10000)
 	for i := range nodes {
 		bus[i] = strconv.Itoa(FreePort(t))
 		nodes[i] = StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", bus[i], "--cluster-node-timeout", "5000")
+			"--cluster-port", bus[i], "--cluster-node-timeout", strconv.FormatInt(timeout.Milliseconds(), 10))
 	}
-	for i, r := range nodes {
+	for i, r := range nodes[:n] {
 		lo, hi := i*16384/n, (i+1)*16384/n-1
 		if reply, err := Do(r.Addr, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil || reply != "+OK" {
 			t.Fatalf("CLUSTER ADDSLOTSRANGE on %s: %q %v", r.Addr, reply, err)
@@ -37,19 +69,41 @@ func StartCluster(t testing.TB, n int) []*Redis {
 		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for _, r := range nodes {
-		for {
-			info, err := Do(r.Addr, "CLUSTER", "INFO")
-			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)+"\r") {
-				break
-			}
+	waitFor := func(r *Redis, what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
 			if time.Now().After(deadline) {
-				t.Fatalf("cluster node %s not ok after 30s: %q %v", r.Addr, info, err)
+				t.Fatalf("cluster node %s: %s not reached after 30s", r.Addr, what)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	return nodes
+	c := &Cluster{Masters: nodes[:n], Replicas: nodes[n:]}
+	for i, r := range c.Replicas {
+		master := c.Masters[i/max(o.Replicas, 1)]
+		id, err := Do(master.Addr, "CLUSTER", "MYID")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A replica can follow a master it has heard of only.
+		waitFor(r, "knowing its master", func() bool {
+			reply, _ := Do(r.Addr, "CLUSTER", "REPLICATE", id)
+			return reply == "+OK"
+		})
+	}
+	for _, r := range nodes {
+		waitFor(r, "cluster_state:ok with every node known", func() bool {
+			info, err := Do(r.Addr, "CLUSTER", "INFO")
+			return err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(total)+"\r")
+		})
+	}
+	for _, r := range c.Replicas {
+		waitFor(r, "replica in sync", func() bool {
+			info, err := Do(r.Addr, "INFO", "replication")
+			return err == nil && strings.Contains(info, "master_link_status:up")
+		})
+	}
+	return c
 }
 
 // Do sends one command to the Redis at addr on a new connection and
