@@ -19,7 +19,9 @@
 //   - Memory is estimated per value as Redis allocates a string: the SDS
 //     header and the jemalloc size class (dictstore.ValueMemory).
 //   - Write codec: among the fast codecs (those encoding at least half as
-//     fast as the fastest candidate measured), the default codec (s2; or
+//     fast as the fastest candidate measured; the default codec, made to
+//     be the fast writer, at least a quarter as fast, so that a busy
+//     machine's timings do not take it out of the running), the default codec (s2; or
 //     the first fast candidate when s2 is not one), unless another saves
 //     at least 3 points more memory: a margin, so that the noise of one
 //     run's timings, or a codec a point ahead, does not flip the advice
@@ -73,6 +75,7 @@ const WriteMargin = 3.0
 // Thresholds of the rules in the package documentation.
 const (
 	fastShare       = 0.5   // a fast codec encodes at least this share of the fastest's speed
+	defaultFast     = 0.25  // the default codec: at least this share
 	atRestPoints    = 3.0   // points of memory saved an at-rest codec must add
 	dictPoints      = 5.0   // points a dictionary must add
 	dictMaxMedian   = 16384 // dictionaries help small values
@@ -570,10 +573,7 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 	if !slices.ContainsFunc(o.Codecs, func(a codec.Algorithm) bool { return !a.ID.AddedLater() }) {
 		eligible = func(int) bool { return true } // only later codecs were asked for
 	}
-	for ci := range p.Codecs {
-		c := &p.Codecs[ci]
-		c.Fast = c.EncodeMBs >= fastShare*fastest
-	}
+	markFast(p.Codecs, o.Codecs, fastest)
 	best, incumbent := writeCodec(p.Codecs, o.Codecs, eligible)
 	strongest := -1
 	for ci, c := range p.Codecs {
@@ -620,6 +620,19 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 		}
 	}
 	return p, nil
+}
+
+// markFast marks the fits of the codecs that encode fast enough to write
+// with: at least fastShare of the fastest speed measured, or for the
+// default codec defaultFast of it.
+func markFast(fits []CodecFit, candidates []codec.Algorithm, fastest float64) {
+	for ci := range fits {
+		share := fastShare
+		if candidates[ci] == codec.DefaultAlgorithm {
+			share = defaultFast
+		}
+		fits[ci].Fast = fits[ci].EncodeMBs >= share*fastest
+	}
 }
 
 // writeCodec picks the write codec among the measured fits (in the order
