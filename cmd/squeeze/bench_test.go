@@ -126,7 +126,7 @@ func TestBenchRedis_Quick(t *testing.T) {
 			t.Errorf("no rows for %s", want)
 		}
 	}
-	for _, p := range []string{"index.html", "results.json", "redis.csv", "memory.csv", "charts/memory.png", "charts/redis-read-16600.svg"} {
+	for _, p := range []string{"index.html", "results.json", "redis.csv", "memory.csv", "charts/tradeoff.svg", "charts/memory.svg", "charts/time-write.svg", "charts/time-read.svg"} {
 		if st, err := os.Stat(filepath.Join(dir, p)); err != nil || st.Size() == 0 {
 			t.Errorf("report file %s missing or empty: %v", p, err)
 		}
