@@ -269,6 +269,20 @@ func (run *redisRun) measure(ctx context.Context, e env, name string) (res bench
 	return res, info, nil
 }
 
+// redisVersion is the server's redis_version, "" when INFO does not say.
+func redisVersion(ctx context.Context, rdb *redis.Client) string {
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // newReport is the report of a run: the measurements, the notes that
 // explain them, and the figures to reach at its end.
 func (run *redisRun) newReport(res bench.RedisResult, title, command string, info runInfo) bench.Report {
