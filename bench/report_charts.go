@@ -126,9 +126,11 @@ func adviceFigures(r Report, a *Advice) []Figure {
 		{Label: "recommended", Color: "#fff", Marker: -1, Ring: true},
 	}
 	if c := a.Compact; c != nil {
+		// The color of the compacted keys' line in the memory chart.
+		color := style.series(c.WrittenWith+"->"+c.Codec, nil).Color
 		label := fmt.Sprintf("cold keys compacted to %s", c.Codec)
-		sc.Refs = append(sc.Refs, refLine{Y: c.SavedMedian, Label: label, Color: "#2ca02c"})
-		sc.Legend = append(sc.Legend, legendItem{Label: label, Color: "#2ca02c", Dash: "5 4", Line: true, Marker: -1})
+		sc.Refs = append(sc.Refs, refLine{Y: c.SavedMedian, Label: label, Color: color})
+		sc.Legend = append(sc.Legend, legendItem{Label: label, Color: color, Dash: "5 4", Line: true, Marker: -1})
 	}
 	if len(sc.Points) > 1 {
 		out = append(out, Figure{Name: "tradeoff", Title: sc.Title, SVG: sc.svg(),

@@ -290,15 +290,14 @@ func (c scatterChart) svg() template.HTML {
 	// for the labels right of the points.
 	xlo = math.Min(1, math.Floor(xlo*4)/4)
 	xhi = xlo + (xhi-xlo)*1.25 + 0.3
-	step := linearTicks(xlo, xhi, 6)
-	if len(step) > 1 {
-		xhi = math.Ceil(xhi/(step[1]-step[0])) * (step[1] - step[0])
-	}
-	xticks := []float64{xlo}
-	for _, t := range step {
-		if t > xlo+(step[1]-step[0])*0.4 {
-			xticks = append(xticks, t)
-		}
+	// Ticks every round step from xlo, so that 1× is one of them.
+	steps := linearTicks(0, xhi-xlo, 5)
+	step := steps[1] - steps[0]
+	n := math.Ceil((xhi - xlo) / step)
+	xhi = xlo + n*step
+	var xticks []float64
+	for k := 0.0; k <= n; k++ {
+		xticks = append(xticks, xlo+k*step)
 	}
 	ylo, yhi := c.YMin, c.YMax
 	yticks := linearTicks(ylo, yhi, 5)
