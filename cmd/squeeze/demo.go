@@ -35,10 +35,10 @@ then prints the recommendation first and the figures behind it:
   compact cold keys to Y, use a dictionary for values under Z.
 
 It also stores one 221.9 kB document through Redis and reads it back byte
-for byte. --report DIR gets an HTML report that opens with the same
-answer and charts (memory saved per codec and size, time against no
-compression, the trade-off with the choice marked), then every figure; it
-opens from disk, without network. Every measured cell:
+for byte. It writes an HTML report into ./report (--report DIR) that
+opens with the same answer and charts (memory saved per codec and size,
+time against no compression, the trade-off with the choice marked), then
+every figure; it opens from disk, without network. Every measured cell:
 "squeeze bench redis --quick"; the figures squeeze was built to reach, for
 its developers: "squeeze bench redis --targets".
 
@@ -95,6 +95,9 @@ func runDemo(ctx context.Context, e env, args []string) error {
 		return usageError("demo: --sizes: %v", err)
 	}
 	for _, s := range sz {
+		if s < codec.DefaultMinSize {
+			return usageError("demo: --sizes: squeeze stores values under %d bytes as they are; give sizes from %d bytes", codec.DefaultMinSize, codec.DefaultMinSize)
+		}
 		if s > 64<<20 {
 			return usageError("demo: --sizes: %s is above the 64 MiB the demo allows", bench.FormatSize(int64(s)))
 		}

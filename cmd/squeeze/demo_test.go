@@ -56,3 +56,18 @@ func TestDemo_AnswerFirst(t *testing.T) {
 		t.Fatalf("report without the answer: %v", err)
 	}
 }
+
+// TestDemo_BadSizes: sizes squeeze does not compress, or too large for a
+// demo, are usage errors before anything starts.
+func TestDemo_BadSizes(t *testing.T) {
+	for _, tt := range []struct{ sizes, want string }{
+		{"0,16.6kB", "under 64 bytes as they are"},
+		{"1kB,1GB", "above the 64 MiB"},
+		{"1kB,big", "--sizes"},
+	} {
+		out, stderr, code := runCLI(t, nil, "demo", "--sizes", tt.sizes, "--redis", "redis://127.0.0.1:1")
+		if code != 2 || out != "" || !strings.Contains(stderr, tt.want) {
+			t.Errorf("--sizes %s: exit %d, stdout %q, stderr %q; want 2 and %q", tt.sizes, code, out, stderr, tt.want)
+		}
+	}
+}
