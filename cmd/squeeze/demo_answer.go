@@ -15,9 +15,9 @@ import (
 // textWidth is where printed paragraphs wrap.
 const textWidth = 100
 
-// unitWord matches a size unit after a number ("4.2 MB;"), which wrap
-// keeps on the number's line.
-var unitWord = regexp.MustCompile(`^(B|kB|MB|GB|KiB|MiB|GiB)[.,;:)]*$`)
+// unitWord matches a size unit after a number ("4.2 MB;", "16.6 kB-4.2
+// MB"), which wrap keeps on the number's line.
+var unitWord = regexp.MustCompile(`^(B|kB|MB|GB|KiB|MiB|GiB)([-.,;:)].*)?$`)
 
 // wrap breaks text into lines of at most width columns, the first
 // starting with first, the others with indent.

@@ -71,3 +71,12 @@ func TestDemo_BadSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestWrap keeps a size and its unit, and a range of sizes, on one line.
+func TestWrap(t *testing.T) {
+	got := wrap("saves 70-78% of Redis memory on values of 16.6 kB-4.2 MB; writes take 1.7x", "  * ", "    ", 44)
+	want := "  * saves 70-78% of Redis memory on values\n    of 16.6 kB-4.2 MB; writes take 1.7x\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
