@@ -25,9 +25,13 @@ import (
 // Report is everything one run of a study measured. Empty parts are left out
 // of the written report.
 type Report struct {
-	Title      string         `json:"title"`
-	Command    string         `json:"command"`
-	Corpus     string         `json:"corpus,omitempty"`
+	Title   string `json:"title"`
+	Command string `json:"command"`
+	Corpus  string `json:"corpus,omitempty"`
+	// Values says what the values were and where they were measured
+	// ("generated JSON documents of 1 kB-4.2 MB, Redis 7.0.15"): the
+	// first line under the title.
+	Values     string         `json:"values,omitempty"`
 	Generated  time.Time      `json:"generated"`
 	Notes      []string       `json:"notes,omitempty"`
 	Codecs     []CodecResult  `json:"codecs,omitempty"`
@@ -36,7 +40,14 @@ type Report struct {
 	Docs       []DocRow       `json:"docs,omitempty"`
 	Crossovers []Crossover    `json:"crossovers,omitempty"`
 	Seed       []SeedSlowdown `json:"seed_slowdowns,omitempty"`
-	Targets    []TargetCheck  `json:"targets,omitempty"`
+	// Targets are the figures squeeze was built to reach, checked on this
+	// run, and TargetNotes what explains them: for squeeze's developers,
+	// shown at the end of the report, folded.
+	Targets     []TargetCheck `json:"targets,omitempty"`
+	TargetNotes []string      `json:"target_notes,omitempty"`
+	// Advice is what the Redis rows recommend (Recommend); WriteReport
+	// fills it in when it is nil.
+	Advice *Advice `json:"advice,omitempty"`
 	// Tables and Bars carry the results of studies without a section of
 	// their own (counters, compact).
 	Tables []Table    `json:"tables,omitempty"`
@@ -55,15 +66,21 @@ type Chart struct {
 }
 
 // WriteReport writes r into dir (created if needed): index.html, which
-// opens from disk without network (charts are embedded as PNG data), the raw
-// results as results.json and one CSV per table, and each chart as
-// charts/NAME.png and charts/NAME.svg, drawn with gonum/plot.
+// opens from disk without network, the raw results as results.json and one
+// CSV per table, and each chart in charts/. A Redis study's page opens with
+// its advice (Recommend) and SVG charts drawn into the page (the trade-off,
+// memory saved, write and read time against no compression), also written
+// as charts/NAME.svg; the other studies' charts are drawn with gonum/plot,
+// embedded as PNG data and written as charts/NAME.png and .svg.
 func WriteReport(dir string, r Report) error {
 	if r.Generated.IsZero() {
 		r.Generated = time.Now().UTC()
 	}
 	if len(r.Redis) > 0 && r.Seed == nil {
 		r.Seed = SeedSlowdowns
+	}
+	if r.Advice == nil && len(r.Redis) > 0 {
+		r.Advice = Recommend(r.Redis, r.Memory)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -100,11 +117,26 @@ func WriteReport(dir string, r Report) error {
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
+	data := reportPage{Report: r, Charts: charts, CSVFiles: csvFiles, SeedRows: seedComparison(r), TablesHTML: htmlTables(r.Tables),
+		SeedSentence: SeedSentence}
+	if a := r.Advice; a != nil {
+		data.AdviceLines, data.Why = a.Lines(), a.Why()
+		for _, fig := range adviceFigures(r, a) {
+			if err := os.WriteFile(filepath.Join(dir, "charts", fig.Name+".svg"), []byte(svgFileHeader+string(fig.SVG)+"\n"), 0o644); err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+			if fig.Name == "tradeoff" || fig.Name == "memory" {
+				data.FirstFigures = append(data.FirstFigures, fig)
+			} else {
+				data.Figures = append(data.Figures, fig)
+			}
+		}
+		data.CostSizes, data.Costs = costTable(r.Redis)
+	}
 	f, err := os.Create(filepath.Join(dir, "index.html"))
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	data := reportPage{Report: r, Charts: charts, CSVFiles: csvFiles, SeedRows: seedComparison(r), TablesHTML: htmlTables(r.Tables)}
 	if err := pageTemplate.Execute(f, data); err != nil {
 		f.Close()
 		return fmt.Errorf("report: index.html: %w", err)
@@ -268,33 +300,6 @@ func drawCharts(dir string, r Report) ([]Chart, error) {
 			return nil, err
 		}
 	}
-	if len(r.Redis) > 0 {
-		for _, wl := range []string{WorkloadRead, WorkloadWrite, WorkloadReadWrite} {
-			for _, size := range distinctSizes(r.Redis) {
-				p, ok, err := iterationChart(r.Redis, wl, size)
-				if err != nil {
-					return nil, err
-				}
-				if !ok {
-					continue
-				}
-				name := fmt.Sprintf("redis-%s-%d", wl, size)
-				if err := save(p, name, fmt.Sprintf("%s, %s values", wl, FormatSize(int64(size))),
-					"Total time against iterations, with and without compression (log-log; median of repeats).", 5*vg.Inch, 3.6*vg.Inch); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	if len(r.Memory) > 0 {
-		p, err := memoryChart(r.Memory)
-		if err != nil {
-			return nil, err
-		}
-		if err := save(p, "memory", "Memory before and after compression", "MEMORY USAGE per key in Redis, by value size and codec.", 8*vg.Inch, 4.5*vg.Inch); err != nil {
-			return nil, err
-		}
-	}
 	for _, bc := range r.Bars {
 		p, err := drawBarChart(bc)
 		if err != nil {
@@ -430,115 +435,6 @@ func seriesOrder(labels []string) []string {
 	return out
 }
 
-func iterationChart(rows []RedisRow, workload string, size int) (*plot.Plot, bool, error) {
-	pts := map[string]plotter.XYs{}
-	var labels []string
-	for _, r := range rows {
-		if r.Workload != workload || r.SizeBytes != size || r.TotalMs <= 0 {
-			continue
-		}
-		l := r.Path + " " + r.Codec
-		if r.Path == PathDirect {
-			l = "direct (go-redis)"
-		}
-		labels = append(labels, l)
-		pts[l] = append(pts[l], plotter.XY{X: float64(r.Iterations), Y: r.TotalMs})
-	}
-	if len(pts) == 0 {
-		return nil, false, nil
-	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s, %s", workload, FormatSize(int64(size)))
-	p.X.Label.Text = "iterations"
-	p.Y.Label.Text = "total time (ms)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.TextStyle.Font.Size = vg.Points(7)
-	for i, l := range seriesOrder(labels) {
-		xy := pts[l]
-		sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
-		line, points, err := plotter.NewLinePoints(xy)
-		if err != nil {
-			return nil, false, err
-		}
-		line.Color, points.Color = colorFor(i), colorFor(i)
-		points.Shape = plotutil.Shape(i)
-		p.Add(line, points)
-		p.Legend.Add(l, line, points)
-	}
-	p.Add(plotter.NewGrid())
-	return p, true, nil
-}
-
-func memoryChart(rows []MemoryRow) (*plot.Plot, error) {
-	var sizes []int
-	var codecs []string
-	for _, r := range rows {
-		if r.SizeBytes > 0 && !containsInt(sizes, r.SizeBytes) {
-			sizes = append(sizes, r.SizeBytes)
-		}
-		if !contains(codecs, r.Codec) {
-			codecs = append(codecs, r.Codec)
-		}
-	}
-	sort.Ints(sizes)
-	codecs = seriesOrder(codecs)
-	p := plot.New()
-	p.Title.Text = "Redis memory per key (MEMORY USAGE)"
-	p.Y.Label.Text = "% of the uncompressed value's memory"
-	p.Legend.Top = true
-	w := vg.Points(60 / float64(max(1, len(codecs))))
-	names := make([]string, len(sizes))
-	for i, s := range sizes {
-		names[i] = FormatSize(int64(s))
-	}
-	for ci, c := range codecs {
-		vals := make(plotter.Values, len(sizes))
-		for si, s := range sizes {
-			var base, v float64
-			for _, r := range rows {
-				if r.SizeBytes == s && r.Codec == "none" {
-					base = r.MemoryUsageBytes
-				}
-				if r.SizeBytes == s && r.Codec == c {
-					v = r.MemoryUsageBytes
-				}
-			}
-			if base > 0 {
-				vals[si] = 100 * v / base
-			}
-		}
-		b, err := plotter.NewBarChart(vals, w)
-		if err != nil {
-			return nil, err
-		}
-		b.Color = colorFor(ci)
-		b.LineStyle.Width = 0
-		b.Offset = w * vg.Length(float64(ci)-float64(len(codecs)-1)/2)
-		p.Add(b)
-		p.Legend.Add(c, b)
-	}
-	if len(names) > 0 {
-		p.NominalX(names...)
-		// The figure issue 5 asks for: 80% saved is 20% of the memory left.
-		target, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 20}, {X: float64(len(names)) - 0.5, Y: 20}})
-		if err != nil {
-			return nil, err
-		}
-		target.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		target.LineStyle.Width = vg.Points(1)
-		p.Add(target)
-		p.Legend.Add("80% saved", target)
-	}
-	// Room for the legend (one line per series and the target) above the
-	// 100% bars: each line takes about 4% of the plot's height.
-	lines := float64(len(codecs) + 1)
-	p.Y.Min, p.Y.Max = 0, 5*math.Ceil(105/(1-0.04*lines)/5)
-	p.Add(plotter.NewGrid())
-	return p, nil
-}
-
 func containsInt(list []int, v int) bool {
 	for _, x := range list {
 		if x == v {
@@ -594,10 +490,79 @@ func docsChart(rows []DocRow, link, direction string) (*plot.Plot, error) {
 
 type reportPage struct {
 	Report
-	Charts     []Chart
-	CSVFiles   []string
-	SeedRows   []SeedRow
-	TablesHTML []tableHTML
+	Charts       []Chart
+	CSVFiles     []string
+	SeedRows     []SeedRow
+	TablesHTML   []tableHTML
+	AdviceLines  []AdviceLine
+	Why          string
+	FirstFigures []Figure // on the first screen, beside the advice
+	Figures      []Figure
+	CostSizes    []string
+	Costs        []costRow
+	SeedSentence string
+}
+
+// svgFileHeader starts a chart written on its own as charts/NAME.svg.
+const svgFileHeader = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
+
+// costRow is one line of the report's table of time against no
+// compression: a path and codec, the write and read ratio per size.
+type costRow struct {
+	Path, Codec string
+	Cells       []string // per costSizes entry: "2.2× / 1.3×", or "" when not measured
+}
+
+// costTable returns the sizes (columns) and the time ratios per path and
+// codec: "write / read" per size.
+func costTable(rows []RedisRow) ([]string, []costRow) {
+	ratios := TimeRatios(rows)
+	var sizes []int
+	for _, t := range ratios {
+		sizes = append(sizes, t.SizeBytes)
+	}
+	sizes = compressedSizes(sizes)
+	type key struct{ path, codec string }
+	var order []key
+	cells := map[key][]string{}
+	for _, t := range ratios {
+		i := indexInt(sizes, t.SizeBytes)
+		if i < 0 || t.Workload == WorkloadReadWrite {
+			continue
+		}
+		k := key{t.Path, t.Codec}
+		if cells[k] == nil {
+			order = append(order, k)
+			cells[k] = make([]string, 2*len(sizes))
+		}
+		j := 2 * i
+		if t.Workload == WorkloadRead {
+			j++
+		}
+		cells[k][j] = times(t.X)
+	}
+	var out []costRow
+	for _, k := range order {
+		row := costRow{Path: k.path, Codec: k.codec}
+		c := cells[k]
+		for i := range sizes {
+			w, r := c[2*i], c[2*i+1]
+			if w == "" && r == "" {
+				row.Cells = append(row.Cells, "")
+				continue
+			}
+			row.Cells = append(row.Cells, orDash(w)+" / "+orDash(r))
+		}
+		out = append(out, row)
+	}
+	return sizeNames(sizes), out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // DataURI returns the chart's PNG as a data: URL, so that index.html needs
@@ -624,47 +589,68 @@ var pageTemplate = template.Must(template.New("index").Funcs(template.FuncMap{
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>{{.Title}}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{if .Advice}}What to use: {{end}}{{.Title}}</title>
 <style>
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 1.2em auto; max-width: 1110px; padding: 0 12px; color: #222; line-height: 1.4; }
+h1 { font-size: 1.6em; margin: 0 0 0.15em; }
+h2 { font-size: 1.25em; margin: 1.4em 0 0.5em; }
+p.meta { color: #555; margin: 0 0 0.8em; font-size: 0.92em; }
+section.answer { background: #f2f7ee; border: 1px solid #b9d3a8; border-radius: 6px; padding: 0.55em 1.1em 0.6em; }
+section.answer h2 { margin: 0.2em 0 0.3em; }
+section.answer ul { margin: 0.2em 0 0.4em; padding-left: 1.2em; }
+section.answer li { margin: 0.25em 0; font-size: 1.05em; }
+section.answer p.why { margin: 0.3em 0 0.1em; color: #444; font-size: 0.92em; }
+.charts { display: flex; flex-wrap: wrap; gap: 10px; margin: 0.8em 0; }
+.charts figure { margin: 0; flex: 0 1 540px; }
+.charts svg { max-width: 100%; height: auto; border: 1px solid #e5e5e5; }
+.charts figcaption { font-size: 0.85em; color: #555; margin-top: 2px; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 90%; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
 th { background: #f3f3f3; }
 td.l, th.l { text-align: left; }
-figure { display: inline-block; margin: 0.5em; vertical-align: top; }
-figure img { max-width: 100%; border: 1px solid #eee; }
-figcaption { font-size: 85%; color: #555; max-width: 500px; }
+figure.png { display: inline-block; margin: 0.5em; vertical-align: top; }
+figure.png img { max-width: 100%; border: 1px solid #eee; }
+figure.png figcaption { font-size: 85%; color: #555; max-width: 500px; }
 code { background: #f6f6f6; padding: 1px 4px; }
+details { margin: 1em 0; }
+details > summary { cursor: pointer; font-weight: 600; }
 .worse { color: #b00; } .better { color: #070; }
 </style>
 </head>
 <body>
-<h1>{{.Title}}</h1>
-<p>Command: <code>{{.Command}}</code><br>Generated: {{.Generated.Format "2006-01-02 15:04:05 UTC"}}{{if .Corpus}}<br>Corpus: {{.Corpus}}{{end}}</p>
+{{if .Advice}}<h1>What to use, measured on this machine</h1>
+<p class="meta">{{if .Values}}{{.Values}} · {{end}}{{.Generated.Format "2006-01-02 15:04 UTC"}} · <code>{{.Command}}</code>{{if .Corpus}} · corpus: {{.Corpus}}{{end}}</p>
+<section class="answer" id="answer">
+<h2>Recommendation</h2>
+<ul>
+{{range .AdviceLines}}<li><b>{{.Lead}}</b>{{.Rest}}</li>
+{{end}}</ul>
+<p class="why">{{.Why}}</p>
+</section>
+<div class="charts">
+{{range .FirstFigures}}<figure id="{{.Name}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+{{end}}</div>
+{{if .Figures}}<h2>Time per operation against no compression</h2>
+<div class="charts">
+{{range .Figures}}<figure id="{{.Name}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+{{end}}</div>{{end}}
+{{if .Costs}}<table>
+<tr><th class="l">path</th><th class="l">codec</th>{{range .CostSizes}}<th>{{.}}<br>write / read</th>{{end}}</tr>
+{{range .Costs}}<tr><td class="l">{{.Path}}</td><td class="l">{{.Codec}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+<p>Paths: <i>library</i> is the codec in the application around go-redis (what the squeeze Go library does), <i>proxy</i> goes through a squeeze proxy on loopback; each against no compression on the same path.</p>{{end}}
+<h2>About these measurements</h2>
+{{else}}<h1>{{.Title}}</h1>
+<p class="meta">Command: <code>{{.Command}}</code> · generated {{.Generated.Format "2006-01-02 15:04:05 UTC"}}{{if .Corpus}} · corpus: {{.Corpus}}{{end}}</p>
+{{end}}
 {{range .Notes}}<p>{{.}}</p>{{end}}
-<p>Raw results: <a href="results.json">results.json</a>{{range .CSVFiles}}, <a href="{{.}}">{{.}}</a>{{end}}. Each chart is also in charts/ as PNG and SVG.</p>
+<p>Raw results: <a href="results.json">results.json</a>{{range .CSVFiles}}, <a href="{{.}}">{{.}}</a>{{end}}. Every chart is also in charts/.</p>
 
 {{range .TablesHTML}}
 <h2>{{.Title}}</h2>
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Cells}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>
-{{end}}
-
-{{if .Targets}}
-<h2>Figures to reach (the goals squeeze was built to meet), checked on this run</h2>
-<table>
-<tr><th class="l">target</th><th>size</th><th class="l">measured</th><th>result</th></tr>
-{{range .Targets}}<tr><td class="l">{{.Target}}</td><td>{{size .SizeByte}}</td><td class="l">{{.Measured}}</td><td>{{if .Pass}}<span class="better">met</span>{{else}}<span class="worse">not met</span>{{end}}</td></tr>
-{{end}}</table>
-{{end}}
-
-{{if .SeedRows}}
-<h2>Slowdown from compression: the 2013 Ruby/zlib study beside this run</h2>
-<p>Seed figures are the article's (Ruby, zlib, Pentium 4). Measured figures are the library path (codec in-process around go-redis) against no compression on the same path, at the largest iteration count all codecs reached (in brackets); zlib:6 is the seed's approach.</p>
-<table>
-<tr><th class="l">workload</th><th>size</th><th>seed (zlib, Ruby)</th><th class="l">measured</th></tr>
-{{range .SeedRows}}<tr><td class="l">{{.Workload}}</td><td>{{.Size}}</td><td>{{pct .SeedPct}}</td><td class="l">{{if .HasMeasur}}{{range .Measured}}{{.Codec}}: <b>{{pct .Pct}}</b> (x{{.Iterations}}) &nbsp; {{end}}{{else}}not measured{{end}}</td></tr>
 {{end}}</table>
 {{end}}
 
@@ -703,16 +689,42 @@ code { background: #f6f6f6; padding: 1px 4px; }
 
 {{if .Charts}}
 <h2>Charts</h2>
-{{range .Charts}}<figure id="{{.Name}}"><img src="{{.DataURI}}" alt="{{.Title}}"><figcaption><b>{{.Title}}</b>. {{.Caption}} <a href="{{.SVG}}">SVG</a> · <a href="{{.PNG}}">PNG</a></figcaption></figure>
+{{range .Charts}}<figure class="png" id="{{.Name}}"><img src="{{.DataURI}}" alt="{{.Title}}"><figcaption><b>{{.Title}}</b>. {{.Caption}} <a href="{{.SVG}}">SVG</a> · <a href="{{.PNG}}">PNG</a></figcaption></figure>
 {{end}}
 {{end}}
 
 {{if .Redis}}
-<h2>All Redis cells</h2>
+<details id="cells">
+<summary>Every Redis cell ({{len .Redis}})</summary>
+<p>Total time for all iterations and time per operation, median of repeats; slowdown against no compression on the same path at the same iteration count.</p>
 <table>
 <tr><th class="l">path</th><th class="l">codec</th><th class="l">workload</th><th>size</th><th>iterations</th><th>repeats</th><th>total ms (median)</th><th>ns/op</th><th>slowdown</th><th>memory saved</th></tr>
 {{range .Redis}}<tr><td class="l">{{.Path}}</td><td class="l">{{.Codec}}</td><td class="l">{{.Workload}}</td><td>{{size .SizeBytes}}</td><td>{{.Iterations}}</td><td>{{.Repeats}}</td><td>{{f2 .TotalMs}}</td><td>{{f1 .NsPerOp}}</td><td>{{pct .SlowdownPct}}</td><td>{{f1 .MemorySavedPct}}%</td></tr>
 {{end}}</table>
+</details>
+{{end}}
+
+{{if or .Targets .SeedRows}}
+<details id="targets">
+<summary>For squeeze's developers: the figures squeeze was built to reach, and the seed studies</summary>
+<p>{{.SeedSentence}} The figures to reach are the goals squeeze's development checks itself against; they say nothing about what to use on your data, which the recommendation at the top does.</p>
+{{range .TargetNotes}}<p>{{.}}</p>{{end}}
+{{if .Targets}}
+<h3>Figures to reach, checked on this run</h3>
+<table>
+<tr><th class="l">target</th><th>size</th><th class="l">measured</th><th>result</th></tr>
+{{range .Targets}}<tr><td class="l">{{.Target}}</td><td>{{size .SizeByte}}</td><td class="l">{{.Measured}}</td><td>{{if .Pass}}<span class="better">met</span>{{else}}<span class="worse">not met</span>{{end}}</td></tr>
+{{end}}</table>
+{{end}}
+{{if .SeedRows}}
+<h3>Slowdown from compression: the 2013 Redis study beside this run</h3>
+<p>Seed figures are the article's (Ruby, zlib, Pentium 4). Measured figures are the library path against no compression on the same path, at the largest iteration count all codecs reached (in brackets); zlib:6 is the seed's approach.</p>
+<table>
+<tr><th class="l">workload</th><th>size</th><th>seed (zlib, Ruby)</th><th class="l">measured</th></tr>
+{{range .SeedRows}}<tr><td class="l">{{.Workload}}</td><td>{{.Size}}</td><td>{{pct .SeedPct}}</td><td class="l">{{if .HasMeasur}}{{range .Measured}}{{.Codec}}: <b>{{pct .Pct}}</b> (x{{.Iterations}}) &nbsp; {{end}}{{else}}not measured{{end}}</td></tr>
+{{end}}</table>
+{{end}}
+</details>
 {{end}}
 </body>
 </html>

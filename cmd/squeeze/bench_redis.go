@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,7 +32,7 @@ const benchRedisUsage = `Usage:
   squeeze bench redis [--redis URL] [--path direct,library,proxy] [--codecs LIST]
       [--sizes 0,16.6kB,47.5kB,221.9kB,4.2MB] [--iterations 1,10,100,1000]
       [--repeat 10] [--corpus PATH] [--dict] [--compact-to zstd:9] [--quick]
-      [--report DIR] [--json]
+      [--report DIR] [--json] [--targets]
 
 Reproduces the 2013 Ruby/zlib study (seed 000) on your machine: read-only,
 write-only and read-write (one write per read) workloads at five value sizes,
@@ -67,6 +68,13 @@ compact --dict" do), or none to leave the rows out. The memory rows write
 distinct values, as real keys hold: other generated documents of each size,
 or other cuts of the --corpus file.
 
+The tables open with what the run recommends, as "squeeze demo" does:
+the codec to write with, what to compact cold keys to, and below which
+size a dictionary pays (with --dict). --targets adds the figures squeeze
+was built to reach, checked on this run, and the seed study's slowdowns
+beside the measured ones: for squeeze's developers. The --report always
+has them, folded, at its end.
+
 --json prints one array, a row per cell: path, codec, workload (read, write,
 readwrite), size_bytes, iterations, repeats, total_ms, ns_per_op (median),
 slowdown_pct (against none on the same path and iteration count; no_baseline
@@ -84,6 +92,47 @@ Examples:
 `
 
 func runBenchRedis(ctx context.Context, e env, args []string) error {
+	run, err := parseBenchRedis(e, args)
+	if err != nil {
+		return err
+	}
+	res, info, err := run.measure(ctx, e, "bench redis")
+	if err != nil {
+		return err
+	}
+	if info.idle != "" {
+		fmt.Fprintln(e.Stderr, "bench redis: note: "+info.idle)
+	}
+	if run.report != "" {
+		r := run.newReport(res, "squeeze bench redis", "squeeze bench "+strings.Join(append([]string{"redis"}, args...), " "), info)
+		if err := bench.WriteReport(run.report, r); err != nil {
+			return err
+		}
+		defer fmt.Fprintf(e.Stderr, "report: %s\n", reportPath(run.report))
+	}
+	if run.json {
+		return writeJSON(e.Stdout, res.Rows)
+	}
+	if a := bench.Recommend(res.Rows, res.Memory); a != nil {
+		printRecommendation(e.Stdout, a, "What to use, from this run:")
+		fmt.Fprintln(e.Stdout)
+	}
+	printRedisTables(e.Stdout, res, run.targets)
+	return nil
+}
+
+// redisRun is one "bench redis" run, its flags parsed and checked.
+type redisRun struct {
+	o       bench.RedisOptions
+	url     string
+	corpus  string
+	report  string
+	json    bool
+	targets bool
+	dict    bool
+}
+
+func parseBenchRedis(e env, args []string) (*redisRun, error) {
 	fs := newFlagSet(e, "bench redis", benchRedisUsage)
 	url := addBenchRedisFlag(fs, "measure on this Redis")
 	paths := fs.String("path", "direct,library,proxy", "paths to measure: direct, library, proxy")
@@ -98,11 +147,12 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of tables")
 	dict := fs.Bool("dict", false, "also measure each zstd codec with a dictionary trained per size on other generated documents")
 	compactTo := fs.String("compact-to", "zstd:9", "codecs the default codec's keys are compacted to for the memory rows at rest (none: no such rows)")
+	targets := fs.Bool("targets", false, "also print the figures squeeze was built to reach and the seed study's slowdowns (for squeeze's developers)")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return usageError("bench redis: unexpected argument %q", fs.Arg(0))
+		return nil, usageError("bench redis: unexpected argument %q", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -117,70 +167,86 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 			*budget = 600 * time.Millisecond
 		}
 	}
+	run := &redisRun{url: *url, corpus: *corpus, report: *report, json: *jsonOut, targets: *targets, dict: *dict}
 	o := bench.RedisOptions{Repeats: *repeat, CellBudget: *budget, Dict: *dict}
 	var err error
 	if o.Paths, err = parsePaths(*paths); err != nil {
-		return err
+		return nil, err
 	}
 	if o.Codecs, err = bench.ParseAlgorithms(*codecs); err != nil {
-		return usageError("bench redis: --codecs: %v", err)
+		return nil, usageError("bench redis: --codecs: %v", err)
 	}
 	if *compactTo != "none" && *compactTo != "" {
 		for _, t := range strings.Split(*compactTo, ",") {
 			t = strings.TrimSpace(t)
 			if _, _, err := bench.ParseCompactTarget(t); err != nil {
-				return usageError("bench redis: --compact-to: %v", err)
+				return nil, usageError("bench redis: --compact-to: %v", err)
 			}
 			if strings.HasSuffix(t, bench.DictSuffix) && *corpus != "" {
-				return usageError("bench redis: --compact-to %s trains on generated documents and cannot be combined with --corpus", t)
+				return nil, usageError("bench redis: --compact-to %s trains on generated documents and cannot be combined with --corpus", t)
 			}
 			o.CompactTo = append(o.CompactTo, t)
 		}
 	}
 	if o.Sizes, err = bench.ParseSizes(*sizes); err != nil {
-		return usageError("bench redis: --sizes: %v", err)
+		return nil, usageError("bench redis: --sizes: %v", err)
 	}
 	for _, s := range o.Sizes {
 		if s > 256<<20 {
-			return usageError("bench redis: --sizes: %s is above the 256 MiB this study allows", bench.FormatSize(int64(s)))
+			return nil, usageError("bench redis: --sizes: %s is above the 256 MiB this study allows", bench.FormatSize(int64(s)))
 		}
 	}
 	if o.Iterations, err = parseInts(*iters); err != nil {
-		return usageError("bench redis: --iterations: %v", err)
+		return nil, usageError("bench redis: --iterations: %v", err)
 	}
 	if *repeat <= 0 || *repeat > 1000 {
-		return usageError("bench redis: --repeat %d must be between 1 and 1000", *repeat)
+		return nil, usageError("bench redis: --repeat %d must be between 1 and 1000", *repeat)
 	}
 	if *budget <= 0 {
-		return usageError("bench redis: --budget must be positive")
+		return nil, usageError("bench redis: --budget must be positive")
 	}
 	if *dict && *corpus != "" {
-		return usageError("bench redis: --dict trains on generated documents and cannot be combined with --corpus; for your data, run \"squeeze dict train\"")
+		return nil, usageError("bench redis: --dict trains on generated documents and cannot be combined with --corpus; for your data, run \"squeeze dict train\"")
 	}
 	if *corpus != "" {
 		if st, err := os.Stat(*corpus); err == nil && st.IsDir() {
-			return usageError("bench redis: --corpus %s is a directory; give one file (its bytes make every value)", *corpus)
+			return nil, usageError("bench redis: --corpus %s is a directory; give one file (its bytes make every value)", *corpus)
 		}
 		c, err := bench.LoadCorpus([]string{*corpus}, 0)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		data := c.Samples[0].Data
 		o.Value = func(size int) []byte { return bench.CorpusValue(data, size) }
 		o.MemoryValue = func(size, i int) []byte { return bench.CorpusValueAt(data, i*size, size) }
 	}
-
 	if err := checkReportDir(*report); err != nil {
-		return err
+		return nil, err
 	}
-	rdb, stop, err := connectRedis(ctx, e, *url)
+	run.o = o
+	return run, nil
+}
+
+// runInfo is what a run learnt besides its rows.
+type runInfo struct {
+	// idle is the note on this machine's idle policy, "" when it does not
+	// skew latencies.
+	idle string
+	// version is the Redis server's version, "" when INFO does not say.
+	version string
+}
+
+// measure runs the study, with a progress bar named name on a terminal
+// and a line on stderr when done.
+func (run *redisRun) measure(ctx context.Context, e env, name string) (res bench.RedisResult, info runInfo, err error) {
+	rdb, stop, err := connectRedis(ctx, e, run.url)
 	if err != nil {
-		return err
+		return res, info, err
 	}
 	defer stop()
+	o := run.o
 	o.Client = rdb
-
-	b := newBar(e, 1, "bench redis")
+	b := newBar(e, 1, name)
 	o.Progress = func(done, total int) {
 		if b.pb != nil && b.pb.GetMax() != total {
 			b.pb.ChangeMax(total)
@@ -188,47 +254,72 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 		b.step(done, total)
 	}
 	start := time.Now()
-	res, err := bench.RunRedis(ctx, o)
+	info.version = redisVersion(ctx, rdb)
+	res, err = bench.RunRedis(ctx, o)
 	b.finish()
 	if err != nil {
-		return err
+		return res, info, err
 	}
-	fmt.Fprintf(e.Stderr, "bench redis: %d cells in %s", len(res.Rows), time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(e.Stderr, "%s: %d cells in %s", name, len(res.Rows), time.Since(start).Round(100*time.Millisecond))
 	if len(res.Skipped) > 0 {
-		fmt.Fprintf(e.Stderr, "; %d skipped by the %v budget per cell (largest: %s)", len(res.Skipped), *budget, res.Skipped[len(res.Skipped)-1])
+		fmt.Fprintf(e.Stderr, "; %d skipped by the %v budget per cell (largest: %s)", len(res.Skipped), o.CellBudget, res.Skipped[len(res.Skipped)-1])
 	}
 	fmt.Fprintln(e.Stderr)
-	idle := bench.ReadIdlePolicy().Note()
-	if idle != "" {
-		fmt.Fprintln(e.Stderr, "bench redis: note: "+idle)
+	info.idle = bench.ReadIdlePolicy().Note()
+	return res, info, nil
+}
+
+// redisVersion is the server's redis_version, "" when INFO does not say.
+func redisVersion(ctx context.Context, rdb *redis.Client) string {
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return ""
 	}
-	if *report != "" {
-		r := bench.Report{
-			Title:   "squeeze bench redis",
-			Command: "squeeze bench " + strings.Join(append([]string{"redis"}, args...), " "),
-			Redis:   res.Rows, Memory: res.Memory, Targets: bench.CheckTargets(res, codec.DefaultAlgorithm.String()),
-			Notes: []string{fmt.Sprintf("Values: %s. Repeats per cell: %d (median reported). Cells predicted above %v were skipped: %d.",
-				valueSource(*corpus), *repeat, *budget, len(res.Skipped))},
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v
 		}
-		if idle != "" {
-			r.Notes = append(r.Notes, idle)
-		}
-		if note := bench.MemoryContext(res, codec.DefaultAlgorithm.String()); note != "" {
-			r.Notes = append(r.Notes, note)
-		}
-		if *dict {
-			r.Notes = append(r.Notes, "Codecs ending in +dict compress with a zstd dictionary trained per size on other generated documents of that size (library path and memory only).")
-		}
-		if err := bench.WriteReport(*report, r); err != nil {
-			return err
-		}
-		defer fmt.Fprintf(e.Stderr, "report: %s\n", reportPath(*report))
 	}
-	if *jsonOut {
-		return writeJSON(e.Stdout, res.Rows)
+	return ""
+}
+
+// newReport is the report of a run: the measurements, the notes that
+// explain them, and the figures to reach at its end.
+func (run *redisRun) newReport(res bench.RedisResult, title, command string, info runInfo) bench.Report {
+	def := codec.DefaultAlgorithm.String()
+	r := bench.Report{
+		Title: title, Command: command, Values: run.values(info),
+		Redis: res.Rows, Memory: res.Memory, Targets: bench.CheckTargets(res, def),
+		Notes: []string{fmt.Sprintf("Values: %s. Repeats per cell: %d (median reported). Cells predicted above %v were skipped: %d.",
+			valueSource(run.corpus), run.o.Repeats, run.o.CellBudget, len(res.Skipped))},
 	}
-	printRedisTables(e.Stdout, res)
-	return nil
+	if info.idle != "" {
+		r.Notes = append(r.Notes, info.idle)
+	}
+	if note := bench.MemoryContext(res, def); note != "" {
+		r.TargetNotes = append(r.TargetNotes, note)
+	}
+	if run.dict {
+		r.Notes = append(r.Notes, "Codecs ending in +dict compress with a zstd dictionary trained per size on other generated documents of that size (library path and memory only).")
+	}
+	return r
+}
+
+// values says what the run's values were and where they were measured:
+// "generated JSON API documents of 1 kB-4.2 MB, Redis 7.0.15".
+func (run *redisRun) values(info runInfo) string {
+	s := valueSource(run.corpus)
+	if sz := run.o.Sizes; len(sz) > 0 {
+		lo, hi := slices.Min(sz), slices.Max(sz)
+		s += " of " + bench.FormatSize(int64(lo))
+		if hi != lo {
+			s += "-" + bench.FormatSize(int64(hi))
+		}
+	}
+	if info.version != "" {
+		s += ", Redis " + info.version
+	}
+	return s
 }
 
 func valueSource(corpus string) string {
@@ -420,7 +511,7 @@ func isTimeout(err error) bool {
 
 // printRedisTables prints, per workload and size, the time per operation at
 // the largest iteration count measured, the slowdown, and the memory table.
-func printRedisTables(w io.Writer, res bench.RedisResult) {
+func printRedisTables(w io.Writer, res bench.RedisResult, targets bool) {
 	type key struct {
 		path, codec, wl string
 		size            int
@@ -441,10 +532,6 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 			last[k] = r
 		}
 	}
-	seed := map[string]float64{}
-	for _, s := range bench.SeedSlowdowns {
-		seed[s.Workload+"/"+strconv.Itoa(s.SizeBytes)] = s.SlowdownPct
-	}
 	seedFor := func(wl string, size int) string {
 		for _, s := range bench.SeedSlowdowns {
 			if s.Workload == wl && (s.SizeBytes == size || s.SizeBytes > 0 && absf(float64(size-s.SizeBytes)) <= 0.02*float64(s.SizeBytes)) {
@@ -455,7 +542,11 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 	}
 	fmt.Fprintln(w, "Time per operation (median of repeats, at the largest iteration count measured)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "Workload\tSize\tPath\tCodec\tIterations\tµs/op\tSlowdown\tSeed zlib slowdown\tMemory saved\t")
+	if targets {
+		fmt.Fprintln(tw, "Workload\tSize\tPath\tCodec\tIterations\tµs/op\tSlowdown\tSeed zlib slowdown\tMemory saved\t")
+	} else {
+		fmt.Fprintln(tw, "Workload\tSize\tPath\tCodec\tIterations\tµs/op\tSlowdown\tMemory saved\t")
+	}
 	for _, k := range order {
 		r := last[k]
 		slow, seedCol := "", ""
@@ -467,8 +558,13 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 				seedCol = seedFor(r.Workload, r.SizeBytes)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%.1f%%\t\n", r.Workload, bench.FormatSize(int64(r.SizeBytes)), r.Path, r.Codec,
-			r.Iterations, r.NsPerOp/1e3, slow, seedCol, r.MemorySavedPct)
+		if targets {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%.1f%%\t\n", r.Workload, bench.FormatSize(int64(r.SizeBytes)), r.Path, r.Codec,
+				r.Iterations, r.NsPerOp/1e3, slow, seedCol, r.MemorySavedPct)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%.1f%%\t\n", r.Workload, bench.FormatSize(int64(r.SizeBytes)), r.Path, r.Codec,
+				r.Iterations, r.NsPerOp/1e3, slow, r.MemorySavedPct)
+		}
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nMemory in Redis per key")
@@ -479,6 +575,10 @@ func printRedisTables(w io.Writer, res bench.RedisResult) {
 			m.MemoryUsageBytes, m.UsedMemoryDeltaBytes, m.DatasetDeltaBytes, m.SavedPct, m.UsedMemorySavedPct, m.DatasetSavedPct)
 	}
 	tw.Flush()
+	if !targets {
+		return
+	}
+	fmt.Fprintln(w, "\n"+bench.SeedSentence)
 	printTargets(w, bench.CheckTargets(res, codec.DefaultAlgorithm.String()))
 	if note := bench.MemoryContext(res, codec.DefaultAlgorithm.String()); note != "" {
 		fmt.Fprintln(w, note)

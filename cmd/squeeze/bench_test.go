@@ -126,7 +126,7 @@ func TestBenchRedis_Quick(t *testing.T) {
 			t.Errorf("no rows for %s", want)
 		}
 	}
-	for _, p := range []string{"index.html", "results.json", "redis.csv", "memory.csv", "charts/memory.png", "charts/redis-read-16600.svg"} {
+	for _, p := range []string{"index.html", "results.json", "redis.csv", "memory.csv", "charts/tradeoff.svg", "charts/memory.svg", "charts/time-write.svg", "charts/time-read.svg"} {
 		if st, err := os.Stat(filepath.Join(dir, p)); err != nil || st.Size() == 0 {
 			t.Errorf("report file %s missing or empty: %v", p, err)
 		}
@@ -278,7 +278,7 @@ func TestPrintRedisTables_NoBaseline(t *testing.T) {
 		{Path: bench.PathLibrary, Codec: "lz4", Workload: "read", SizeBytes: 4200000, Iterations: 100, NsPerOp: 0.5e6, NoBaseline: true},
 	}}
 	var b strings.Builder
-	printRedisTables(&b, res)
+	printRedisTables(&b, res, true)
 	out := b.String()
 	if strings.Contains(out, "+0.0%") || !strings.Contains(out, "-75.0%") {
 		t.Fatalf("zstd:1 row should show -75.0%% at 10 iterations:\n%s", out)
@@ -286,6 +286,31 @@ func TestPrintRedisTables_NoBaseline(t *testing.T) {
 	for _, line := range strings.Split(out, "\n") {
 		if strings.Contains(line, " lz4 ") && !strings.Contains(line, "n/a") {
 			t.Fatalf("lz4 has no baseline at any count, want n/a: %q", line)
+		}
+	}
+}
+
+// TestPrintRedisTables_Targets: the figures to reach and the seed study's
+// column are for squeeze's developers, printed with --targets only.
+func TestPrintRedisTables_Targets(t *testing.T) {
+	var res bench.RedisResult
+	for _, c := range []string{"none", "s2:default", "zlib:6"} {
+		for _, wl := range []string{bench.WorkloadRead, bench.WorkloadWrite} {
+			res.Rows = append(res.Rows, bench.RedisRow{Path: bench.PathLibrary, Codec: c, Workload: wl, SizeBytes: 16600, Iterations: 10, NsPerOp: 1e5, SlowdownPct: 50})
+		}
+		res.Memory = append(res.Memory, bench.MemoryRow{Codec: c, SizeBytes: 16600, MemoryUsageBytes: 1e4, SavedPct: 70})
+	}
+	var plain, dev strings.Builder
+	printRedisTables(&plain, res, false)
+	printRedisTables(&dev, res, true)
+	for _, s := range []string{"Seed", "seed", "Figures to reach", "NOT met"} {
+		if strings.Contains(plain.String(), s) {
+			t.Errorf("without --targets the tables say %q:\n%s", s, plain.String())
+		}
+	}
+	for _, s := range []string{"Seed zlib slowdown", "Figures to reach", "NOT met", bench.SeedSentence} {
+		if !strings.Contains(dev.String(), s) {
+			t.Errorf("with --targets the tables lack %q:\n%s", s, dev.String())
 		}
 	}
 }
