@@ -196,6 +196,9 @@ var others = []string{
 	VSETATTR VSIM`,
 	// Valkey 9: cluster-wide SCAN (keys), the command log (as SLOWLOG).
 	`CLUSTERSCAN COMMANDLOG`,
+	// Redis 8.6: hot keys, slot trimming, vector set ranges (elements),
+	// stream entry deletion, configuration and idempotency records (ids).
+	`HOTKEYS TRIMSLOTS VRANGE XACKDEL XCFGSET XDELEX XIDMPRECORD`,
 }
 
 // otherFacts are the facts of some Other commands.
