@@ -76,7 +76,7 @@ for t in "${targets[@]}"; do
   touch -d "@$epoch" "$stage/$name" "$stage/$name"/*
   rm -f "$dist/$name.tar.gz" "$dist/$name.zip"
   if [ "$os" = windows ]; then
-    (cd "$stage" && zip -qrX "$dist/$name.zip" "$name")
+    (cd "$stage" && find "$name" | LC_ALL=C sort | TZ=UTC zip -qX "$dist/$name.zip" -@)
     files+=("$name$exe" "$name.zip")
   else
     tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -cf - "$name" | gzip -9n >"$dist/$name.tar.gz"
