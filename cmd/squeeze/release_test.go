@@ -33,6 +33,10 @@ func TestReleaseScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout (%v): the release script names the commit", err)
+	}
 	script := filepath.Join(root, "scripts", "release.sh")
 	release := func(dist string, args ...string) (string, error) {
 		cmd := exec.Command("bash", append([]string{script}, args...)...)
@@ -60,10 +64,6 @@ func TestReleaseScript(t *testing.T) {
 	out, err := exec.Command(bin, "version").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s version: %v\n%s", name, err, out)
-	}
-	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
-	if err != nil {
-		t.Fatal(err)
 	}
 	want := "squeeze " + version + " (commit " + string(head[:12])
 	if !strings.HasPrefix(string(out), want) {
