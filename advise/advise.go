@@ -96,9 +96,13 @@ type Options struct {
 	// release (codec.ID.AddedLater: minlz), which squeeze readers built
 	// before them cannot read. Without it they are measured, not advised.
 	LaterCodecs bool
-	// Progress, if set, is called as keys are sampled and as prefixes are
-	// analysed: done of total steps.
-	Progress func(done, total int)
+	// Progress, if set, is called as the run goes: done of total steps of
+	// stage, which names what takes the time ("sampling keys", "measuring
+	// codecs on user:", ...). Each stage counts its own steps.
+	Progress func(stage string, done, total int)
+
+	// codecDone, if set, is called by Analyze after each codec it measured.
+	codecDone func()
 }
 
 func (o *Options) defaults() error {
@@ -348,8 +352,20 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	// Measuring takes the time: every codec on every prefix's values, a
+	// dictionary trained for each prefix, then every codec on all values
+	// together. A step is a codec or a dictionary.
+	steps, total := 0, (len(names)+1)*(len(o.Codecs)+1)
+	progress := func(stage string) {
+		if o.Progress != nil {
+			o.Progress(stage, steps, total)
+		}
+	}
 	for i, name := range names {
 		g := groups[name]
+		stage := fmt.Sprintf("measuring codecs on %q (%d of %d prefixes)", name, i+1, len(names))
+		o.codecDone = func() { steps++; progress(stage) }
+		progress(stage)
 		p, err := Analyze(name, g.values, o)
 		if err != nil {
 			return rep, err
@@ -358,9 +374,8 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 		p.StoredCodecs, p.Undecodable, p.UndecodableWhy = g.stored, g.bad, g.badWhy
 		p.ScriptUsed = ScriptUsed(name, rep.ScriptPrefixes)
 		rep.Prefixes = append(rep.Prefixes, p)
-		if o.Progress != nil {
-			o.Progress(i+1, len(names)+1)
-		}
+		steps = (i + 1) * (len(o.Codecs) + 1) // and the dictionary, trained or not
+		progress(stage)
 	}
 	// The default policy is for the values that compress: a prefix of
 	// images or archives gets a rule to store them raw instead of pushing
@@ -379,9 +394,14 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 	slices.SortStableFunc(rep.Prefixes, func(a, b Prefix) int { return int(b.MemoryRaw - a.MemoryRaw) })
 	if len(all) > 0 {
 		o.DictMin = -1 // one dictionary per prefix, not one for everything
+		stage := "measuring codecs on all prefixes together"
+		o.codecDone = func() { steps++; progress(stage) }
+		progress(stage)
 		if rep.Overall, err = Analyze("", all, o); err != nil {
 			return rep, err
 		}
+		steps = total
+		progress(stage)
 		rep.Overall.Keys = rep.KeysSampled
 	}
 	rep.ProxyRules = ProxyRules(rep.Prefixes, rep.Overall.Advice)
@@ -467,7 +487,7 @@ func sampleNode(ctx context.Context, rdb redis.Cmdable, res *dictstore.Resolver,
 				rep.Bytes += int64(len(v))
 			}
 			if o.Progress != nil {
-				o.Progress(seen, keys)
+				o.Progress("sampling keys", seen, keys)
 			}
 		}
 		cursor = next
@@ -567,6 +587,9 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 		stored[ci] = sz
 		p.Codecs = append(p.Codecs, fit)
 		fastest = max(fastest, fit.EncodeMBs)
+		if o.codecDone != nil {
+			o.codecDone()
+		}
 	}
 	// Codecs the advice may name: all, or those older readers know.
 	eligible := func(ci int) bool { return o.LaterCodecs || !o.Codecs[ci].ID.AddedLater() }

@@ -209,7 +209,18 @@ func TestRun(t *testing.T) {
 	}
 	before := dirty()
 	var steps int
-	rep, err := Run(ctx, rdb, Options{Progress: func(int, int) { steps++ }})
+	var stages []string
+	var last [2]int // done, total of the last call
+	rep, err := Run(ctx, rdb, Options{Progress: func(stage string, done, total int) {
+		steps++
+		if len(stages) == 0 || stages[len(stages)-1] != stage {
+			stages = append(stages, stage)
+		}
+		if done > total {
+			t.Errorf("progress %q: %d of %d", stage, done, total)
+		}
+		last = [2]int{done, total}
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,6 +229,10 @@ func TestRun(t *testing.T) {
 	}
 	if rep.KeysScanned != 98 || rep.KeysSampled != 93 || steps == 0 {
 		t.Fatalf("scanned %d, sampled %d keys, %d progress calls", rep.KeysScanned, rep.KeysSampled, steps)
+	}
+	// Sampling, then each prefix, then all together, which ends the run.
+	if len(stages) != len(rep.Prefixes)+2 || stages[0] != "sampling keys" || stages[len(stages)-1] != "measuring codecs on all prefixes together" || last[0] != last[1] {
+		t.Errorf("progress stages %q, last %d of %d", stages, last[0], last[1])
 	}
 	by := map[string]Prefix{}
 	for _, p := range rep.Prefixes {

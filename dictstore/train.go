@@ -56,6 +56,17 @@ type TrainOptions struct {
 	MaxValue int
 	// ScanCount is the COUNT hint of each SCAN (default 1000).
 	ScanCount int64
+	// Progress, if set, is called as the work goes: done of total steps of
+	// stage, which is "reading values" (of Samples), "training the
+	// dictionary" (total 0: one step of unknown length) and "measuring
+	// the dictionary" (of the held-out values).
+	Progress func(stage string, done, total int)
+}
+
+func (o TrainOptions) progress(stage string, done, total int) {
+	if o.Progress != nil {
+		o.Progress(stage, done, total)
+	}
 }
 
 // Report is what Train measured. Sizes are in bytes.
@@ -160,12 +171,13 @@ func Train(ctx context.Context, rdb redis.UniversalClient, pattern string, o Tra
 		rep.SampleBytes += int64(len(s.data))
 	}
 	size := min(o.Size, max(256, int(rep.SampleBytes/4)))
+	o.progress("training the dictionary", 0, 0)
 	d, err := TrainID(trainData, size)
 	if err != nil {
 		return codec.Dictionary{}, rep, err
 	}
 	rep.ID, rep.Size = d.ID, len(d.Data)
-	if err := measure(d, o.Algorithm, held, &rep); err != nil {
+	if err := measure(d, o, held, &rep); err != nil {
 		return codec.Dictionary{}, rep, err
 	}
 	return d, rep, nil
@@ -192,7 +204,11 @@ func collect(ctx context.Context, rdb redis.UniversalClient, pattern string, o T
 			return
 		}
 		out = append(out, sample{name: name, data: v})
+		if len(out)%100 == 0 || len(out) == o.Samples {
+			o.progress("reading values", len(out), o.Samples)
+		}
 	}
+	o.progress("reading values", 0, o.Samples)
 	var cursor uint64
 	for len(out) < o.Samples {
 		keys, next, err := rdb.Scan(ctx, cursor, pattern, o.ScanCount).Result()
@@ -313,7 +329,8 @@ func DeriveID(data []byte) uint32 {
 }
 
 // measure fills the held-out part of rep.
-func measure(d codec.Dictionary, alg codec.Algorithm, held []sample, rep *Report) error {
+func measure(d codec.Dictionary, o TrainOptions, held []sample, rep *Report) error {
+	alg := o.Algorithm
 	plain, err := codec.NewEncoder(alg)
 	if err != nil {
 		return fmt.Errorf("dictstore: %w", err)
@@ -327,7 +344,10 @@ func measure(d codec.Dictionary, alg codec.Algorithm, held []sample, rep *Report
 		return fmt.Errorf("dictstore: %w", err)
 	}
 	var buf, out []byte
-	for _, s := range held {
+	for i, s := range held {
+		if i%100 == 0 {
+			o.progress("measuring the dictionary", i, len(held))
+		}
 		rep.HeldOut++
 		rep.HeldOutBytes += int64(len(s.data))
 		rep.MemoryRaw += ValueMemory(len(s.data))
@@ -341,6 +361,7 @@ func measure(d codec.Dictionary, alg codec.Algorithm, held []sample, rep *Report
 			return fmt.Errorf("BUG: dictionary %d does not round-trip a held-out value (%v)", d.ID, err)
 		}
 	}
+	o.progress("measuring the dictionary", len(held), len(held))
 	rep.RatioWithout = float64(rep.HeldOutBytes) / float64(rep.StoredWithout)
 	rep.RatioWith = float64(rep.HeldOutBytes) / float64(rep.StoredWith)
 	return nil

@@ -113,8 +113,8 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 	if *noDict {
 		o.DictMin = -1
 	}
-	b := newBar(e, *keys, "sampling")
-	o.Progress = b.step
+	b := newProgress(e, *asJSON)
+	o.Progress = b.update
 	start := time.Now()
 	rep, err := advise.Run(ctx, rdb, o)
 	b.finish()

@@ -12,9 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
-
 	"github.com/squeeze-kv/squeeze/bench"
 )
 
@@ -224,47 +221,4 @@ func checkReportDir(dir string) error {
 
 func reportPath(dir string) string {
 	return strings.TrimSuffix(dir, "/") + "/index.html"
-}
-
-// bar is a progress bar with ETA on stderr when stderr is a terminal, and
-// nothing otherwise (pipes and CI logs stay clean).
-type bar struct {
-	pb *progressbar.ProgressBar
-}
-
-func newBar(e env, total int, desc string) *bar {
-	f, ok := e.Stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) || total <= 0 {
-		return &bar{}
-	}
-	return &bar{pb: progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(f),
-		progressbar.OptionSetDescription(desc),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionShowElapsedTimeOnFinish(),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionClearOnFinish(),
-	)}
-}
-
-func (b *bar) step(done, total int) {
-	if b.pb != nil {
-		if total > 0 && total != b.pb.GetMax() {
-			b.pb.ChangeMax(total)
-		}
-		b.pb.Set(done)
-	}
-}
-
-func (b *bar) describe(s string) {
-	if b.pb != nil {
-		b.pb.Describe(s)
-	}
-}
-
-func (b *bar) finish() {
-	if b.pb != nil {
-		b.pb.Finish()
-	}
 }

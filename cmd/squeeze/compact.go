@@ -218,8 +218,12 @@ func runCompact(ctx context.Context, e env, args []string) error {
 	}
 	for pass := 1; ; pass++ {
 		total, _ := rdb.DBSize(ctx).Result() // an estimate: the pattern may match fewer
-		b := newBar(e, int(total), "compacting")
-		opts.Progress = func(s compact.Stats) { b.step(int(min(s.Scanned, total)), int(total)) }
+		desc := "compacting keys"
+		if *dryRun {
+			desc = "dry run: scanning keys"
+		}
+		b := newProgress(e, *asJSON)
+		opts.Progress = func(s compact.Stats) { b.update(desc, int(min(s.Scanned, total)), int(total)) }
 		st, err := compact.Run(ctx, rdb, opts)
 		b.finish()
 		if err != nil && !errors.Is(err, context.Canceled) {

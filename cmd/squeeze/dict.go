@@ -181,9 +181,12 @@ func runDictTrain(ctx context.Context, e env, args []string) error {
 	if err := res.Preload(ctx); err != nil {
 		fmt.Fprintln(e.Stderr, "squeeze: warning:", err)
 	}
+	b := newProgress(e, *asJSON || *quiet)
 	d, rep, err := dictstore.Train(ctx, rdb, *pattern, dictstore.TrainOptions{
 		Samples: *sample, Size: int(size), Algorithm: alg, MaxValue: int(maxValue), Decoder: res.Decoder(),
+		Progress: b.update,
 	})
+	b.finish()
 	if err != nil {
 		return err
 	}

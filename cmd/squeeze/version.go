@@ -19,7 +19,9 @@ var Version = "v0.1.0"
 // Commit names the commit of a build whose toolchain recorded none (go
 // build -buildvcs=false, or a git worktree, where Go does not look for
 // the repository): go build -ldflags "-X main.Commit=$(git rev-parse HEAD)".
-// The commit that Go records wins over it.
+// A "+modified" suffix says the checkout had uncommitted changes
+// (scripts/release.sh with ALLOW_DIRTY=1). The commit that Go records wins
+// over it.
 var Commit = ""
 
 func init() {
@@ -38,7 +40,8 @@ uncommitted changes, and the Go version, e.g.:
 Go records the commit for binaries built by "go build" or "go install" in
 a git checkout, not for "go run", a git worktree or -buildvcs=false; there
 -ldflags "-X main.Commit=$(git rev-parse HEAD)" names it, or the line says
-"commit unknown".
+"commit unknown". The release binaries (scripts/release.sh) and the
+container image name both.
 
 Examples:
   squeeze version
@@ -70,7 +73,8 @@ func versionLine(release, commit string, bi *debug.BuildInfo, ok bool) string {
 	if release == "" {
 		release = "devel"
 	}
-	modified, goVersion := false, ""
+	commit, modified := strings.CutSuffix(commit, "+modified")
+	goVersion := ""
 	if ok {
 		goVersion = bi.GoVersion
 		for _, s := range bi.Settings {

@@ -37,6 +37,7 @@ func TestVersionLine(t *testing.T) {
 		{"no build info", "", "", nil, false, "squeeze devel (commit unknown)"},
 		{"-X main.Commit without VCS information", "v0.1.0", "1ca26394f2af0123", &debug.BuildInfo{GoVersion: "go1.26.0"}, true, "squeeze v0.1.0 (commit 1ca26394f2af) go1.26.0"},
 		{"recorded revision wins over -X main.Commit", "v0.1.0", "1ca26394f2af0123", &debug.BuildInfo{Settings: vcs("6f2e696a1b2c3d4e", "false")}, true, "squeeze v0.1.0 (commit 6f2e696a1b2c)"},
+		{"release script, uncommitted changes", "v0.2.0", "1ca26394f2af0123+modified", &debug.BuildInfo{GoVersion: "go1.26.0"}, true, "squeeze v0.2.0 (commit 1ca26394f2af, modified) go1.26.0"},
 		{"short revision", "v0.1.0", "", &debug.BuildInfo{Settings: vcs("abc", "false")}, true, "squeeze v0.1.0 (commit abc)"},
 	}
 	for _, tt := range tests {
