@@ -28,8 +28,11 @@ func TestReader_KeepTail(t *testing.T) {
 	copy(big[len(big)-3:], "abc")
 	c.in.rbuf = big
 	c.keepTail(len(big) - 3)
-	if got := string(c.in.rbuf); got != "abc" || cap(c.in.rbuf) != readBufSize {
-		t.Fatalf("after a huge command: tail %q in a buffer of %d, want %d", got, cap(c.in.rbuf), readBufSize)
+	// The usual size is a buffer of readBufSize's class from the free
+	// lists, which may hold one a little larger that another test put back
+	// (a capacity of 21,760 was seen): below the next class, not 2 MiB.
+	if got := string(c.in.rbuf); got != "abc" || cap(c.in.rbuf) < readBufSize || cap(c.in.rbuf) >= 2*readBufSize {
+		t.Fatalf("after a huge command: tail %q in a buffer of %d, want %d to %d", got, cap(c.in.rbuf), readBufSize, 2*readBufSize-1)
 	}
 }
 
