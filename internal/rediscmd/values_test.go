@@ -103,7 +103,7 @@ func TestValues_KeyOf(t *testing.T) {
 }
 
 // FuzzValues_Find: for any arguments, every rule names positions inside
-// them, after the key, in order.
+// them, after the name and the key.
 func FuzzValues_Find(f *testing.F) {
 	f.Add(uint8(ValuesXadd), []byte("s\x00MAXLEN\x00~\x0010\x00*\x00f\x00v"))
 	f.Add(uint8(ValuesHsetex), []byte("h\x00EX\x0010\x00FIELDS\x001\x00f\x00v"))
@@ -115,7 +115,10 @@ func FuzzValues_Find(f *testing.F) {
 		if step == 0 {
 			return
 		}
-		if first < 2 || first >= len(args)+1 || end > len(args) || step < 0 {
+		// Every position named, first, first+step, ... before end, is an
+		// argument after the name and the key (a rule may name none: a
+		// first at or past end).
+		if first < 2 || end > len(args) || step < 0 {
 			t.Fatalf("rule %d, %q: values from %d by %d to %d", v, args, first, step, end)
 		}
 	})
