@@ -168,10 +168,16 @@ func TestProxy_ClusterFailover(t *testing.T) {
 	if through.wrong != 0 || direct.wrong != 0 {
 		t.Errorf("wrong values: %d through the proxies, %d directly", through.wrong, direct.wrong)
 	}
-	if through.errs > 2*direct.errs+50 {
+	// Bounds that hold on a loaded machine (under the race detector one
+	// run saw 35 errors directly and 250 through the proxies, recovery at
+	// 1.3 s and 3.3 s): before the dead node's proxy ended its clients'
+	// connections, go-redis saw thousands of errors through the proxies
+	// (7,057 in one run) and kept routing to it. The side-by-side figures
+	// are logged above, and compared in docs/design/cluster.md.
+	if through.errs > 4*direct.errs+1000 {
 		t.Errorf("%d errors through the proxies, %d directly", through.errs, direct.errs)
 	}
-	if through.recovery > direct.recovery+2*time.Second {
+	if through.recovery > direct.recovery+5*time.Second {
 		t.Errorf("recovered %v after the kill through the proxies, %v directly", through.recovery, direct.recovery)
 	}
 }
