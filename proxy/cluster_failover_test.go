@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,21 +143,9 @@ func TestProxy_ClusterFailover(t *testing.T) {
 	redis.SetLogger(quietRedisLogger{})
 	cl := testutil.StartClusterWith(t, testutil.ClusterOptions{Masters: 3, Replicas: 1, NodeTimeout: time.Second})
 	nodes := cl.Nodes()
-	m := &ClusterMap{Nodes: map[string]string{}}
-	lns := make([]net.Listener, len(nodes))
-	for i, n := range nodes {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-		m.Nodes[n.Addr] = ln.Addr().String()
-	}
 	var proxies []string
-	for i, n := range nodes {
-		s := &Server{Upstream: n.URL(), Logger: quietLogger(), Cluster: m}
-		withMinSize(0)(s)
-		proxies = append(proxies, serveOn(t, s, lns[i], n).addr)
+	for _, e := range proxiesFor(t, nodes) {
+		proxies = append(proxies, e.addr)
 	}
 
 	through := loadThroughFailover(t, proxies, cl.Masters[1], cl.Replicas[1], 2*time.Second)

@@ -19,6 +19,12 @@ import (
 // of each node, every proxy with the map of all of them.
 func startClusterProxies(t *testing.T) (nodes []*testutil.Redis, proxies []*env) {
 	nodes = testutil.StartCluster(t, 3)
+	return nodes, proxiesFor(t, nodes)
+}
+
+// proxiesFor starts a proxy in front of each of a cluster's nodes, every
+// proxy with the map of all of them.
+func proxiesFor(t *testing.T, nodes []*testutil.Redis) (proxies []*env) {
 	m := &ClusterMap{Nodes: map[string]string{}}
 	lns := make([]net.Listener, len(nodes))
 	for i, n := range nodes {
@@ -34,7 +40,7 @@ func startClusterProxies(t *testing.T) (nodes []*testutil.Redis, proxies []*env)
 		withMinSize(0)(s)
 		proxies = append(proxies, serveOn(t, s, lns[i], n))
 	}
-	return nodes, proxies
+	return proxies
 }
 
 // TestProxy_Cluster: a cluster client (go-redis) given one proxy's address
