@@ -52,7 +52,7 @@ func (c *client) scriptRoute(args [][]byte, sha string, keys [][]byte) (aclPlan,
 	}
 	dry := func(cmd [][]byte) (ok, known bool) {
 		req := resp.AppendCommand(nil, append([][]byte{[]byte("ACL"), []byte("DRYRUN"), user}, cmd...)...)
-		r := roundtripOn(up, req)
+		r := c.roundtripShared(up, req)
 		defer r.release()
 		if r.err != nil || len(r.reply) == 0 || r.reply[0] == '-' {
 			return false, false

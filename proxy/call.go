@@ -37,6 +37,12 @@ type call struct {
 	// onFinish, when set, runs once when the call completes: it ends the
 	// order barrier held until Redis ran the command (proxy/order.go).
 	onFinish func()
+	// endsOrder is the order barrier this call's reply ends: Redis has
+	// taken the command, and the batch it ends (client.sendPrivate).
+	// blocker: the call is a blocking command on a private connection,
+	// counted in its owner's pinning.blockers until it completes.
+	endsOrder *orderHold
+	blocker   bool
 	// deferPushes: push messages that arrive on the private connection
 	// while this call is in flight are written after its reply (a script
 	// that ran the client's command: see roundtripScript).
@@ -85,6 +91,7 @@ func (c *call) release() {
 	c.args, c.argv, c.cmd, c.cmdID, c.local, c.close = c.args[:0], c.argv[:0], "", 0, false, false
 	c.start, c.seq, c.notify, c.owner, c.pinSeq = time.Time{}, 0, nil, nil, 0
 	c.onFinish, c.deferPushes, c.connLost, c.authUser, c.held, c.reserved = nil, false, false, nil, 0, 0
+	c.endsOrder, c.blocker = nil, false
 	c.ready.Store(false)
 	callPool.Put(c)
 }
@@ -96,6 +103,7 @@ func (c *call) finish() {
 		c.onFinish = nil
 		f()
 	}
+	c.taken()
 	if n := c.notify; n != nil {
 		c.ready.Store(true)
 		select {
@@ -105,6 +113,20 @@ func (c *call) finish() {
 		return
 	}
 	c.done <- struct{}{}
+}
+
+// taken notes that Redis has taken the call's command: it ends the order
+// barrier the call ends, and no longer counts it among its client's
+// blocked commands.
+func (c *call) taken() {
+	if c.blocker {
+		c.blocker = false
+		c.owner.pinned.blockers.Add(-1)
+	}
+	if h := c.endsOrder; h != nil {
+		c.endsOrder = nil
+		h.end()
+	}
 }
 
 // arg returns the i-th saved argument.

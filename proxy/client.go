@@ -252,25 +252,92 @@ func (c *client) conn() (*upConn, error) {
 }
 
 // sendOn sends requests on up in the order they came among all clients'
-// (proxy/order.go): ahead of the barrier the client raised for a command
-// that had to wait, or, on its private connection, behind a barrier of
-// its own so that other clients' later commands follow it.
-func (c *client) sendOn(up *upConn, req []byte, calls []*call) {
+// (proxy/order.go): on the client's private connection behind the
+// barriers raised before and under one of their own (sendPrivate); on a
+// shared one ahead of the barrier the client raised for a command that had
+// to wait, or as they come. tail says how Redis will show it took the
+// last of them; nil: the reply of the last call.
+func (c *client) sendOn(up *upConn, req []byte, calls []*call, tail *batchTail) {
 	switch {
+	case up.onPush != nil:
+		c.sendPrivate(up, req, calls, tail)
 	case c.pinned.held != nil:
 		if !c.pinned.held.awaited {
 			c.s.pool.awaitOrder(c.pinned.held)
 		}
 		up.sendAhead(req, calls)
-	case up.onPush != nil:
-		h := c.s.pool.beginOrder()
-		up.send(req, calls)
-		c.s.pool.endOrder(h)
 	case c.in.looping && len(req) >= forwardAsIsMin:
 		up.sendHeld(c.in.poller, req, calls)
 	default:
 		up.send(req, calls)
 	}
+}
+
+// sendPrivate sends requests on the client's private connection in their
+// place among all clients' commands: once every barrier raised before
+// them has ended, and under a barrier of their own (the one raised when
+// they were read, if one was) that lasts until Redis has taken the last
+// of them (endWhenTaken). Written is not enough: Redis reads its sockets
+// in an order of its own, so another client's command sent on another
+// socket right after could run first.
+func (c *client) sendPrivate(up *upConn, req []byte, calls []*call, tail *batchTail) {
+	h := c.pinned.held
+	c.pinned.held = nil
+	if h == nil {
+		h = c.s.pool.raiseOrder()
+	}
+	if !h.awaited {
+		c.s.pool.awaitOrder(h)
+	}
+	atWrite := c.endWhenTaken(h, calls, tail)
+	if c.in.lastFlush && c.in.pass.kept {
+		// The goroutine waits for nothing more in this batch: input that
+		// comes from here on may raise its barrier at once (passState).
+		c.in.pass.idle()
+	}
+	up.send(req, calls)
+	if atWrite {
+		h.end()
+	}
+}
+
+// endWhenTaken arranges for barrier h to end once Redis has taken the
+// requests sent under it: at the reply to the last of them; for a batch
+// with a blocking command, once Redis holds the client blocked
+// (endWhenBlocked) or the reply comes; for subscription commands that get
+// no reply, at the first confirmation of the last one (confirmations).
+// It reports whether h must end once they are written instead: behind a
+// blocked command of the client's (Redis runs them only after it returns,
+// and the others must not wait that long), or after a command that gets
+// no reply at all (CLIENT REPLY OFF, a command in the RESP2 relay other
+// than a subscription). Runs before the send: a reply may come at once.
+func (c *client) endWhenTaken(h *orderHold, calls []*call, t *batchTail) (atWrite bool) {
+	var one batchTail
+	if t == nil {
+		t = &one
+		if len(calls) > 0 {
+			one.last = calls[len(calls)-1]
+		}
+	}
+	switch {
+	case c.pinned.blockers.Load() > int32(t.blocks):
+		return true
+	case t.blocks > 0:
+		if t.last != nil {
+			t.last.endsOrder = h
+		}
+		if c.pinned.id == 0 {
+			return true
+		}
+		go c.s.endWhenBlocked(h, c.pinned.id)
+	case t.confirms:
+		c.pinned.confirms.arm(h)
+	case t.silent || t.last == nil:
+		return true
+	default:
+		t.last.endsOrder = h
+	}
+	return false
 }
 
 // clientIDRequest asks a new private connection for its id.
@@ -280,45 +347,13 @@ var clientIDRequest = resp.AppendCommand(nil, []byte("CLIENT"), []byte("ID"))
 var pingRequest = resp.AppendCommand(nil, []byte("PING"))
 
 // endPinOrder lowers the order barrier raised for a command that had to
-// wait (see pin and process), once that command is written.
+// wait (see pin and process), if no send on the private connection took
+// it over (sendPrivate): once the command is written.
 func (c *client) endPinOrder() {
 	if c.pinned.held != nil {
-		switch {
-		case !c.pinned.byCall:
-			c.s.pool.endOrder(c.pinned.held)
-		case c.pinned.blocking && c.pinned.id > 0:
-			// Written: end the barrier once Redis holds it blocked.
-			go c.s.endWhenBlocked(c.pinned.held, c.pinned.id)
-		}
-		c.pinned.held, c.pinned.byCall, c.pinned.blocking = nil, false, false
+		c.pinned.held.end()
+		c.pinned.held = nil
 	}
-}
-
-// holdUntilRun makes the barrier for the command of call cl last until
-// Redis has run it: until its reply, or for a blocking command until Redis
-// holds the client blocked. The command that opens a private connection,
-// blocking commands and subscriptions take this: the first may come after
-// a dial, and programs wait on the others (a PUBLISH right after another
-// client's SUBSCRIBE reaches it; the first BRPOPLPUSH gets the element).
-//
-// Redis runs a command only after the client's earlier ones: behind a
-// blocked BLPOP, a SUBSCRIBE waits as long as the BLPOP does, and the
-// barrier would hold every client's commands meanwhile. So where this
-// client's private connection still owes replies, the barrier ends when
-// the command is written, as for other commands; and no barrier lasts
-// longer than maxBlockedWait in any case.
-func (c *client) holdUntilRun(cl *call, blocking bool) {
-	if c.pinned.conn != nil && c.pinned.conn.awaiting.Load() > 0 {
-		return // behind an earlier command that has not run yet
-	}
-	if c.pinned.held == nil {
-		c.flush() // what the client sent before goes first
-		c.pinned.held = c.s.pool.raiseOrder()
-	}
-	h := c.pinned.held
-	c.pinned.byCall, c.pinned.blocking = true, blocking
-	cl.onFinish = func() { c.s.pool.endOrder(h) }
-	time.AfterFunc(maxBlockedWait, func() { c.s.pool.endOrder(h) })
 }
 
 // flush sends the batch of rewritten requests upstream.
@@ -338,8 +373,9 @@ func (c *client) flush() {
 			cl.finish()
 		}
 	} else {
-		c.sendOn(up, c.in.req, c.in.batch)
+		c.sendOn(up, c.in.req, c.in.batch, &c.in.tail)
 	}
+	c.in.tail = batchTail{}
 	for i := range c.in.batch {
 		c.in.batch[i] = nil
 	}
@@ -371,7 +407,7 @@ func (c *client) roundtrip(req []byte) *call {
 	if ask != nil {
 		calls = []*call{ask, cl}
 	}
-	c.sendOn(up, req, calls)
+	c.sendOn(up, req, calls, nil)
 	c.endPinOrder() // if a command waited, it is written now
 	c.in.one[0] = nil
 	stop := c.watchGone()
@@ -474,7 +510,7 @@ func (c *client) roundtripScript(req []byte) *call {
 		if ask != nil {
 			calls = []*call{ask, cl}
 		}
-		c.sendOn(up, req, calls)
+		c.sendOn(up, req, calls, nil)
 		c.endPinOrder() // if a command waited, it is written now
 		c.in.one[0] = nil
 		awaitAsking(ask)
@@ -490,7 +526,7 @@ func (c *client) roundtripScript(req []byte) *call {
 	cl.deferPushes = true
 	ping := newCall()
 	calls := append([]*call{ping}, askingCalls(ask, cl)...)
-	c.sendOn(up, append(append(make([]byte, 0, len(pingRequest)+len(req)), pingRequest...), req...), calls)
+	c.sendOn(up, append(append(make([]byte, 0, len(pingRequest)+len(req)), pingRequest...), req...), calls, nil)
 	c.endPinOrder()
 	stop := c.watchGone()
 	<-ping.done
@@ -581,6 +617,9 @@ func (c *client) pushes() chan pushMsg {
 // onPush runs on the pinned connection's reader for push messages and
 // relayed replies.
 func (c *client) onPush(msg []byte, seq uint64) {
+	if kind := confirmationOf(msg); kind != confirmNone {
+		c.pinned.confirms.confirmed(kind)
+	}
 	select {
 	case *c.pinned.push.Load() <- pushMsg{append([]byte(nil), msg...), seq}: // made by pin, which dialed
 	case <-c.life.writerDone: // nobody will write it

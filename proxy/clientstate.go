@@ -100,9 +100,19 @@ type reader struct {
 	handback chan readEnd
 	noLoop   bool
 	handOff  bool
+	// pass is the hand-over of the client between the poller, which
+	// keeps it in its set, and its goroutine (passState); drainAgain: the
+	// goroutine's last read filled its buffer (readWaiting).
+	pass       passState
+	drainAgain bool
+	// lastFlush: process sends the last batch of what it read.
+	lastFlush bool
 	// scriptUp, when set, is the shared connection the scripts of the
 	// command being handled run on (see aclscript.go).
 	scriptUp *upConn
+	// tail is how Redis will show that it took the batch's last command
+	// (sendPrivate).
+	tail batchTail
 	// asking: the command being handled came after the client's ASKING
 	// and the proxy runs it itself: each round trip it makes for it
 	// sends ASKING first (plan.asking, askingFirst).
@@ -165,14 +175,18 @@ func (s *session) inPlainFlow() bool {
 type pinning struct {
 	mu   sync.Mutex // guards conn for forceClose
 	conn *upConn
-	// held is the order barrier raised for a command that had to wait
-	// (pin, process), lowered once it is written (endPinOrder). byCall:
-	// the call of the command that raised it ends it when Redis has run
-	// the command (or, blocking, holds it waiting); blocking: that command
-	// may block (see endWhenBlocked). The reader's.
-	held     *orderHold
-	byCall   bool
-	blocking bool
+	// held is the order barrier raised when a command that must wait was
+	// read (pin, mustHandOff): the command is sent behind it, and on a
+	// private connection under it (sendPrivate); else it is lowered once
+	// the command is written (endPinOrder). The reader's.
+	held *orderHold
+	// blockers counts the blocking commands sent on the private
+	// connection whose replies have not come (call.blocker): Redis runs
+	// what the client sends after them only once they return.
+	blockers atomic.Int32
+	// confirms: the confirmations the client's subscription commands
+	// that get no reply still owe (order.go).
+	confirms confirmations
 	// id is the private connection's CLIENT ID (0: unknown).
 	id int64
 	// done is the highest pinSeq whose reply has been consumed, by the

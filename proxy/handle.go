@@ -144,14 +144,12 @@ func (c *client) forward(p *plan, args [][]byte, start time.Time) {
 		cl = c.newCall(info, args, kind, start)
 	}
 	c.advanceSession(p, cl)
-	if p.hold {
-		c.holdUntilRun(cl, p.blocking)
-	}
 	var owed *execRecompress // recompression after EXEC (recompress.go)
 	if info.flags&rediscmd.Exec != 0 && cl != nil && len(cl.tx) > 0 {
 		owed = c.sess.txRaw.arm(cl, len(cl.tx), c.sess.dbQueued)
 	}
 	reqMark := c.appendRequest(p, args)
+	c.noteTail(p, cl) // after: appendRequest may send the batch before it
 	if cl != nil && p.fastScript {
 		c.s.noteFastScript(cl, fastScriptKeys)
 	}

@@ -472,7 +472,7 @@ func (c *client) appendQueuedInspect(dst []byte, info *cmdInfo, args [][]byte) [
 	}
 	// Frames the keys hold now, read on a shared connection.
 	if up, err := c.s.pool.getDB(context.Background(), c.sess.db, int(c.id)); err == nil {
-		r := roundtripOn(up, appendInspect(nil, info, args, nil, false, false, false, -1))
+		r := c.roundtripShared(up, appendInspect(nil, info, args, nil, false, false, false, -1))
 		if r.err == nil {
 			if v, _, err := resp.ReadValue(r.reply); err == nil && isMarker(v) {
 				keys, frames := markerFrames(v)
@@ -537,7 +537,7 @@ func (c *client) probeFrame(cands []candidate, info *cmdInfo, args [][]byte, key
 	if err != nil {
 		return cands
 	}
-	r := roundtripOn(up, appendInspect(nil, probe, pargs, nil, false, false, false, -1))
+	r := c.roundtripShared(up, appendInspect(nil, probe, pargs, nil, false, false, false, -1))
 	defer r.release()
 	if r.err != nil {
 		return cands
@@ -564,6 +564,24 @@ func (c *client) noteTxSet(key, value []byte) {
 		return
 	}
 	c.sess.txSets = append(c.sess.txSets, candidate{key: append([]byte(nil), key...), frame: frame, dec: append([]byte(nil), value...)})
+}
+
+// roundtripShared is roundtripOn for the client's reader, on the shared
+// connection up: ahead of the order barrier the client holds for the
+// command it handles (order.go), which would otherwise hold the request
+// until that very command is sent.
+func (c *client) roundtripShared(up *upConn, req []byte) *call {
+	h := c.pinned.held
+	if h == nil {
+		return roundtripOn(up, req)
+	}
+	if !h.awaited {
+		c.s.pool.awaitOrder(h)
+	}
+	cl := newCall()
+	up.sendAhead(req, []*call{cl})
+	<-cl.done
+	return cl
 }
 
 // roundtripOn sends one request on up and waits for its reply.

@@ -390,7 +390,7 @@ func (c *client) appendQueuedListSearch(dst []byte, info *cmdInfo, args [][]byte
 	value := args[listSearchArg(info, args)]
 	if up, err := c.s.pool.getDB(context.Background(), c.sess.db, int(c.id)); err == nil {
 		for attempt := 0; attempt < maxInspectRetries; attempt++ {
-			r := roundtripOn(up, c.appendListSearch(nil, info, args, searchProbe, &forms, false))
+			r := c.roundtripShared(up, c.appendListSearch(nil, info, args, searchProbe, &forms, false))
 			v, _, err := resp.ReadValue(r.reply)
 			if r.err != nil || err != nil || !isMarker(v) {
 				r.release()

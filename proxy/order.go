@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -37,10 +38,18 @@ import (
 // orderHold is one order barrier: its place among the barriers raised
 // (ticket) and the shared connections it holds.
 type orderHold struct {
+	pool    *pool
 	ticket  uint64
 	conns   []*upConn
 	awaited bool        // awaitOrder returned: it is this barrier's turn
 	ended   atomic.Bool // endOrder ran
+}
+
+// end lowers h (pool.endOrder); nil does nothing.
+func (h *orderHold) end() {
+	if h != nil {
+		h.pool.endOrder(h)
+	}
 }
 
 // afterSeg is the part of a connection's held requests (upConn.after) that
@@ -59,7 +68,11 @@ type orderState struct {
 	mu     sync.Mutex
 	turn   sync.Cond // signalled when a barrier ends
 	next   uint64
-	active []uint64 // raised and not ended, oldest first
+	active []*orderHold // raised and not ended, oldest first
+	// headSince is when active[0] became the oldest; sweeping: a sweep
+	// goroutine runs (sweepOrder).
+	headSince time.Time
+	sweeping  bool
 }
 
 // beginOrder raises an order barrier and waits for its turn: every earlier
@@ -83,8 +96,15 @@ func (p *pool) raiseOrder() *orderHold {
 		o.turn.L = &o.mu
 	}
 	o.next++
-	h := &orderHold{ticket: o.next}
-	o.active = append(o.active, h.ticket)
+	h := &orderHold{pool: p, ticket: o.next}
+	if len(o.active) == 0 {
+		o.headSince = time.Now()
+	}
+	o.active = append(o.active, h)
+	if !o.sweeping {
+		o.sweeping = true
+		go p.sweepOrder()
+	}
 	p.mu.Lock()
 	for _, c := range p.conns {
 		if c != nil {
@@ -112,7 +132,7 @@ func (p *pool) raiseOrder() *orderHold {
 func (p *pool) awaitOrder(h *orderHold) {
 	o := &p.order
 	o.mu.Lock()
-	for len(o.active) > 0 && o.active[0] != h.ticket {
+	for len(o.active) > 0 && o.active[0] != h && !h.ended.Load() {
 		o.turn.Wait()
 	}
 	o.mu.Unlock()
@@ -136,13 +156,42 @@ func (p *pool) endOrder(h *orderHold) {
 		c.endSeg(h.ticket)
 	}
 	for i, t := range o.active {
-		if t == h.ticket {
-			o.active = append(o.active[:i], o.active[i+1:]...)
+		if t == h {
+			if i == 0 {
+				o.headSince = time.Now()
+			}
+			copy(o.active[i:], o.active[i+1:])
+			o.active[len(o.active)-1] = nil
+			o.active = o.active[:len(o.active)-1]
 			break
 		}
 	}
 	o.turn.Broadcast()
 	o.mu.Unlock()
+}
+
+// sweepOrder ends the oldest barrier once it has been the oldest for
+// maxOrderHold: a command whose taking Redis does not show soon (it waits
+// behind a pause, runs long, or its confirmation never comes) holds the
+// other clients no longer than that; what comes after it is then ordered
+// as it reaches Redis. It runs while barriers are raised.
+func (p *pool) sweepOrder() {
+	o := &p.order
+	for {
+		o.mu.Lock()
+		if len(o.active) == 0 {
+			o.sweeping = false
+			o.mu.Unlock()
+			return
+		}
+		head, wait := o.active[0], time.Until(o.headSince.Add(maxOrderHold))
+		o.mu.Unlock()
+		if wait <= 0 {
+			p.endOrder(head)
+			continue
+		}
+		time.Sleep(min(wait, maxOrderHold/4))
+	}
 }
 
 // endSeg ends barrier ticket on c (see endOrder).
@@ -263,6 +312,10 @@ func isBlocking(info *cmdInfo, args [][]byte) bool {
 	return info.spec != nil && info.spec.Blocks(args)
 }
 
+// maxOrderHold bounds how long a barrier holds the others as the oldest
+// (sweepOrder).
+const maxOrderHold = 250 * time.Millisecond
+
 // maxBlockedWait bounds how long endWhenBlocked asks Redis.
 const maxBlockedWait = 2 * time.Second
 
@@ -309,3 +362,155 @@ func clientListBlocked(reply []byte) bool {
 	}
 	return bytes.IndexByte(flags, 'b') >= 0
 }
+
+// batchTail is how Redis will show that it took the last command of a
+// client's batch (client.endWhenTaken): the reply to last, the last call
+// of the batch, unless commands without a reply came after it; confirms:
+// the last is a subscription command that gets no reply (RESP2 relay,
+// RESP3), whose confirmation shows it; silent: it gets nothing at all.
+// blocks counts the batch's blocking commands. The command reader's,
+// noted as commands are handled (client.noteTail), emptied by flush.
+type batchTail struct {
+	last     *call
+	blocks   int
+	confirms bool
+	silent   bool
+}
+
+// noteTail notes how Redis will show it took the command just handled,
+// which has call cl (nil: it gets no reply). Command reader only.
+func (c *client) noteTail(p *plan, cl *call) {
+	t := &c.in.tail
+	if p.blocking && cl != nil && !p.queued && (c.pinned.conn != nil || p.pin) {
+		t.blocks++
+		cl.blocker = true
+		c.pinned.blockers.Add(1)
+	}
+	switch {
+	case cl != nil:
+		t.last, t.confirms, t.silent = cl, false, false
+	case p.confirms > 0:
+		kind := confirmSub
+		if p.info.flags&rediscmd.Unsubscribe != 0 {
+			kind = confirmUnsub
+		}
+		c.pinned.confirms.owe(kind, p.confirms)
+		t.confirms, t.silent = true, false
+	default:
+		t.silent, t.confirms = true, false
+	}
+}
+
+// confirmations are what a client's subscription commands that get no
+// reply (in the RESP2 relay, or RESP3 where push messages confirm them)
+// still owe, oldest first: Redis confirms each channel of such a command,
+// and the first confirmation shows that Redis took the command, which
+// ends the barrier armed on it. An UNSUBSCRIBE without channels owes one
+// here (Redis confirms each channel the client had): the confirmations
+// past the first end nothing earlier than its own would, at worst a later
+// command's barrier early.
+type confirmations struct {
+	mu   sync.Mutex
+	owed []confirmOwed
+}
+
+type confirmOwed struct {
+	kind confirmKind
+	left int
+	h    *orderHold
+}
+
+// owe notes a command that owes n confirmations of kind. Command reader
+// only.
+func (cs *confirmations) owe(kind confirmKind, n int) {
+	cs.mu.Lock()
+	cs.owed = append(cs.owed, confirmOwed{kind: kind, left: n})
+	cs.mu.Unlock()
+}
+
+// arm makes the first confirmation of the last command noted end h.
+func (cs *confirmations) arm(h *orderHold) {
+	cs.mu.Lock()
+	if n := len(cs.owed); n > 0 && cs.owed[n-1].h == nil {
+		cs.owed[n-1].h = h
+		h = nil
+	}
+	cs.mu.Unlock()
+	h.end() // nothing owed: the confirmation came already
+}
+
+// drop forgets what is owed, lowering the barriers armed on it: the client
+// left, and its private connection with it. Client's goroutine only.
+func (cs *confirmations) drop() {
+	cs.mu.Lock()
+	owed := cs.owed
+	cs.owed = nil
+	cs.mu.Unlock()
+	for _, e := range owed {
+		e.h.end()
+	}
+}
+
+// confirmed counts a confirmation of kind that came: the oldest command
+// that owes one of that kind is owed one fewer (confirmations of another
+// kind belong to a reply the proxy reads as such). The private
+// connection's reader.
+func (cs *confirmations) confirmed(kind confirmKind) {
+	var h *orderHold
+	cs.mu.Lock()
+	if len(cs.owed) > 0 && (cs.owed[0].kind == kind || kind == confirmRefused) {
+		e := &cs.owed[0]
+		h, e.h = e.h, nil
+		if e.left--; e.left <= 0 || kind == confirmRefused {
+			n := copy(cs.owed, cs.owed[1:])
+			cs.owed[n] = confirmOwed{}
+			cs.owed = cs.owed[:n]
+		}
+	}
+	cs.mu.Unlock()
+	h.end()
+}
+
+// confirmationOf returns what a message from a private connection (a
+// RESP2 relayed reply, a RESP3 push) confirms: a subscription (confirmSub)
+// or its end (confirmUnsub), from the first element of the array or push
+// (subscribe, unsubscribe, or their pattern or shard forms); an error
+// reply, the refusal of such a command (confirmRefused); else confirmNone.
+func confirmationOf(msg []byte) confirmKind {
+	if len(msg) > 0 && msg[0] == '-' {
+		return confirmRefused
+	}
+	if len(msg) < 4 || msg[0] != '*' && msg[0] != '>' {
+		return confirmNone
+	}
+	i := bytes.IndexByte(msg, '\n')
+	if i < 0 || i+1 >= len(msg) || msg[i+1] != '$' {
+		return confirmNone
+	}
+	rest := msg[i+2:]
+	j := bytes.IndexByte(rest, '\n')
+	if j < 1 {
+		return confirmNone
+	}
+	n, ok := resp.ParseInt(rest[:j-1])
+	if !ok || n < 9 || n > 12 || int(n) > len(rest)-j-1 {
+		return confirmNone
+	}
+	switch string(bytes.ToLower(rest[j+1 : j+1+int(n)])) {
+	case "subscribe", "psubscribe", "ssubscribe":
+		return confirmSub
+	case "unsubscribe", "punsubscribe", "sunsubscribe":
+		return confirmUnsub
+	}
+	return confirmNone
+}
+
+// confirmKind is what a confirmation confirms (confirmationOf).
+type confirmKind uint8
+
+const (
+	confirmNone confirmKind = iota
+	confirmSub
+	confirmUnsub
+	confirmRefused // an error reply: Redis took the command and refused it
+)

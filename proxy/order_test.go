@@ -156,3 +156,128 @@ func dialWarm(t *testing.T, addr string) *rawConn {
 	}
 	return c
 }
+
+// The cases below follow clients that have a private connection: after
+// SELECT, CLIENT SETNAME or SUBSCRIBE, every command they send takes part
+// in the order too, until Redis has run it.
+
+func TestOrder_UnsubscribeThenPublish(t *testing.T) {
+	for _, tg := range orderTargets(t) {
+		for _, kind := range [][2]string{{"SUBSCRIBE", "UNSUBSCRIBE"}, {"PSUBSCRIBE", "PUNSUBSCRIBE"}} {
+			t.Run(tg.name+"/"+kind[0], func(t *testing.T) {
+				pub := dialWarm(t, tg.addr)
+				sub := dialWarm(t, tg.addr)
+				for i := range 40 {
+					ch := fmt.Sprintf("unsub:%d", i)
+					if got := sub.do(kind[0], ch); !strings.Contains(got, strings.ToLower(kind[0])) {
+						t.Fatalf("round %d: %s = %q", i, kind[0], got)
+					}
+					// Without reading the reply: Redis ran it first, so the
+					// channel has no receiver left.
+					sub.send([]string{kind[1]})
+					if got := pub.do("PUBLISH", ch, "x"); got != ":0\r\n" {
+						t.Fatalf("round %d: PUBLISH right after the subscriber's %s = %q, want :0", i, kind[1], got)
+					}
+					if got := sub.read(); !strings.Contains(got, "unsubscribe") {
+						t.Fatalf("round %d: %s reply %q", i, kind[1], got)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestOrder_ResubscribeThenPublish(t *testing.T) {
+	// As a pub/sub library does: one connection subscribes, unsubscribes
+	// and subscribes again; another publishes right after each SUBSCRIBE.
+	for _, tg := range orderTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			pub := dialWarm(t, tg.addr)
+			sub := dialWarm(t, tg.addr)
+			for i := range 100 {
+				ch := fmt.Sprintf("resub:%d", i)
+				sub.send([]string{"SUBSCRIBE", ch})
+				if got := pub.do("PUBLISH", ch, "m"); got != ":1\r\n" {
+					t.Fatalf("round %d: PUBLISH right after SUBSCRIBE on a subscribed connection = %q, want :1", i, got)
+				}
+				if got := sub.read(); !strings.Contains(got, "subscribe") {
+					t.Fatalf("round %d: subscribe reply %q", i, got)
+				}
+				if got := sub.read(); !strings.HasSuffix(got, bulk("m")) {
+					t.Fatalf("round %d: message %q", i, got)
+				}
+				sub.send([]string{"UNSUBSCRIBE", ch})
+				if got := sub.read(); !strings.Contains(got, "unsubscribe") {
+					t.Fatalf("round %d: unsubscribe reply %q", i, got)
+				}
+			}
+		})
+	}
+}
+
+func TestOrder_SelectedBlockingPops(t *testing.T) {
+	// Three clients in database 9: the first of two BRPOPLPUSH gets what
+	// the third client's LPUSH brings.
+	for _, tg := range orderTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			for i := range 20 {
+				src := fmt.Sprintf("sel:src:%d", i)
+				var cs [3]*rawConn
+				for j := range cs {
+					cs[j] = dialWarm(t, tg.addr)
+					if got := cs[j].do("SELECT", "9"); got != "+OK\r\n" {
+						t.Fatalf("SELECT = %q", got)
+					}
+				}
+				a, b, pusher := cs[0], cs[1], cs[2]
+				a.send([]string{"BRPOPLPUSH", src, "dst:a", "0"})
+				b.send([]string{"BRPOPLPUSH", src, "dst:b", "0"})
+				pusher.send([]string{"LPUSH", src, "first"})
+				if got := pusher.read(); got != ":1\r\n" && got != ":0\r\n" {
+					t.Fatalf("round %d: LPUSH = %q", i, got)
+				}
+				if got := a.read(); got != bulk("first") {
+					t.Fatalf("round %d: the first client blocked got %q, want the first element", i, got)
+				}
+				if got := pusher.do("LPUSH", src, "second"); got != ":1\r\n" && got != ":0\r\n" {
+					t.Fatalf("round %d: LPUSH = %q", i, got)
+				}
+				if got := b.read(); got != bulk("second") {
+					t.Fatalf("round %d: the second client blocked got %q, want the second element", i, got)
+				}
+			}
+		})
+	}
+}
+
+func TestOrder_NamedClientWriteThenRead(t *testing.T) {
+	// A client that ran CLIENT SETNAME writes; another client, on the
+	// shared connection or a private one of its own, reads right after.
+	for _, tg := range orderTargets(t) {
+		for _, readerPinned := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/reader-pinned=%v", tg.name, readerPinned), func(t *testing.T) {
+				w := dialWarm(t, tg.addr)
+				if got := w.do("CLIENT", "SETNAME", "writer"); got != "+OK\r\n" {
+					t.Fatalf("CLIENT SETNAME = %q", got)
+				}
+				r := dialWarm(t, tg.addr)
+				if readerPinned {
+					if got := r.do("CLIENT", "SETNAME", "reader"); got != "+OK\r\n" {
+						t.Fatalf("CLIENT SETNAME = %q", got)
+					}
+				}
+				for i := range 100 {
+					v := fmt.Sprintf("v%d", i)
+					w.send([]string{"SET", "named:k", v})
+					if got := r.do("GET", "named:k"); got != bulk(v) {
+						t.Fatalf("round %d: GET right after another client's SET = %q, want %q", i, got, v)
+					}
+					if got := w.read(); got != "+OK\r\n" {
+						t.Fatalf("round %d: SET = %q", i, got)
+					}
+				}
+			})
+		}
+	}
+}
+

@@ -105,6 +105,9 @@ func newPoller(srv *Server) (*poller, error) {
 // again (endToGoroutine) or its input ended (endGone, endDrained, endStop).
 // The caller is c's serve goroutine.
 func (p *poller) run(c *client) readEnd {
+	if c.in.pass.isKept() {
+		return <-c.in.handback // still in the set (passState)
+	}
 	select {
 	case <-c.life.draining:
 		return endDrained
@@ -132,6 +135,20 @@ func (p *poller) run(c *client) readEnd {
 		return endToGoroutine
 	}
 	return <-c.in.handback
+}
+
+// unregisterKept removes c from the set for its goroutine, which is done
+// with it while the poller kept it (passState.leave: the poller no longer
+// touches it).
+func (p *poller) unregisterKept(c *client, fd int32) {
+	p.mu.Lock()
+	if p.clients[fd] == c {
+		delete(p.clients, fd)
+	}
+	p.mu.Unlock()
+	c.raw.Control(func(sysfd uintptr) {
+		syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, int(sysfd), nil)
+	})
 }
 
 // unregister removes c, whose descriptor was fd, from the set. Loop only.
@@ -215,12 +232,24 @@ func (p *poller) step(c *client, fd int32, hup bool, held []*upConn) []*upConn {
 		return held
 	}
 	c = cur
+	if c.in.pass.reserve(p.srv.pool) {
+		return held // its goroutine has it, and will read it (passState)
+	}
 	end := c.loopStep()
 	if end == endToGoroutine {
 		p.handoffs.Add(1)
 	}
 	switch {
+	case end == endToGoroutine:
+		// What the loop sent for c must reach Redis before the
+		// goroutine sends more. The client stays in the set, so that
+		// input it sends meanwhile keeps its place (passState).
+		p.srv.pool.releaseWrites(held)
+		held = held[:0]
+		c.in.pass.handOver(fd, c.in.readFull || hup || c.in.inputEnds)
+		c.in.handback <- end
 	case end != endStay:
+		c.in.pass.dropped()
 		// What the loop sent for c must reach Redis before the
 		// goroutine sends more.
 		p.srv.pool.releaseWrites(held)

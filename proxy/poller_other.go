@@ -19,6 +19,8 @@ func (p *poller) run(c *client) readEnd { return endToGoroutine }
 
 func (p *poller) close() {}
 
+func (p *poller) unregisterKept(c *client, fd int32) {}
+
 func (c *client) readOnce(b []byte) (int, error) {
 	return 0, errors.New("no event loop on this system")
 }

@@ -40,8 +40,8 @@ func waitInLoop(t *testing.T, s *Server, want int) {
 // TestPoller_HandOff moves a client between the event loop and its own
 // goroutine: commands that wait for Redis (STRLEN and GETRANGE read the
 // stored value) go to the goroutine, and the client comes back to the loop
-// afterwards; a client that needs a private connection stays
-// in its goroutine. Replies stay in order throughout, also when one
+// afterwards; a client that needs a private connection stays in the
+// loop's set, which reads it and hands each command to its goroutine. Replies stay in order throughout, also when one
 // pipeline mixes both kinds.
 func TestPoller_HandOff(t *testing.T) {
 	if runtime.GOOS != "linux" {
@@ -73,9 +73,10 @@ func TestPoller_HandOff(t *testing.T) {
 		t.Fatalf("GET after GETRANGE: %.60q", got)
 	}
 	waitInLoop(t, e.srv, 1)
-	// SUBSCRIBE pins a private connection: the goroutine keeps the client.
+	// SUBSCRIBE pins a private connection: the client stays in the set,
+	// so that its commands keep their place among the others' (order.go).
 	c.do("SUBSCRIBE", "news")
-	waitInLoop(t, e.srv, 0)
+	waitInLoop(t, e.srv, 1)
 	c2 := dialRaw(t, e.addr)
 	if got := c2.do("PUBLISH", "news", "hello"); got != ":1\r\n" {
 		t.Fatalf("PUBLISH: %q", got)
@@ -83,7 +84,7 @@ func TestPoller_HandOff(t *testing.T) {
 	if got := c.read(); got != "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n" {
 		t.Fatalf("message: %q", got)
 	}
-	waitInLoop(t, e.srv, 1) // c2
+	waitInLoop(t, e.srv, 2) // and c2
 }
 
 // TestPoller_FullQueue pipelines far more commands than MaxInFlight from

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/squeeze-kv/squeeze/internal/bufpool"
@@ -46,7 +48,7 @@ func (c *client) serve() {
 	}
 	var end readEnd
 	for {
-		if c.loopable() {
+		if c.pollable() {
 			if end = c.in.poller.run(c); end != endToGoroutine {
 				break
 			}
@@ -54,6 +56,12 @@ func (c *client) serve() {
 		if end = c.readLoop(); end != endToLoop {
 			break
 		}
+	}
+	c.pinned.confirms.drop()
+	if c.in.pass.leave() {
+		// Read no more; what is owed may wait behind a barrier the
+		// poller raised for input that came (passState).
+		c.in.poller.unregisterKept(c, c.in.pass.fd)
 	}
 	c.endPinOrder()
 	switch end {
@@ -109,7 +117,14 @@ const (
 // and the client's state needs no waiting (no private connection, no open
 // transaction, no pub/sub, replies on).
 func (c *client) loopable() bool {
-	return c.in.poller != nil && !c.in.noLoop && c.pinned.conn == nil && c.sess.inPlainFlow()
+	return c.pollable() && c.pinned.conn == nil && c.sess.inPlainFlow()
+}
+
+// pollable reports whether the poller reads this client's socket: it has
+// one. A client that is not loopable it reads only to hand each command
+// over to the client's goroutine in its place in the order (passStep).
+func (c *client) pollable() bool {
+	return c.in.poller != nil && !c.in.noLoop
 }
 
 // maxLoopCommand is the largest command an event loop handles itself: a
@@ -139,7 +154,9 @@ func (c *client) mustWait(info *cmdInfo, args [][]byte) bool {
 func (c *client) readLoop() readEnd {
 	var rerr error
 	for {
-		if !c.process(false) {
+		ok := c.process(false)
+		c.in.pass.idle()
+		if !ok {
 			return c.stopped()
 		}
 		select {
@@ -150,7 +167,29 @@ func (c *client) readLoop() readEnd {
 		if rerr != nil {
 			return endGone
 		}
-		if c.loopable() {
+		if c.in.drainAgain {
+			c.adoptHold(c.in.pass.resume())
+			rerr = c.readWaiting()
+			continue
+		}
+		if c.in.pass.kept {
+			// Back to the poller, which kept the socket in its set; or,
+			// if input came meanwhile, read it here, in the place the
+			// poller gave it among the others'.
+			if len(c.in.rbuf) == 0 {
+				// Idle in the loop until the client sends more (before
+				// comeBack: from then on the poller has the reader).
+				c.dropReadBuf()
+				c.trimReader()
+			}
+			if h, came := c.in.pass.comeBack(); came {
+				c.adoptHold(h)
+				rerr = c.readWaiting()
+				continue
+			}
+			return endToLoop
+		}
+		if c.pollable() {
 			if len(c.in.rbuf) == 0 {
 				// Idle in the loop until the client sends more: the
 				// loop reads it into its own buffer.
@@ -193,6 +232,9 @@ func (c *client) loopStep() readEnd {
 	case <-c.life.draining:
 		return endDrained
 	default:
+	}
+	if !c.loopable() {
+		return c.passStep()
 	}
 	// With nothing pending, read into the loop's buffer: an idle client
 	// then holds no read buffer (as Redis's clients share one query
@@ -238,6 +280,215 @@ func (c *client) loopStep() readEnd {
 	}
 	return endStay
 }
+
+// passStep is the poller's turn with a client it reads but does not
+// handle (it has a private connection, is in a transaction or the relay:
+// not loopable): it reads, and once a whole command came, raises the order
+// barrier the client's goroutine will send it behind and hands the client
+// over. So the commands of such a client take their place among the
+// others' in the order they reached the proxy, as the kernel lists the
+// sockets that became readable, where a goroutine of its own would read
+// them whenever the scheduler runs it (order.go).
+func (c *client) passStep() readEnd {
+	if c.in.rbuf == nil {
+		c.in.rbuf = getReadBuf()
+	} else {
+		c.growRead()
+	}
+	room := cap(c.in.rbuf) - len(c.in.rbuf)
+	n, err := c.readOnce(c.in.rbuf[len(c.in.rbuf):cap(c.in.rbuf)])
+	c.in.rbuf = c.in.rbuf[:len(c.in.rbuf)+n]
+	c.in.readFull = n == room && err == nil
+	switch c.commandReady() {
+	case readyWhole:
+		if c.pinned.held == nil {
+			c.pinned.held = c.s.pool.raiseOrder()
+		}
+		return endToGoroutine
+	case readyStream:
+		return endToGoroutine
+	}
+	if err != nil {
+		return endGone
+	}
+	return endStay
+}
+
+// passState is the hand-over of a client between the poller, which keeps
+// its socket in the epoll set, and its goroutine, which handles its
+// commands (passStep). While the goroutine has the client (away), input
+// that comes is noted (came), and the goroutine reads it as soon as it is
+// done with what it has (comeBack, readWaiting), rather than joining the
+// set again behind the input other clients sent meanwhile. If the
+// goroutine is between two batches (not busy), the poller also raises the
+// order barrier for that input there and then (pending), which the
+// goroutine sends it behind: so it keeps its place although the goroutine
+// reads it later. While the goroutine handles commands (busy) it may wait
+// for replies on the shared connections a new barrier would hold, so then
+// the input is only noted. Once the goroutine is done with the client
+// (gone) the poller does nothing more with it.
+type passState struct {
+	mu sync.Mutex
+	// kept: in the poller's set while the goroutine has it, on
+	// descriptor fd; the poller changes it while it has the client.
+	kept    bool
+	fd      int32
+	away    atomic.Bool // set by the poller, cleared by the goroutine, under mu
+	busy    bool
+	came    bool
+	gone    bool
+	pending *orderHold
+}
+
+// handOver gives the client on descriptor fd to its goroutine, busy with
+// what the poller read, keeping it in the set; more: its socket may hold
+// more than that (no new edge will announce it), so the goroutine reads
+// before it comes back. Poller only.
+func (ps *passState) handOver(fd int32, more bool) {
+	ps.mu.Lock()
+	ps.kept, ps.fd, ps.came, ps.busy = true, fd, more, true
+	ps.away.Store(true)
+	ps.mu.Unlock()
+}
+
+// isKept reports whether the poller keeps the client in its set, for the
+// goroutine that gives it back (poller.run).
+func (ps *passState) isKept() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.kept
+}
+
+// reserve notes input that came while the goroutine has the client,
+// raising its barrier if the goroutine is between batches and none is
+// pending; it reports whether the goroutine has the client (then the
+// poller must not read it). Poller only.
+func (ps *passState) reserve(p *pool) bool {
+	if !ps.away.Load() {
+		return false // only the poller sets it
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if !ps.away.Load() {
+		return false
+	}
+	ps.came = true
+	if !ps.busy && !ps.gone && ps.pending == nil {
+		ps.pending = p.raiseOrder()
+	}
+	return true
+}
+
+// idle notes that the goroutine is done with a batch: a barrier raised
+// from now on cannot hold anything it waits for. Client's goroutine only.
+func (ps *passState) idle() {
+	ps.mu.Lock()
+	ps.busy = false
+	ps.mu.Unlock()
+}
+
+// resume notes that the goroutine reads and handles input again, and
+// returns the barrier raised for that input, if any. Client's goroutine
+// only.
+func (ps *passState) resume() *orderHold {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	h := ps.pending
+	ps.pending, ps.came, ps.busy = nil, false, true
+	return h
+}
+
+// comeBack gives the client back to the poller, unless input came
+// meanwhile: then it reports true with the barrier raised for it (see
+// resume), and the goroutine keeps the client and reads it. Client's
+// goroutine only.
+func (ps *passState) comeBack() (*orderHold, bool) {
+	ps.mu.Lock()
+	if !ps.came {
+		ps.away.Store(false)
+		ps.mu.Unlock()
+		return nil, false
+	}
+	ps.mu.Unlock()
+	return ps.resume(), true
+}
+
+// leave marks the client done, lowering a pending barrier, and reports
+// whether the poller still has it in its set. Client's goroutine only.
+func (ps *passState) leave() bool {
+	ps.mu.Lock()
+	h, kept := ps.pending, ps.kept
+	ps.pending, ps.gone = nil, true
+	ps.mu.Unlock()
+	h.end()
+	return kept
+}
+
+// dropped notes that the poller took the client out of its set. Poller
+// only, while the client is not away.
+func (ps *passState) dropped() {
+	ps.mu.Lock()
+	ps.kept = false
+	ps.mu.Unlock()
+}
+
+// readWaiting reads, without waiting, what the client sent while its
+// goroutine had it (comeBack), until the socket is empty or the buffer
+// full (then drainAgain: the edge-triggered poller will not announce the
+// rest). Client's goroutine only.
+func (c *client) readWaiting() error {
+	c.growRead()
+	room := cap(c.in.rbuf) - len(c.in.rbuf)
+	n, err := c.readOnce(c.in.rbuf[len(c.in.rbuf):cap(c.in.rbuf)])
+	c.in.rbuf = c.in.rbuf[:len(c.in.rbuf)+n]
+	c.in.drainAgain = n == room && err == nil
+	return err
+}
+
+// adoptHold makes h, raised when the client's input came (passState),
+// the barrier its next commands are sent behind, or lowers it if one is
+// held already. Command reader only.
+func (c *client) adoptHold(h *orderHold) {
+	switch {
+	case h == nil:
+	case c.pinned.held == nil:
+		c.pinned.held = h
+	default:
+		h.end()
+	}
+}
+
+// commandReady says whether rbuf begins with a whole command (or input
+// Redis refuses, which the goroutine answers), a large value to stream
+// as it comes (stream.go), or only part of a command. Command reader only.
+func (c *client) commandReady() readiness {
+	if len(c.in.rbuf) == 0 {
+		return readyPart
+	}
+	_, _, err := c.readCommand(c.in.rbuf, c.s.maxBulk())
+	switch {
+	case err == nil || !errors.Is(err, resp.ErrIncomplete):
+		return readyWhole
+	case c.streamableTail():
+		return readyStream
+	}
+	return readyPart
+}
+
+// streamableTail reports whether rbuf begins a SET whose value streams.
+func (c *client) streamableTail() bool {
+	_, _, _, _, ok := c.streamable(c.in.rbuf)
+	return ok
+}
+
+// readiness is what commandReady found.
+type readiness uint8
+
+const (
+	readyPart readiness = iota
+	readyWhole
+	readyStream
+)
 
 // readBufSize is the size of a read: of an event loop's buffer, and of a
 // client's own when it needs one.
@@ -335,7 +586,9 @@ func (c *client) process(inLoop bool) bool {
 			return false
 		}
 	}
+	c.in.lastFlush = true // nothing waits after it (sendPrivate)
 	c.flush()
+	c.in.lastFlush = false
 	return true
 }
 
@@ -381,9 +634,10 @@ func (c *client) processNext(inLoop bool, off int, maxBulk int64) (int, cmdStep)
 		c.flush()
 		c.endPinOrder()
 		return off, cmdEnd
-	case c.pinned.held != nil:
-		// The command raised an order barrier: send the batch now, so
-		// that the barrier ends.
+	case c.pinned.held != nil && c.pinned.conn == nil:
+		// The command raised an order barrier on the shared connection:
+		// send the batch now, so that the barrier ends. (On a private
+		// connection the whole batch goes under it: sendPrivate.)
 		c.flush()
 		c.endPinOrder()
 	}

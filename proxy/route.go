@@ -39,7 +39,6 @@ func route(p *plan, in *routeIn, info *cmdInfo, args [][]byte) {
 		if in.sortCheck {
 			p.build = buildSortCheck
 		}
-		p.hold = p.pin
 		return
 	}
 	p.pin = !in.pinned && (needsPin(info, args) || in.requireAuth)
@@ -117,10 +116,12 @@ func (p *plan) forward(in *routeIn, args [][]byte, pinned bool) {
 	p.queued = s.inMulti && info.flags&rediscmd.NotQueued == 0
 	p.relayEnter = info.flags&(rediscmd.Subscribe|rediscmd.Monitor) != 0 && (s.proto == 2 || info.flags&rediscmd.Monitor != 0)
 	p.blocking = isBlocking(info, args)
-	// Commands that hold the others until Redis has run them (order.go):
-	// the first on a new private connection, blocking commands (until
-	// Redis has blocked them), and those that enter the relay.
-	p.hold = p.expect && !p.queued && pinned && (p.pin || p.blocking || p.relayEnter)
+	if info.flags&(rediscmd.Subscribe|rediscmd.Unsubscribe) != 0 && pinned && !p.expect &&
+		(s.relay || s.proto == 3) && !p.replyOff && s.skip == 0 {
+		// Confirmed by Redis's messages, one per channel, not a reply:
+		// the first shows it ran (order.go).
+		p.confirms = max(1, len(args)-1)
+	}
 	p.after = afterOf(in, info, args, p.expect)
 }
 
@@ -234,10 +235,12 @@ type plan struct {
 	build    buildForm // how the request to Redis is written
 	queued   bool      // queued in MULTI: the reply now is +QUEUED
 	// relayEnter: the command enters the RESP2 pub/sub or MONITOR relay;
-	// blocking: it may block; hold: it holds the other clients' commands
-	// until Redis has run it.
-	relayEnter, blocking, hold bool
-	after                      afterStep
+	// blocking: it may block.
+	relayEnter, blocking bool
+	// confirms: the confirmations a subscription command that gets no
+	// reply owes (in the RESP2 relay, or in RESP3).
+	confirms int
+	after    afterStep
 }
 
 // path is where a command goes.

@@ -243,7 +243,7 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 	if err != nil {
 		return
 	}
-	if f := c.prepareScript(info.name, keys, func(req []byte) *call { return roundtripOn(up, req) }); f != nil {
+	if f := c.prepareScript(info.name, keys, func(req []byte) *call { return c.roundtripShared(up, req) }); f != nil {
 		f.release()
 	}
 }

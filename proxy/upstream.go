@@ -925,6 +925,7 @@ func (c *upConn) complete(cl *call, batch *replyBatch) {
 		cl.onFinish = nil
 		f()
 	}
+	cl.taken()
 	batch.calls = append(batch.calls, cl)
 	if len(batch.woken) == 0 || batch.woken[len(batch.woken)-1] != o {
 		batch.woken = append(batch.woken, o)
