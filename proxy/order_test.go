@@ -280,4 +280,3 @@ func TestOrder_NamedClientWriteThenRead(t *testing.T) {
 		}
 	}
 }
-
