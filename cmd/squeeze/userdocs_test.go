@@ -35,12 +35,12 @@ func internalRefs(text string) []string {
 }
 
 // TestDocs_NoInternalReferences keeps the text users read (README.md,
-// CHANGELOG.md, docs/guide/*.md, docs/RESULTS.md and every command's
-// --help) free of issue numbers, seed numbers and test names given as
+// CHANGELOG.md, docs/guide/*.md, docs/RESULTS.md, client/README.md and
+// every command's --help) free of issue numbers, seed numbers and test names given as
 // explanations: a user cannot look them up. Design pages for developers
 // (docs/design/, docs/ARCHITECTURE.md) may name tests.
 func TestDocs_NoInternalReferences(t *testing.T) {
-	files := append(userDocs(t), filepath.Join(repoRoot, "CHANGELOG.md"), filepath.Join(repoRoot, "docs", "RESULTS.md"))
+	files := append(userDocs(t), filepath.Join(repoRoot, "CHANGELOG.md"), filepath.Join(repoRoot, "docs", "RESULTS.md"), filepath.Join(repoRoot, "client", "README.md"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
