@@ -58,6 +58,26 @@ func moveEmptySlot(t *testing.T, all []*testutil.Redis, to *testutil.Redis, key 
 			t.Fatalf("CLUSTER SETSLOT %s NODE on %s: %q %v", slot, n.Addr, r, err)
 		}
 	}
+	// The new owner's epoch must win over the old owner's; then every
+	// node must see the cluster ok and the key on its new owner.
+	if r, err := testutil.Do(to.Addr, "CLUSTER", "BUMPEPOCH"); err != nil || strings.HasPrefix(r, "-") {
+		t.Fatalf("CLUSTER BUMPEPOCH: %q %v", r, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, n := range append([]*testutil.Redis{to}, all...) {
+		for {
+			info, _ := testutil.Do(n.Addr, "CLUSTER", "INFO")
+			r, _ := testutil.Do(n.Addr, "GET", key)
+			_, toPort, _ := net.SplitHostPort(to.Addr)
+			if strings.Contains(info, "cluster_state:ok") && (n == to && r == "$-1" || n != to && strings.HasSuffix(r, ":"+toPort)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s after the slot moved: GET %s = %q, %q", n.Addr, key, r, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 // TestProxyCommand_ClusterMapReload: a node joins a cluster whose proxies
@@ -117,6 +137,12 @@ func TestProxyCommand_ClusterMapReload(t *testing.T) {
 
 	// A node joins and takes the slot of key.
 	added := addClusterNode(t, nodes)
+	// Holding no slot yet, the node is in CLUSTER NODES and SHARDS already.
+	for _, cmd := range [][]string{{"CLUSTER", "NODES"}, {"CLUSTER", "SHARDS"}} {
+		if r, _ := testutil.Do(procs[0].addr, cmd...); !strings.Contains(r, "names cluster node "+added.Addr+", which has no proxy") {
+			t.Fatalf("%s once the new node joined: %q", cmd, r)
+		}
+	}
 	key := "scale-out:doc"
 	moveEmptySlot(t, nodes, added, key)
 	if r, _ := testutil.Do(procs[0].addr, "CLUSTER", "SLOTS"); !strings.Contains(r, "names cluster node "+added.Addr+", which has no proxy") {
