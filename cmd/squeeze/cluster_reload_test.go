@@ -22,9 +22,24 @@ import (
 // cluster's first node meet it, and waits until every node knows it.
 func addClusterNode(t *testing.T, nodes []*testutil.Redis) *testutil.Redis {
 	t.Helper()
+	n, bus := startClusterNode(t)
+	meetClusterNode(t, nodes, n, bus)
+	return n
+}
+
+// startClusterNode starts a redis-server with cluster support that has
+// met no other node, and returns it with its bus port.
+func startClusterNode(t *testing.T) (*testutil.Redis, string) {
+	t.Helper()
 	bus := strconv.Itoa(testutil.FreePort(t))
-	n := testutil.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-port", bus, "--cluster-node-timeout", "5000")
+	return testutil.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-port", bus, "--cluster-node-timeout", "5000"), bus
+}
+
+// meetClusterNode has the cluster's first node meet n and waits until
+// every node knows it.
+func meetClusterNode(t *testing.T, nodes []*testutil.Redis, n *testutil.Redis, bus string) {
+	t.Helper()
 	host, port, _ := net.SplitHostPort(n.Addr)
 	if r, err := testutil.Do(nodes[0].Addr, "CLUSTER", "MEET", host, port, bus); r != "+OK" {
 		t.Fatalf("CLUSTER MEET %s: %q %v", n.Addr, r, err)
@@ -43,7 +58,6 @@ func addClusterNode(t *testing.T, nodes []*testutil.Redis) *testutil.Redis {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	return n
 }
 
 // moveEmptySlot gives the slot of key, which holds no keys, to node to,
@@ -190,6 +204,22 @@ func TestProxyCommand_ClusterMapReload(t *testing.T) {
 	if stored := mustDo(t, added.Addr, "GET", key); !codec.IsFramed([]byte(stored)) {
 		t.Fatalf("the new node holds %.40q, not a frame", stored)
 	}
+
+	// A config without the cluster flags is refused: leaving the cluster
+	// takes a restart, and the map in force stays.
+	if err := os.WriteFile(procs[0].cfg, []byte("min-size = 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sendSIGHUP(t)
+	for i := 0; !strings.Contains(procs[0].log.String(), "settings not reloaded"); i++ {
+		if i > 250 {
+			t.Fatalf("a config without the cluster flags was not refused:\n%s", procs[0].log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r, _ := testutil.Do(procs[0].addr, "CLUSTER", "SLOTS"); strings.HasPrefix(r, "-") {
+		t.Fatalf("CLUSTER SLOTS after a refused reload: %q", r)
+	}
 }
 
 func mustDo(t *testing.T, addr string, args ...string) string {
@@ -199,4 +229,88 @@ func mustDo(t *testing.T, addr string, args ...string) string {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestProxyCommand_ClusterPortOffsetScaleOut: with --cluster-port-offset,
+// as the proxy guide says, a node added to the cluster needs only its own
+// proxy with the same offset: the running proxies name it in CLUSTER
+// NODES and redirect to it, and a cluster client given one of them reaches
+// its keys, without a reload.
+func TestProxyCommand_ClusterPortOffsetScaleOut(t *testing.T) {
+	nodes := testutil.StartCluster(t, 2)
+	added, bus := startClusterNode(t)
+	all := append(append([]*testutil.Redis(nil), nodes...), added)
+	port := func(addr string) int {
+		_, p, _ := net.SplitHostPort(addr)
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	offset := 0
+	for try := 1; try < 200 && offset == 0; try++ {
+		free := true
+		for _, n := range all {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port(n.Addr)+try*7))
+			if err != nil {
+				free = false
+				break
+			}
+			ln.Close()
+		}
+		if free {
+			offset = try * 7
+		}
+	}
+	if offset == 0 {
+		t.Skip("no common free port offset for the three nodes")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var dones []chan int
+	defer func() {
+		cancel()
+		for _, d := range dones {
+			<-d
+		}
+	}()
+	proxyOf := func(n *testutil.Redis) string { return "127.0.0.1:" + strconv.Itoa(port(n.Addr)+offset) }
+	for _, n := range all {
+		log := &syncBuffer{}
+		done := make(chan int, 1)
+		dones = append(dones, done)
+		go func() {
+			done <- run(ctx, env{Stdout: io.Discard, Stderr: log}, []string{"proxy", "--listen", proxyOf(n), "--upstream", n.URL(),
+				"--cluster-port-offset", strconv.Itoa(offset), "--min-size", "0", "--max-memory", "0"})
+		}()
+		for i := 0; ; i++ {
+			if r, err := testutil.Do(proxyOf(n), "PING"); err == nil && r == "+PONG" {
+				break
+			}
+			if i > 250 {
+				t.Fatalf("proxy %s did not start:\n%s", proxyOf(n), log.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	meetClusterNode(t, nodes, added, bus)
+	key := "scale-out:offset"
+	moveEmptySlot(t, nodes, added, key)
+	if r, _ := testutil.Do(proxyOf(nodes[0]), "CLUSTER", "NODES"); !strings.Contains(r, " "+proxyOf(added)+"@") {
+		t.Fatalf("CLUSTER NODES through a running proxy does not name the new node's proxy %s: %q", proxyOf(added), r)
+	}
+	slot := strings.TrimPrefix(mustDo(t, nodes[0].Addr, "CLUSTER", "KEYSLOT", key), ":")
+	if r, _ := testutil.Do(proxyOf(nodes[0]), "GET", key); r != "-MOVED "+slot+" "+proxyOf(added) {
+		t.Fatalf("GET %s through a running proxy: %q, want -MOVED to %s", key, r, proxyOf(added))
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{proxyOf(nodes[0])}})
+	defer cc.Close()
+	bg := context.Background()
+	doc := strings.Repeat(`{"node":"added","offset":true},`, 50)
+	if err := cc.Set(bg, key, doc, 0).Err(); err != nil {
+		t.Fatalf("SET through the proxies: %v", err)
+	}
+	if got, err := cc.Get(bg, key).Result(); err != nil || got != doc {
+		t.Fatalf("GET through the proxies: %d bytes, %v", len(got), err)
+	}
+	if stored := mustDo(t, added.Addr, "GET", key); !codec.IsFramed([]byte(stored)) {
+		t.Fatalf("the new node holds %.40q, not a frame", stored)
+	}
 }
