@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	neturl "net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,10 +147,21 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 }
 
 // clusterNode is a node of a Redis Cluster as CLUSTER NODES names it: the
-// address it announces (what --cluster-map keys on) and its bus port.
+// address it announces (host:port, an IPv6 host without brackets, as
+// --cluster-map keys on it) and its bus port.
 type clusterNode struct {
 	addr string
 	bus  int
+}
+
+// hostPort splits the node's address at its last colon.
+func (n clusterNode) hostPort() (string, int) {
+	i := strings.LastIndexByte(n.addr, ':')
+	if i < 0 {
+		return n.addr, 0
+	}
+	port, _ := strconv.Atoi(n.addr[i+1:])
+	return n.addr[:i], port
 }
 
 // clusterNodes returns the nodes of cc's cluster that have an address and
@@ -161,6 +171,11 @@ func clusterNodes(ctx context.Context, cc *redis.ClusterClient) ([]clusterNode, 
 	if err != nil {
 		return nil, fmt.Errorf("CLUSTER NODES: %w", err)
 	}
+	return parseClusterNodes(text), nil
+}
+
+// parseClusterNodes parses CLUSTER NODES as clusterNodes describes.
+func parseClusterNodes(text string) []clusterNode {
 	var nodes []clusterNode
 	for _, line := range strings.Split(text, "\n") {
 		f := strings.Fields(line)
@@ -171,13 +186,13 @@ func clusterNodes(ctx context.Context, cc *redis.ClusterClient) ([]clusterNode, 
 		bus, _, _ := strings.Cut(rest, ",")
 		n := clusterNode{addr: addr}
 		n.bus, _ = strconv.Atoi(bus)
-		if _, port, err := net.SplitHostPort(addr); err != nil || port == "0" {
+		if _, port := n.hostPort(); port <= 0 {
 			continue
 		}
 		nodes = append(nodes, n)
 	}
 	slices.SortFunc(nodes, func(a, b clusterNode) int { return strings.Compare(a.addr, b.addr) })
-	return nodes, nil
+	return nodes
 }
 
 // clusterPortOffset picks a --cluster-port-offset for the proxies beside
@@ -186,15 +201,13 @@ func clusterNodes(ctx context.Context, cc *redis.ClusterClient) ([]clusterNode, 
 func clusterPortOffset(nodes []clusterNode) int {
 	taken := map[int]bool{}
 	for _, n := range nodes {
-		_, p, _ := net.SplitHostPort(n.addr)
-		port, _ := strconv.Atoi(p)
+		_, port := n.hostPort()
 		taken[port], taken[n.bus] = true, true
 	}
 	for off := 1000; off < 65535; off += 1000 {
 		ok := true
 		for _, n := range nodes {
-			_, p, _ := net.SplitHostPort(n.addr)
-			port, _ := strconv.Atoi(p)
+			_, port := n.hostPort()
 			if port+off > 65535 || taken[port+off] {
 				ok = false
 				break
@@ -208,17 +221,26 @@ func clusterPortOffset(nodes []clusterNode) int {
 }
 
 // nodeURL is url with its host and port replaced by a cluster node's.
-func nodeURL(url, addr string) string {
+func nodeURL(url string, n clusterNode) string {
+	host, port := n.hostPort()
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	norm, err := normalizeRedisURL(url)
-	if err != nil {
+	sch := strings.Index(norm, "://")
+	if err != nil || sch < 0 {
 		return "redis://" + addr
 	}
-	u, err := neturl.Parse(norm)
-	if err != nil || u.Host == "" {
-		return "redis://" + addr
+	// The authority (user:password@host:port) runs to the path or query;
+	// the password may be redacted (***), so the URL is not re-encoded.
+	rest := norm[sch+3:]
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
 	}
-	u.Host = addr
-	return u.String()
+	userinfo := ""
+	if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
+		userinfo = rest[:at+1]
+	}
+	return norm[:sch+3] + userinfo + addr + rest[end:]
 }
 
 // printAdvice prints the report; nodes, for a cluster (advise --cluster),
@@ -330,15 +352,14 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes
 		fmt.Fprintf(w, "  # a proxy beside each node of the cluster, listening at the node's port + %d (--cluster-port-offset;\n"+
 			"  # --cluster-map NODE=PROXY,... names other addresses), each on the node's own host:\n", off)
 		for _, n := range nodes {
-			host, p, _ := net.SplitHostPort(n.addr)
-			port, _ := strconv.Atoi(p)
+			host, port := n.hostPort()
 			listen := net.JoinHostPort(host, strconv.Itoa(port+off))
 			auth := ""
 			if listenReachable(listen) {
 				auth = " --client-auth require" // a proxy clients reach from other hosts: each logs in itself
 			}
 			fmt.Fprintf(w, "  squeeze proxy --listen %s --upstream %s --cluster-port-offset %d%s --codec %s",
-				listen, nodeURL(url, n.addr), off, auth, base)
+				listen, nodeURL(url, n), off, auth, base)
 			rules()
 		}
 	}

@@ -144,3 +144,36 @@ func TestCluster_AdviseApply(t *testing.T) {
 		}
 	}
 }
+
+// TestParseClusterNodes: the nodes advise --cluster prints a proxy for
+// (failed and address-less nodes left out; IPv6 hosts and announced
+// hostnames), the URLs and listen addresses it prints for them, and an
+// offset clear of every node's ports.
+func TestParseClusterNodes(t *testing.T) {
+	nodes := parseClusterNodes("a1 10.0.0.6:7000@17000,redis-b master - 0 0 2 connected 5461-10922\n" +
+		"a0 10.0.0.5:7000@17000 myself,master - 0 0 1 connected 0-5460\n" +
+		"a2 ::1:7001@17001 slave a0 0 0 1 connected\n" +
+		"a3 10.0.0.7:7000@17000 master,fail - 0 0 3 disconnected\n" +
+		"a4 :0@0 master,noaddr - 0 0 0 disconnected\n" +
+		"a5 10.0.0.8:8000@9000 master - 0 0 4 connected 10923-16383\n")
+	var got []string
+	for _, n := range nodes {
+		got = append(got, fmt.Sprintf("%s@%d", n.addr, n.bus))
+	}
+	if want := "10.0.0.5:7000@17000 10.0.0.6:7000@17000 10.0.0.8:8000@9000 ::1:7001@17001"; strings.Join(got, " ") != want {
+		t.Fatalf("parseClusterNodes = %q, want %q", strings.Join(got, " "), want)
+	}
+	if u := nodeURL("redis://user:***@10.0.0.5:7000", nodes[3]); u != "redis://user:***@[::1]:7001" {
+		t.Errorf("nodeURL = %q", u)
+	}
+	if u := nodeURL("10.0.0.6:7000", nodes[0]); u != "redis://10.0.0.5:7000" {
+		t.Errorf("nodeURL of a bare address = %q", u)
+	}
+	// 1000 puts a proxy on 10.0.0.8's port (8000), 2000 on its bus port.
+	if off := clusterPortOffset(nodes); off != 3000 {
+		t.Errorf("clusterPortOffset = %d, want 3000", off)
+	}
+	if u := nodeURL("rediss://:***@10.0.0.5:7000/0?protocol=3", nodes[1]); u != "rediss://:***@10.0.0.6:7000/0?protocol=3" {
+		t.Errorf("nodeURL with a path and query = %q", u)
+	}
+}
