@@ -119,7 +119,9 @@ type Server struct {
 	// the proxies in front of every node listen, so that -MOVED, -ASK and
 	// CLUSTER SLOTS, SHARDS, NODES and REPLICAS name them instead of the
 	// nodes (see cluster.go). Nil: those replies become errors that say to
-	// set it, so cluster clients never bypass the proxy.
+	// set it, so cluster clients never bypass the proxy. SetClusterMap
+	// replaces the map while the proxy serves (a node added to the
+	// cluster); whether there is one takes a restart.
 	Cluster *ClusterMap
 	// TLSConfig is used for a rediss:// upstream, for example to trust a
 	// private CA (RootCAs) or present a client certificate. Nil means the
@@ -153,10 +155,12 @@ type Server struct {
 
 	up       Upstream
 	policies atomic.Pointer[policies] // the write policy in force
-	dec      *codec.Decoder
-	metrics  *Metrics
-	pool     *pool
-	pollers  []*poller
+	// clusterSet is the ClusterMap SetClusterMap put in force; nil: Cluster.
+	clusterSet atomic.Pointer[ClusterMap]
+	dec        *codec.Decoder
+	metrics    *Metrics
+	pool       *pool
+	pollers    []*poller
 
 	mu        sync.Mutex
 	ln        net.Listener

@@ -481,11 +481,20 @@ func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*re
 
 // openClusterOr opens a Redis Cluster client when cluster is set (the URL
 // names one node, more with ?addr=host:port; see go-redis's
-// ParseClusterURL), and otherwise what openRedis opens. Commands that walk
-// keys (advise, compact) then visit every master.
+// ParseClusterURL), and otherwise what openRedis opens, refusing a
+// cluster node (refuseClusterNode). Commands that walk keys (advise,
+// compact, dict train) then visit every master.
 func openClusterOr(ctx context.Context, rawURL string, cluster bool) (redis.UniversalClient, error) {
 	if !cluster {
-		return openRedis(ctx, rawURL, 0)
+		rdb, err := openRedis(ctx, rawURL, 0)
+		if err != nil {
+			return nil, err
+		}
+		if err := refuseClusterNode(ctx, rdb, rawURL); err != nil {
+			rdb.Close()
+			return nil, err
+		}
+		return rdb, nil
 	}
 	rawURL, err := normalizeRedisURL(rawURL)
 	if err != nil {
@@ -504,9 +513,27 @@ func openClusterOr(ctx context.Context, rawURL string, cluster bool) (redis.Univ
 	defer cancel()
 	if err := cc.ForEachMaster(pctx, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() }); err != nil {
 		cc.Close()
+		if strings.Contains(err.Error(), "cluster support disabled") {
+			return nil, usageError("--cluster: %s is not a node of a Redis Cluster (%v); drop --cluster", redactURL(rawURL), err)
+		}
 		return nil, fmt.Errorf("redis cluster at %s: %w", redactURL(rawURL), err)
 	}
 	return cc, nil
+}
+
+// refuseClusterNode returns a usage error when rdb, opened without
+// --cluster, is a node of a Redis Cluster (INFO cluster says
+// cluster_enabled:1): a node holds the keys of its own slots only, and
+// the keys squeeze itself shares (dictionaries, script prefixes) live on
+// whichever node owns their slot, so a command that walks keys or reads
+// those would see part of the data, or fail with MOVED. A server that
+// refuses INFO (an ACL without it) is taken for a plain Redis.
+func refuseClusterNode(ctx context.Context, rdb *redis.Client, rawURL string) error {
+	info, err := rdb.Info(ctx, "cluster").Result()
+	if err != nil || !strings.Contains(info, "cluster_enabled:1") {
+		return nil
+	}
+	return usageError("%s is a node of a Redis Cluster (cluster_enabled:1), which holds the keys of its own slots only: add --cluster to reach the keys of every master", redactURL(rawURL))
 }
 
 func isTimeout(err error) bool {

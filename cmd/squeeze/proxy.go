@@ -77,7 +77,9 @@ commands it has already read, and exits; a second signal exits at once.
 On SIGHUP it reads its settings again and puts a new write policy in
 force (--codec, --min-size, --min-gain, --dict, --rule: edit the config
 file, then kill -HUP), without dropping a connection; values already
-stored keep reading back. Other settings take a restart.
+stored keep reading back. In front of a cluster node it also takes the
+new --cluster-map and --cluster-port-offset (a node joined or left the
+cluster). Other settings take a restart.
 
 Examples:
   squeeze proxy --listen 127.0.0.1:6380 --upstream redis://127.0.0.1:6379
@@ -450,22 +452,33 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 	default:
 		return nil, usageError("--list-search must be exact or stored, got %q", p.listSearch)
 	}
-	if p.clusterMap != "" || p.clusterPortOffset != 0 {
-		s.Cluster = &proxy.ClusterMap{PortOffset: p.clusterPortOffset}
-		if p.clusterMap != "" {
-			if s.Cluster.Nodes, err = proxy.ParseClusterNodes(p.clusterMap); err != nil {
-				return nil, usageError("--cluster-map: %v", err)
-			}
-		}
-		if p.clusterPortOffset <= -65535 || p.clusterPortOffset >= 65535 {
-			return nil, usageError("--cluster-port-offset %d is out of range", p.clusterPortOffset)
-		}
+	if s.Cluster, err = p.cluster(); err != nil {
+		return nil, err
 	}
 	if reg != nil {
 		alg, _ := p.algorithm()
 		s.Metrics = proxy.NewMetrics(reg, alg)
 	}
 	return s, nil
+}
+
+// cluster returns the ClusterMap of --cluster-map and
+// --cluster-port-offset, nil without either.
+func (p *proxyFlags) cluster() (*proxy.ClusterMap, error) {
+	if p.clusterMap == "" && p.clusterPortOffset == 0 {
+		return nil, nil
+	}
+	m := &proxy.ClusterMap{PortOffset: p.clusterPortOffset}
+	if p.clusterMap != "" {
+		var err error
+		if m.Nodes, err = proxy.ParseClusterNodes(p.clusterMap); err != nil {
+			return nil, usageError("--cluster-map: %v", err)
+		}
+	}
+	if p.clusterPortOffset <= -65535 || p.clusterPortOffset >= 65535 {
+		return nil, usageError("--cluster-port-offset %d is out of range", p.clusterPortOffset)
+	}
+	return m, nil
 }
 
 func newLogger(w interface{ Write([]byte) (int, error) }, level, format string) (*slog.Logger, error) {
@@ -642,13 +655,17 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	return err
 }
 
-// writeFlags are the settings a SIGHUP reloads: the write policy.
-var writeFlags = map[string]bool{"codec": true, "min-size": true, "min-gain": true, "dict": true, "rule": true, "config": true, "portable": true}
+// writeFlags are the settings a SIGHUP reloads: the write policy, and
+// the map of the proxies in front of a cluster's nodes.
+var writeFlags = map[string]bool{"codec": true, "min-size": true, "min-gain": true, "dict": true, "rule": true, "config": true, "portable": true,
+	"cluster-map": true, "cluster-port-offset": true}
 
 // reloadWritePolicy reads the settings again as at start (the config
 // file, the environment, then args) and puts the new write policy in
-// force; values written from then on follow it. Settings outside the write
-// policy need a restart: a change to them is logged, not applied.
+// force; values written from then on follow it. A proxy in front of a
+// cluster node also takes the new --cluster-map and --cluster-port-offset
+// (a node joined or left the cluster). Other settings need a restart: a
+// change to them is logged, not applied. On an error nothing changes.
 func reloadWritePolicy(ctx context.Context, e env, args []string, running *flag.FlagSet, srv *proxy.Server, logger *slog.Logger) error {
 	fs, p, _ := newProxyFlags(e)
 	if err := applySettings(fs, args, os.Getenv); err != nil {
@@ -665,10 +682,26 @@ func reloadWritePolicy(ctx context.Context, e env, args []string, running *flag.
 	if err != nil {
 		return err
 	}
+	cluster, err := p.cluster()
+	if err != nil {
+		return err
+	}
+	switch {
+	case cluster == nil && srv.Cluster != nil:
+		return errors.New("--cluster-map and --cluster-port-offset are gone: a proxy in front of a cluster node keeps one until a restart")
+	case cluster != nil && srv.Cluster == nil:
+		return errors.New("--cluster-map or --cluster-port-offset is new: putting the proxy in front of a cluster node takes a restart")
+	}
 	if err := srv.SetWritePolicy(enc, rules); err != nil {
 		return err
 	}
 	logger.Info("SIGHUP: write policy reloaded", "codec", codecLabel(enc), "dict", p.dict, "min_size", int64(p.minSize), "min_gain", p.minGain, "rules", p.rules.String())
+	if cluster != nil {
+		if err := srv.SetClusterMap(cluster); err != nil {
+			return err // not reached: checked above
+		}
+		logger.Info("SIGHUP: cluster map reloaded", "nodes", len(cluster.Nodes), "port_offset", cluster.PortOffset)
+	}
 	warnLaterCodecs(logger, enc, rules)
 	var stale []string
 	fs.VisitAll(func(f *flag.Flag) {
