@@ -711,10 +711,10 @@ func listenReachable(listen string) bool {
 }
 
 // cmdlineHandler serves /debug/pprof/cmdline as net/http/pprof does (the
-// arguments, separated by NUL bytes), with the password of every URL among
-// them redacted as in the logs: --upstream redis://:secret@host would
-// otherwise hand the upstream's password to whoever reaches the metrics
-// address.
+// arguments, separated by NUL bytes), with the secrets of every URL among
+// them redacted as in the logs (redactURL: passwords, sentinel_password):
+// --upstream redis://:secret@host would otherwise hand the upstream's
+// password to whoever reaches the metrics address.
 func cmdlineHandler(args []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -727,21 +727,10 @@ func cmdlineHandler(args []string) http.HandlerFunc {
 	}
 }
 
-// redactURL hides a password in an upstream URL for logs.
-func redactURL(s string) string {
-	at := strings.LastIndexByte(s, '@')
-	sch := strings.Index(s, "://")
-	if at < 0 || sch < 0 || at < sch {
-		return s
-	}
-	user := s[sch+3 : at]
-	if i := strings.IndexByte(user, ':'); i >= 0 {
-		user = user[:i] + ":***"
-	} else {
-		user = "***"
-	}
-	return s[:sch+3] + user + s[at:]
-}
+// redactURL hides the secrets of a Redis URL for logs, errors and the
+// profiler's command line: its password and the values of its parameters
+// but db (proxy.RedactURL).
+func redactURL(s string) string { return proxy.RedactURL(s) }
 
 // logUpstreamServer logs which server the upstream is (INFO server), with
 // a warning for one older than squeeze is tested with. A server that
