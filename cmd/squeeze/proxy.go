@@ -54,6 +54,9 @@ Upstream URLs:
       every dial, and on their +switch-master event (or a -READONLY from a
       master that became a replica) closes its connections, so it follows
       a failover.
+  A URL takes no other parameters than these (db, sentinel_password): an
+  unknown one is an error. Logs, errors and /debug/pprof/cmdline show the
+  URL's passwords and parameter values (but db) as ***.
 
 Every flag can also come from an environment variable, SQUEEZE_ plus the
 flag name in upper case with _ for - (SQUEEZE_UPSTREAM, SQUEEZE_MIN_SIZE), or
