@@ -59,12 +59,19 @@ func (c *client) atDoor(info *cmdInfo, args [][]byte) (cmdStep, bool) {
 }
 
 // answerAtDoor queues reply as the command's, unless the client turned
-// replies off (CLIENT REPLY OFF or SKIP), as Redis would.
+// replies off (CLIENT REPLY OFF or SKIP), as Redis would. A CLIENT REPLY
+// SKIP that the command uses up is Redis's too, which would skip the
+// reply of the next command it runs: a PING goes in the command's place,
+// whose reply Redis skips and nobody waits for.
 func (c *client) answerAtDoor(info *cmdInfo, args [][]byte, reply []byte) {
 	expect, off, skip := replies(&c.sess, info, args)
+	skipped := skip < c.sess.skip
 	c.sess.replyOff, c.sess.skip = off, skip
-	if expect || c.sess.relay {
+	switch {
+	case expect || c.sess.relay:
 		c.answer(c.localCall(info.name, reply), c.in.readAt)
+	case skipped:
+		c.in.req = append(c.in.req, pingRequest...)
 	}
 }
 

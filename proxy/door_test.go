@@ -206,23 +206,40 @@ func TestProxy_ReplicationRefused(t *testing.T) {
 	if n := info("connected_slaves"); n != "0" {
 		t.Errorf("Redis counts %s replicas", n)
 	}
-	// In a transaction, and with replies off, as directly.
-	for _, steps := range [][][]string{
-		{{"MULTI"}, {"SET", "k", "v"}, {"SYNC"}, {"PSYNC", "?", "-1"}, {"EXEC"}, {"GET", "k"}},
-		{{"CLIENT", "REPLY", "SKIP"}, {"SYNC"}, {"PING"}},
+	// In a transaction, as directly.
+	steps := [][]string{{"MULTI"}, {"SET", "k", "v"}, {"SYNC"}, {"PSYNC", "?", "-1"}, {"EXEC"}, {"GET", "k"}}
+	direct, via := dialRaw(t, ref.Addr), dialRaw(t, e.addr)
+	for _, cmd := range steps {
+		direct.send(cmd)
+		via.send(cmd)
+	}
+	for _, cmd := range steps {
+		if want, got := direct.read(), via.read(); got != want {
+			t.Errorf("%q in MULTI: proxy %q, Redis %q", cmd, got, want)
+		}
+	}
+	// With replies off or skipped the refusal is not written, and the
+	// replies after it are the right ones (Redis skips the next command's
+	// reply after CLIENT REPLY SKIP: SYNC's here; directly, SYNC would
+	// start a replication, so the reference is what Redis does for a
+	// command it refuses).
+	for _, tt := range []struct {
+		steps [][]string
+		want  string
+	}{
+		{[][]string{{"CLIENT", "REPLY", "SKIP"}, {"SYNC"}, {"PING", "after"}}, bulk("after")},
+		{[][]string{{"CLIENT", "REPLY", "SKIP"}, {"PSYNC", "?", "-1"}, {"CLIENT", "REPLY", "SKIP"}, {"SYNC"}, {"PING", "after"}}, bulk("after")},
+		{[][]string{{"CLIENT", "REPLY", "OFF"}, {"SYNC"}, {"PING"}, {"CLIENT", "REPLY", "ON"}}, "+OK\r\n"},
 	} {
-		direct, via := dialRaw(t, ref.Addr), dialRaw(t, e.addr)
-		for _, cmd := range steps {
-			direct.send(cmd)
+		via := dialRaw(t, e.addr)
+		for _, cmd := range tt.steps {
 			via.send(cmd)
 		}
-		for i := range steps {
-			if steps[0][0] == "CLIENT" && i > 0 {
-				break // one reply: PING's
-			}
-			if want, got := direct.read(), via.read(); got != want {
-				t.Errorf("%q, reply %d: proxy %q, Redis %q", steps, i, got, want)
-			}
+		if got := via.read(); got != tt.want {
+			t.Errorf("%q: first reply %q, want %q", tt.steps, got, tt.want)
+		}
+		if got := via.do("PING"); got != "+PONG\r\n" {
+			t.Errorf("%q, then PING: %q", tt.steps, got)
 		}
 	}
 	if n := info("total_forks"); n != "0" {
