@@ -193,6 +193,10 @@ type Server struct {
 	heldTotal     atomic.Int64
 	expectedTotal atomic.Int64
 	shedding      atomic.Bool
+
+	// hostileLogged is when hostile input was last logged (UnixNano; see
+	// noteHostile).
+	hostileLogged atomic.Int64
 }
 
 // maxBulk is the bulk length limit in force for clients (see MaxBulk).

@@ -54,6 +54,9 @@ Upstream URLs:
       every dial, and on their +switch-master event (or a -READONLY from a
       master that became a replica) closes its connections, so it follows
       a failover.
+  A URL takes no other parameters than these (db, sentinel_password): an
+  unknown one is an error. Logs, errors and /debug/pprof/cmdline show the
+  URL's passwords and parameter values (but db) as ***.
 
 Every flag can also come from an environment variable, SQUEEZE_ plus the
 flag name in upper case with _ for - (SQUEEZE_UPSTREAM, SQUEEZE_MIN_SIZE), or
@@ -744,10 +747,10 @@ func listenReachable(listen string) bool {
 }
 
 // cmdlineHandler serves /debug/pprof/cmdline as net/http/pprof does (the
-// arguments, separated by NUL bytes), with the password of every URL among
-// them redacted as in the logs: --upstream redis://:secret@host would
-// otherwise hand the upstream's password to whoever reaches the metrics
-// address.
+// arguments, separated by NUL bytes), with the secrets of every URL among
+// them redacted as in the logs (redactURL: passwords, sentinel_password):
+// --upstream redis://:secret@host would otherwise hand the upstream's
+// password to whoever reaches the metrics address.
 func cmdlineHandler(args []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -760,21 +763,10 @@ func cmdlineHandler(args []string) http.HandlerFunc {
 	}
 }
 
-// redactURL hides a password in an upstream URL for logs.
-func redactURL(s string) string {
-	at := strings.LastIndexByte(s, '@')
-	sch := strings.Index(s, "://")
-	if at < 0 || sch < 0 || at < sch {
-		return s
-	}
-	user := s[sch+3 : at]
-	if i := strings.IndexByte(user, ':'); i >= 0 {
-		user = user[:i] + ":***"
-	} else {
-		user = "***"
-	}
-	return s[:sch+3] + user + s[at:]
-}
+// redactURL hides the secrets of a Redis URL for logs, errors and the
+// profiler's command line: its password and the values of its parameters
+// but db (proxy.RedactURL).
+func redactURL(s string) string { return proxy.RedactURL(s) }
 
 // logUpstreamServer logs which server the upstream is (INFO server), with
 // a warning for one older than squeeze is tested with. A server that

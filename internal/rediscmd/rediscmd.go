@@ -35,7 +35,7 @@ type Spec struct {
 func (s *Spec) Has(f Flag) bool { return s.Flags&f == f }
 
 // Flag is a set of facts about a command.
-type Flag uint32
+type Flag uint64
 
 const (
 	// Pin: the command changes or needs the state of its connection
@@ -116,6 +116,17 @@ const (
 	// squeeze: it carries no values, and its reply holds none (replies are
 	// still searched for frames, see ReplySniff).
 	Other
+	// Refused: a proxy answers the command with an error of its own and
+	// never sends it on: it would turn the connection it came on into
+	// something else than a client's (SYNC and PSYNC make it a replica's,
+	// which receives the database and then every write). Redis refuses
+	// these inside MULTI itself, so a transaction may pass them on.
+	Refused
+	// Hostile: not a command but the first line of an HTTP request (POST,
+	// Host:), which Redis takes for a cross-protocol attack: it logs a
+	// warning and closes the sender's connection without a reply. A proxy
+	// must close the sender the same way, never pass the line on.
+	Hostile
 )
 
 // Keys says which arguments are the keys an Inspect command reads.
