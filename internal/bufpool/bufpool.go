@@ -7,16 +7,22 @@
 // neither kept nor pooled: Get allocates them and Put drops them.
 //
 // Up to 64 MiB of classes up to 16 MiB stay in free lists that the garbage
-// collector does not empty (a sync.Pool is emptied by every other
-// collection, and with values of megabytes collections come every request
-// or two); beyond that a sync.Pool. Larger buffers (huge: 32 MiB to 1 GiB)
-// are kept, up to 256 MiB, only while they are in use: a second after the
-// last one was asked for, they are let go and the process's free memory
-// goes back to the system (debug.FreeOSMemory). Otherwise a process that
-// once carried a 200 MiB value stayed 200 MiB larger for minutes while
-// idle: an idle process collects every two minutes, and a sync.Pool needs
-// two collections to let go. Buffers of more than 1 GiB are allocated and
-// never kept.
+// collector does not empty (with values of megabytes collections come
+// every request or two); a buffer put back beyond that is let go, for the
+// collector (before, it went to a sync.Pool, which held whatever a burst
+// had allocated until two collections had run: minutes, in an idle
+// process). Larger buffers (huge: 32 MiB to 1 GiB) are kept, up to
+// 256 MiB, only while they are in use. Buffers of more than 1 GiB are
+// allocated and never kept.
+//
+// A burst gives its memory back: a second after the last Get of a
+// buffer of 1 MiB or more (bigIdle), the free lists of those classes and
+// the huge buffers are let go and, if the burst allocated 64 MiB or more
+// of large buffers (or huge ones were kept), the process's free memory
+// goes back to the system (debug.FreeOSMemory). Otherwise a process stayed
+// as large as its largest burst for minutes while idle: an idle process
+// collects every two minutes, and after a burst the collector's goal is
+// twice the heap the burst left live.
 //
 // SetChecks(true) makes Put panic when a buffer is put back while the free
 // lists hold it already, which catches two owners of one buffer.
@@ -25,6 +31,7 @@ package bufpool
 import (
 	"fmt"
 	"math/bits"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -42,7 +49,9 @@ const (
 	maxKeptClass  = 24 // 16 MiB
 	keepBytes     = 64 << 20
 	hugeKeepBytes = 256 << 20
-	hugeIdle      = time.Second
+	bigClass      = 20 // 1 MiB: the classes a burst's end lets go
+	bigIdle       = time.Second
+	freeAfter     = 64 << 20 // allocated in a burst: worth a FreeOSMemory at its end
 )
 
 var (
@@ -67,6 +76,9 @@ func Get(n int) []byte {
 	if n < 1<<minClass || k > maxClass {
 		return make([]byte, 0, n)
 	}
+	if k >= bigClass {
+		useBig(k)
+	}
 	if k > maxKeptClass {
 		return getHuge(k)
 	}
@@ -79,6 +91,9 @@ func Get(n int) []byte {
 	}
 	if p, _ := pools[k].Get().(*[]byte); p != nil {
 		return (*p)[:0]
+	}
+	if k >= bigClass {
+		bigAllocated.Add(1 << k)
 	}
 	return make([]byte, 0, 1<<k)
 }
@@ -110,11 +125,6 @@ func Put(b []byte) {
 	pool(k, b)
 }
 
-// KeptBytes returns the bytes of the buffers in the free lists of the
-// classes up to 16 MiB: memory the process holds for reuse, which no user
-// of a buffer does.
-func KeptBytes() int64 { return keptN.Load() }
-
 // pool puts b in class k's sync.Pool. Apart from Put, so that only this
 // path moves a slice header to the heap (the pool keeps a pointer): Put is
 // called on every event loop step of the proxy, mostly with nothing to
@@ -128,6 +138,11 @@ func pool(k int, b []byte) {
 	}
 	pools[k].Put(&b)
 }
+
+// KeptBytes returns the bytes of the buffers in the free lists of the
+// classes up to 16 MiB: memory the process holds for reuse, which no user
+// of a buffer does.
+func KeptBytes() int64 { return keptN.Load() }
 
 // The double-put check (SetChecks): whether it is on, and the first bytes
 // of the buffers in the free lists.
@@ -181,21 +196,16 @@ func unlisted(b []byte) {
 }
 
 // The huge buffers kept (see the package doc), guarded by hugeMu: by
-// class, their bytes, when one was last asked for, whether a trim is due,
-// and how many trims have let buffers go.
+// class, and their bytes.
 var (
-	hugeMu      sync.Mutex
-	hugeKept    [maxClass + 1][][]byte
-	hugeKeptN   int64
-	hugeUsed    time.Time
-	hugeArmed   bool
-	hugeTrimmed int
+	hugeMu    sync.Mutex
+	hugeKept  [maxClass + 1][][]byte
+	hugeKeptN int64
 )
 
 // getHuge returns an empty buffer of class k (above maxKeptClass).
 func getHuge(k int) []byte {
 	hugeMu.Lock()
-	hugeUsed = time.Now()
 	if l := hugeKept[k]; len(l) > 0 {
 		b := l[len(l)-1]
 		l[len(l)-1] = nil
@@ -206,11 +216,12 @@ func getHuge(k int) []byte {
 		return b
 	}
 	hugeMu.Unlock()
+	bigAllocated.Add(1 << k)
 	return make([]byte, 0, 1<<k)
 }
 
-// putHuge keeps b, of class k, for reuse while huge buffers are in use,
-// and arms the trim that lets them go hugeIdle after the last use.
+// putHuge keeps b, of class k, for reuse while huge buffers are in use
+// (until the trim after the last use of a big buffer: trimBig).
 func putHuge(k int, b []byte) {
 	hugeMu.Lock()
 	defer hugeMu.Unlock()
@@ -220,34 +231,75 @@ func putHuge(k int, b []byte) {
 	} else {
 		unlisted(b) // let go
 	}
-	if !hugeArmed {
-		hugeArmed = true
-		time.AfterFunc(hugeIdle, trimHuge)
+}
+
+// The end of a burst (see the package doc): Gets of big classes since
+// the trim last looked, bytes of big buffers allocated since the last
+// FreeOSMemory, whether a trim is due, and how many trims have let
+// buffers go.
+var (
+	bigGets      atomic.Int64
+	bigAllocated atomic.Int64
+	bigArmed     atomic.Bool
+	bigTrims     atomic.Int64
+)
+
+// useBig notes a Get of class k (bigClass or more) and arms the trim that
+// runs bigIdle after the last one.
+func useBig(k int) {
+	bigGets.Add(1)
+	if !bigArmed.Load() && bigArmed.CompareAndSwap(false, true) {
+		time.AfterFunc(bigIdle, trimBig(bigGets.Load()))
 	}
 }
 
-// trimHuge lets the huge buffers go, and returns the process's free memory
-// to the system, once none was asked for in hugeIdle; until then it waits
-// again.
-func trimHuge() {
-	hugeMu.Lock()
-	if wait := hugeIdle - time.Since(hugeUsed); wait > 0 {
-		time.AfterFunc(wait, trimHuge)
-		hugeMu.Unlock()
-		return
-	}
-	hugeArmed = false
-	for k := range hugeKept {
-		for _, b := range hugeKept[k] {
-			unlisted(b)
+// trimBig returns the trim that runs bigIdle after a Get of a big class,
+// when gets was the count of those: if another came since, it waits
+// again; otherwise it lets go the free lists of the big classes and the
+// huge buffers and, after a burst that allocated freeAfter or more of big
+// buffers, returns the process's free memory to the system.
+func trimBig(gets int64) func() {
+	return func() {
+		if now := bigGets.Load(); now != gets {
+			time.AfterFunc(bigIdle, trimBig(now))
+			return
 		}
-		clear(hugeKept[k])
-		hugeKept[k] = hugeKept[k][:0]
+		bigArmed.Store(false)
+		for k := bigClass; k <= maxKeptClass; k++ {
+			dropKept(k)
+		}
+		hugeMu.Lock()
+		huge := hugeKeptN
+		for k := range hugeKept {
+			for _, b := range hugeKept[k] {
+				unlisted(b)
+			}
+			clear(hugeKept[k])
+			hugeKept[k] = hugeKept[k][:0]
+		}
+		hugeKeptN = 0
+		hugeMu.Unlock()
+		bigTrims.Add(1)
+		if bigAllocated.Swap(0) >= freeAfter || huge > 0 {
+			// The sync.Pools let go of what they hold in two
+			// collections: this one, and FreeOSMemory's.
+			runtime.GC()
+			debug.FreeOSMemory()
+		}
 	}
-	hugeKeptN = 0
-	hugeTrimmed++
-	hugeMu.Unlock()
-	debug.FreeOSMemory()
+}
+
+// dropKept lets go the buffers in class k's free list.
+func dropKept(k int) {
+	for {
+		select {
+		case b := <-keptList(k):
+			keptN.Add(-int64(cap(b)))
+			unlisted(b)
+		default:
+			return
+		}
+	}
 }
 
 // evictKept moves one buffer from the free list that holds the most bytes,

@@ -123,7 +123,7 @@ func TestPut_EvictsOtherClass(t *testing.T) {
 
 // TestHugeBuffers: a buffer above 16 MiB put back comes out again while
 // such buffers are in use, and is let go (its memory returned to the
-// system) once none was asked for in hugeIdle, so that an idle process
+// system) once none was asked for in bigIdle, so that an idle process
 // does not stay as large as the largest value it carried.
 func TestHugeBuffers(t *testing.T) {
 	b := Get(40 << 20)
@@ -131,31 +131,59 @@ func TestHugeBuffers(t *testing.T) {
 		t.Fatalf("Get(40 MiB): cap %d, want the 64 MiB class", cap(b))
 	}
 	b = append(b, 'x')
-	hugeMu.Lock()
-	trimmed := hugeTrimmed
-	hugeMu.Unlock()
+	trimmed := bigTrims.Load()
 	Put(b)
 	again := Get(50 << 20)
 	if first(again) != first(b) {
 		t.Fatal("a 64 MiB buffer put back did not come out again for the next request of its class")
 	}
 	Put(again)
-	for deadline := time.Now().Add(10 * hugeIdle); ; time.Sleep(hugeIdle / 10) {
-		hugeMu.Lock()
-		kept, n := len(hugeKept[26]), hugeTrimmed
-		hugeMu.Unlock()
-		if kept == 0 && n > trimmed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d buffers of 64 MiB still kept, %d trims, %v after the last use", kept, n-trimmed, 10*hugeIdle)
-		}
-	}
+	waitTrim(t, trimmed)
 	hugeMu.Lock()
 	defer hugeMu.Unlock()
-	if hugeKeptN != 0 {
+	if hugeKeptN != 0 || len(hugeKept[26]) != 0 {
 		t.Fatalf("%d bytes of huge buffers kept after the trim", hugeKeptN)
 	}
+}
+
+// waitTrim waits until a trim after trimmed (bigTrims) ran.
+func waitTrim(t *testing.T, trimmed int64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * bigIdle); bigTrims.Load() <= trimmed; time.Sleep(bigIdle / 10) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no trim %v after the last use of a big buffer", 30*bigIdle)
+		}
+	}
+}
+
+// TestBurstLetGo: after a burst of big buffers, more than the free lists
+// keep, the lists of the big classes are emptied bigIdle after the last
+// Get of one (before, they stayed for good, and what the burst put in the
+// sync.Pools stayed until two collections had run: minutes, in an idle
+// process); the lists of smaller classes stay.
+func TestBurstLetGo(t *testing.T) {
+	drain()
+	small := Get(64 << 10)
+	var burst [][]byte
+	for range 2 * keepBytes / (2 << 20) {
+		burst = append(burst, Get(2<<20))
+	}
+	trimmed := bigTrims.Load()
+	for _, b := range burst {
+		Put(b)
+	}
+	Put(small)
+	if got := KeptBytes(); got > keepBytes {
+		t.Fatalf("KeptBytes %d after the burst, more than the lists keep (%d)", got, keepBytes)
+	}
+	waitTrim(t, trimmed)
+	if n := len(keptList(21)); n != 0 {
+		t.Errorf("the 2 MiB list holds %d buffers %v after the burst", n, bigIdle)
+	}
+	if n := len(keptList(16)); n != 1 {
+		t.Errorf("the 64 KiB list holds %d buffers after the trim, want 1: only big classes are let go", n)
+	}
+	drain()
 }
 
 // TestSetChecks_DoublePut: with the check on, a buffer put back twice
