@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"regexp"
 	"strconv"
 	"strings"
@@ -164,9 +165,11 @@ func TestProxy_CorruptValueTakenOut(t *testing.T) {
 		name   string
 		db     int        // the database the client selects
 		setup  [][]string // sent to Redis directly, in db
+		before [][]string // sent through the proxy before cmd (MULTI ...)
 		cmd    []string
 		repeat int    // runs of setup and cmd (1 if 0)
-		key    string // the key the error names
+		key    string // the key the error names ("": none)
+		elem   string // the command the error names (cmd[0] if "")
 		moved  string // what the error says of a move; "" for a destructive read
 		lists  map[string][]string
 	}{
@@ -193,6 +196,14 @@ func TestProxy_CorruptValueTakenOut(t *testing.T) {
 			setup: [][]string{{"RPUSH", "src", "GOOD", "BAD"}}, cmd: []string{"RPOPLPUSH", "src", "dst"}, key: "src",
 			moved: `the move was undone: it is back at the RIGHT end of "src"`,
 			lists: map[string][]string{"src": {"GOOD", "BAD"}, "dst": {}}},
+		{name: "LMPOP inside EXEC names the key",
+			setup:  [][]string{{"RPUSH", "lst", "BAD"}},
+			before: [][]string{{"MULTI"}, {"LMPOP", "1", "lst", "LEFT"}}, cmd: []string{"EXEC"}, elem: "LMPOP", key: "lst"},
+		{name: "LMOVE inside EXEC stands",
+			setup:  [][]string{{"RPUSH", "src", "BAD"}},
+			before: [][]string{{"MULTI"}, {"LMOVE", "src", "dst", "LEFT", "LEFT"}}, cmd: []string{"EXEC"}, elem: "LMOVE",
+			moved: "it was moved: the transaction ran as a whole",
+			lists: map[string][]string{"src": {}, "dst": {"BAD"}}},
 		{name: "BLMOVE after SELECT 3 is undone in database 3", db: 3,
 			setup: [][]string{{"RPUSH", "src", "BAD"}}, cmd: []string{"BLMOVE", "src", "dst", "RIGHT", "LEFT", "0"}, key: "src",
 			moved: `the move was undone: it is back at the RIGHT end of "src"`,
@@ -217,8 +228,17 @@ func TestProxy_CorruptValueTakenOut(t *testing.T) {
 						t.Fatalf("%q: %q", c[:2], r)
 					}
 				}
+				for _, c := range tt.before {
+					if r := p.do(c...); strings.HasPrefix(r, "-") {
+						t.Fatalf("%q: %q", c, r)
+					}
+				}
 				got := p.do(tt.cmd...)
-				want := `-ERR squeeze: ` + strings.ToUpper(tt.cmd[0]) + `: stored value of key "` + tt.key + `" cannot be decoded`
+				elem := cmp.Or(tt.elem, strings.ToUpper(tt.cmd[0]))
+				want := `-ERR squeeze: ` + elem + `: stored value of key "` + tt.key + `" cannot be decoded`
+				if tt.key == "" {
+					want = `-ERR squeeze: ` + elem + `: stored value cannot be decoded`
+				}
 				if !strings.Contains(got, want) {
 					t.Fatalf("%q: %.300q, want an error element %q", tt.cmd, got, want)
 				}
