@@ -455,7 +455,9 @@ func TestProxy_FloodGivesMemoryBack(t *testing.T) {
 	if bound := baseHeap + maxMemory + clients*perClient + 16<<20; peakHeap.Load() > bound {
 		t.Errorf("peak heap %d MiB, over %d MiB", peakHeap.Load()>>20, bound>>20)
 	}
-	if bound := baseRSS + maxMemory + clients*perClient + 32<<20; peak.Load() > bound {
+	// (The race detector's shadow memory grows RSS and keeps it: there,
+	// only the heap is judged.)
+	if bound := baseRSS + maxMemory + clients*perClient + 32<<20; peak.Load() > bound && !raceEnabled {
 		t.Errorf("peak RSS %d MiB, over %d MiB", peak.Load()>>20, bound>>20)
 	}
 
@@ -464,7 +466,7 @@ func TestProxy_FloodGivesMemoryBack(t *testing.T) {
 	// 62-70 MiB above).
 	for {
 		rss, heap := vmRSS(t), heapObjects()
-		if heap <= baseHeap+16<<20 && rss <= baseRSS+16<<20 {
+		if heap <= baseHeap+16<<20 && (rss <= baseRSS+16<<20 || raceEnabled) {
 			t.Logf("%v after the clients left: RSS %d MiB, heap %d MiB (%d MiB before the flood)", time.Since(left).Round(100*time.Millisecond), rss>>20, heap>>20, baseHeap>>20)
 			break
 		}
