@@ -289,6 +289,11 @@ func trimBig(gets int64) func() {
 			return
 		}
 		bigArmed.Store(false)
+		if bigGets.Load() != gets && bigArmed.CompareAndSwap(false, true) {
+			// A Get came meanwhile, and did not arm a trim of its own.
+			time.AfterFunc(bigIdle, trimBig(bigGets.Load()))
+			return
+		}
 		for k := bigClass; k <= maxKeptClass; k++ {
 			dropKept(k)
 		}
