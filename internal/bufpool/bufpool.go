@@ -11,22 +11,22 @@
 // neither kept nor pooled: Get allocates them and Put drops them.
 //
 // Up to 64 MiB of classes up to 16 MiB stay in free lists that the garbage
-// collector does not empty (with values of megabytes collections come
-// every request or two); a buffer put back beyond that is let go, for the
-// collector (before, it went to a sync.Pool, which held whatever a burst
-// had allocated until two collections had run: minutes, in an idle
-// process). Larger buffers (huge: 32 MiB to 1 GiB) are kept, up to
-// 256 MiB, only while they are in use. Buffers of more than 1 GiB are
-// allocated and never kept.
+// collector does not empty (a sync.Pool is emptied by every other
+// collection, and with values of megabytes collections come every request
+// or two); beyond that a sync.Pool. Larger buffers (huge: over 16 MiB, up
+// to 1 GiB) are kept, up to 256 MiB, only while they are in use. Buffers
+// of more than 1 GiB are allocated and never kept.
 //
 // A burst gives its memory back: a second after the last Get of a
 // buffer of 1 MiB or more (bigIdle), the free lists of those classes and
 // the huge buffers are let go and, if the burst allocated 64 MiB or more
-// of large buffers (or huge ones were kept), the process's free memory
-// goes back to the system (debug.FreeOSMemory). Otherwise a process stayed
-// as large as its largest burst for minutes while idle: an idle process
-// collects every two minutes, and after a burst the collector's goal is
-// twice the heap the burst left live.
+// of large buffers (or huge ones were kept), two collections empty the
+// sync.Pools and the process's free memory goes back to the system
+// (debug.FreeOSMemory). Before, a process stayed as large as its largest
+// burst for minutes while idle: the free lists never let go, an idle
+// process collects every two minutes, a sync.Pool needs two collections
+// to let go, and after a burst the collector's goal is twice the heap the
+// burst left live.
 //
 // SetChecks(true) makes Put panic when a buffer is put back while the free
 // lists hold it already, which catches two owners of one buffer.
@@ -149,6 +149,11 @@ func Put(b []byte) {
 	pool(k, b)
 }
 
+// KeptBytes returns the bytes of the buffers in the free lists of the
+// classes up to 16 MiB: memory the process holds for reuse, which no user
+// of a buffer does.
+func KeptBytes() int64 { return keptN.Load() }
+
 // pool puts b in class k's sync.Pool. Apart from Put, so that only this
 // path moves a slice header to the heap (the pool keeps a pointer): Put is
 // called on every event loop step of the proxy, mostly with nothing to
@@ -162,11 +167,6 @@ func pool(k int, b []byte) {
 	}
 	pools[k].Put(&b)
 }
-
-// KeptBytes returns the bytes of the buffers in the free lists of the
-// classes up to 16 MiB: memory the process holds for reuse, which no user
-// of a buffer does.
-func KeptBytes() int64 { return keptN.Load() }
 
 // The double-put check (SetChecks): whether it is on, and the first bytes
 // of the buffers in the free lists.
