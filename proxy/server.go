@@ -177,9 +177,6 @@ type Server struct {
 	doneOnce       sync.Once // closes done
 	initErr        error
 
-	quarantineOnce sync.Once
-	quarantineQ    chan quarantined
-
 	// upstreamBulk is Redis's proto-max-bulk-len as the newest shared
 	// connection read it, 0 before any did (see MaxBulk).
 	upstreamBulk atomic.Int64

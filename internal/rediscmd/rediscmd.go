@@ -91,6 +91,10 @@ const (
 	// Destructive: the reply takes a value out of Redis (popped, deleted
 	// or replaced), so the reply is its only copy.
 	Destructive
+	// Moves: the reply is the element the command moved from the list at
+	// argument 1 to the list at argument 2 (LMOVE, RPOPLPUSH and their
+	// blocking forms), between the ends MoveEnds names.
+	Moves
 	// Topology: the reply names cluster nodes (CLUSTER SLOTS, SHARDS,
 	// NODES), which a proxy rewrites to name itself.
 	Topology
@@ -194,6 +198,21 @@ func (s *Spec) ReplyFor(args [][]byte) Reply {
 		}
 	}
 	return s.Reply
+}
+
+// MoveEnds returns, for a Moves command args, the end of the source list
+// the element left and the end of the destination it went to ("LEFT" or
+// "RIGHT", as the command spelt them); ok is false for any other command,
+// or one too short to name them.
+func (s *Spec) MoveEnds(args [][]byte) (from, to []byte, ok bool) {
+	switch {
+	case s.Flags&Moves == 0:
+	case s.Name == "RPOPLPUSH" || s.Name == "BRPOPLPUSH":
+		return []byte("RIGHT"), []byte("LEFT"), len(args) >= 3
+	case len(args) >= 5: // LMOVE src dst from to, BLMOVE ... timeout
+		return args[3], args[4], true
+	}
+	return nil, nil, false
 }
 
 // Blocks reports whether the command args may block.
