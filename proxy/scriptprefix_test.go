@@ -1,0 +1,306 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+// withLog sends the proxy's log to buf.
+func withLog(buf *lockedBuffer) envOpt {
+	return func(s *Server) { s.Logger = slog.New(slog.NewTextHandler(buf, nil)) }
+}
+
+// withPrefixTTL sets the time a prefix no script uses stays plain.
+func withPrefixTTL(d time.Duration) envOpt {
+	return func(s *Server) { s.ScriptPrefixTTL = d }
+}
+
+// waitFor waits, at most d, until ok holds.
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !ok(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+	}
+}
+
+// prefixSeries returns the value of squeeze_proxy_script_prefix_last_use_seconds
+// for prefix, and whether reg has that series.
+func prefixSeries(t *testing.T, reg *prometheus.Registry, prefix string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "squeeze_proxy_script_prefix_last_use_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == prefix {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// TestScriptPrefixes_Visible: the first script that uses a prefix is
+// logged, once, with the prefix, the key and the TTL, and the prefix gets
+// a metric series with its last use.
+func TestScriptPrefixes_Visible(t *testing.T) {
+	var log lockedBuffer
+	reg := prometheus.NewRegistry()
+	e := startEnv(t, withLog(&log), func(s *Server) { s.Metrics = NewMetrics(reg, codec.DefaultAlgorithm) })
+	p := dialRaw(t, e.addr)
+	p.do("SET", "session:5", compressible(300, 1))
+	for range 3 {
+		if got := p.do("EVAL", "return 1", "1", "session:5"); got != ":1\r\n" {
+			t.Fatalf("EVAL = %q", got)
+		}
+	}
+	out := log.String()
+	if n := strings.Count(out, "prefix=session:"); n != 1 {
+		t.Fatalf("the log names prefix session: %d times, want once:\n%s", n, out)
+	}
+	if !strings.Contains(out, "uncompressed from now on") || !strings.Contains(out, "key=session:5") || !strings.Contains(out, "ttl=") {
+		t.Fatalf("log line lacks what or why:\n%s", out)
+	}
+	v, ok := prefixSeries(t, reg, "session:")
+	if !ok || v < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Fatalf("metric for session: = %v, %v; want its last use, now", v, ok)
+	}
+}
+
+// TestScriptPrefixes_MissingKeyLearnsNothing: a script that only reads a
+// missing key leaves no key in Redis and no prefix behind: values of that
+// prefix are still compressed.
+func TestScriptPrefixes_MissingKeyLearnsNothing(t *testing.T) {
+	e := startEnv(t)
+	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	if got := p.do("EVAL", "return redis.call('GET', KEYS[1])", "1", "cart:17"); got != "$-1\r\n" {
+		t.Fatalf("EVAL = %q", got)
+	}
+	time.Sleep(200 * time.Millisecond) // the old code saved in the background
+	if got := direct.do("KEYS", "*"); got != "*0\r\n" {
+		t.Fatalf("keys in Redis after a script read a missing key: %q", got)
+	}
+	if got := e.srv.ScriptPrefixes(); len(got) != 0 {
+		t.Fatalf("prefixes learned: %q", got)
+	}
+	p.do("SET", "cart:18", compressible(300, 2))
+	if !storedFramed(t, direct, "cart:18") {
+		t.Fatal("cart:18 stored uncompressed although no script used a value of cart:")
+	}
+	// A script that writes the key learns the prefix: its value is there.
+	p.do("EVAL", "return redis.call('SET', KEYS[1], ARGV[1])", "1", "cart:19", "x")
+	if !contains(e.srv.ScriptPrefixes(), "cart:") {
+		t.Fatalf("prefixes after a script wrote cart:19: %q", e.srv.ScriptPrefixes())
+	}
+}
+
+// TestScriptPrefixes_NotRunLearnsNothing: a script Redis refused before
+// running it (an unknown SHA-1, a compile error) marks no prefix.
+func TestScriptPrefixes_NotRunLearnsNothing(t *testing.T) {
+	e := startEnv(t)
+	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	p.do("SET", "job:1", compressible(300, 3))
+	if got := p.do("EVALSHA", strings.Repeat("ab", 20), "1", "job:1"); !strings.HasPrefix(got, "-NOSCRIPT") {
+		t.Fatalf("EVALSHA = %q", got)
+	}
+	if got := p.do("EVAL", "return (", "1", "job:1"); !strings.HasPrefix(got, "-ERR") {
+		t.Fatalf("EVAL = %q", got)
+	}
+	if got := e.srv.ScriptPrefixes(); len(got) != 0 {
+		t.Fatalf("prefixes learned from scripts that never ran: %q", got)
+	}
+	p.do("SET", "job:2", compressible(300, 4))
+	if !storedFramed(t, direct, "job:2") {
+		t.Fatal("job:2 stored uncompressed")
+	}
+}
+
+// TestScriptPrefixes_Expire: a prefix no script used for the TTL is
+// forgotten, here and in Redis, and its values are compressed again; one
+// that scripts keep using stays.
+func TestScriptPrefixes_Expire(t *testing.T) {
+	var log lockedBuffer
+	reg := prometheus.NewRegistry()
+	ttl := 1500 * time.Millisecond
+	e := startEnv(t, withPrefixTTL(ttl), withLog(&log), func(s *Server) { s.Metrics = NewMetrics(reg, codec.DefaultAlgorithm) })
+	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	v := compressible(300, 5)
+	p.do("SET", "lock:a", v)
+	p.do("SET", "rate:a", v)
+	p.do("EVAL", "return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0", "1", "lock:a", v)
+	p.do("EVAL", "return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0", "1", "rate:a", v)
+	waitMember(t, direct, ScriptPrefixesKey, "lock:")
+	p.do("SET", "lock:b", v)
+	if storedFramed(t, direct, "lock:b") {
+		t.Fatal("lock:b compressed while scripts use lock:")
+	}
+	// rate: keeps being used, lock: does not.
+	start := time.Now()
+	for time.Since(start) < 3*ttl {
+		if got := p.do("EVAL", "return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0", "1", "rate:a", v); got != ":1\r\n" {
+			t.Fatalf("EVAL rate:a = %q", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := e.srv.ScriptPrefixes(); contains(got, "lock:") || !contains(got, "rate:") {
+		t.Fatalf("prefixes after 3 TTLs = %q, want rate: only", got)
+	}
+	if direct.do("SISMEMBER", ScriptPrefixesKey, "lock:") != ":0\r\n" || direct.do("HEXISTS", ScriptPrefixesUsedKey, "lock:") != ":0\r\n" {
+		t.Fatal("lock: still in Redis")
+	}
+	p.do("SET", "lock:c", v)
+	p.do("SET", "rate:c", v)
+	if !storedFramed(t, direct, "lock:c") || storedFramed(t, direct, "rate:c") {
+		t.Fatal("want lock:c compressed again, rate:c plain")
+	}
+	if !strings.Contains(log.String(), "compressed again") {
+		t.Fatalf("no log line for the forgotten prefix:\n%s", log.String())
+	}
+	if _, ok := prefixSeries(t, reg, "lock:"); ok {
+		t.Fatal("the forgotten prefix keeps its metric series")
+	}
+	// A script that uses lock: again learns it again.
+	if got := p.do("EVAL", "return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0", "1", "lock:c", v); got != ":1\r\n" {
+		t.Fatalf("EVAL lock:c = %q", got)
+	}
+	if !contains(e.srv.ScriptPrefixes(), "lock:") {
+		t.Fatal("lock: not learned again")
+	}
+}
+
+// TestScriptPrefixes_FlushAll: after FLUSHALL the proxy saves the prefixes
+// its scripts still use again.
+func TestScriptPrefixes_FlushAll(t *testing.T) {
+	e := startEnv(t, withPrefixTTL(2*time.Second))
+	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	p.do("EVAL", "return redis.call('SET', KEYS[1], ARGV[1])", "1", "rate:u1", "1")
+	waitMember(t, direct, ScriptPrefixesKey, "rate:")
+	if got := direct.do("FLUSHALL"); got != "+OK\r\n" {
+		t.Fatalf("FLUSHALL = %q", got)
+	}
+	waitMember(t, direct, ScriptPrefixesKey, "rate:")
+	if direct.do("HEXISTS", ScriptPrefixesUsedKey, "rate:") != ":1\r\n" {
+		t.Fatal("the prefix's last use is not saved again")
+	}
+}
+
+// TestScriptPrefixes_TwoProxies: a prefix one proxy learns is kept plain by
+// another proxy in front of the same Redis before the script's client gets
+// its reply, so a lock acquired through the other proxy and released
+// through the first (with a script, on the fast path) is released.
+func TestScriptPrefixes_TwoProxies(t *testing.T) {
+	r := testutil.StartRedis(t)
+	a, b := startProxy(t, r.URL(), r), startProxy(t, r.URL(), r)
+	pa, pb, direct := dialRaw(t, a.addr), dialRaw(t, b.addr), dialRaw(t, r.Addr)
+	// Both proxies have read the (empty) set: the old code read it again
+	// only 10 s later.
+	waitFor(t, 5*time.Second, "the proxies did not start", func() bool { return pa.do("PING") == "+PONG\r\n" && pb.do("PING") == "+PONG\r\n" })
+	time.Sleep(100 * time.Millisecond)
+	token := compressible(300, 6)
+	for i := range 20 {
+		// Acquire and release through A: A learns lock: and knows
+		// lock:orders clean.
+		if got := pa.do("SET", "lock:orders", token, "NX", "PX", "10000"); got != "+OK\r\n" {
+			t.Fatalf("round %d: SET through A = %q", i, got)
+		}
+		if got := evalsha(t, pa, lockReleaseScript, "1", "lock:orders", token); got != ":1\r\n" {
+			t.Fatalf("round %d: release through A = %q", i, got)
+		}
+		// Acquire through B, release through A.
+		if got := pb.do("SET", "lock:orders", token, "NX", "PX", "10000"); got != "+OK\r\n" {
+			t.Fatalf("round %d: SET through B = %q", i, got)
+		}
+		if storedFramed(t, direct, "lock:orders") {
+			t.Fatalf("round %d: B stored the lock compressed after A learned lock:", i)
+		}
+		if got := evalsha(t, pa, lockReleaseScript, "1", "lock:orders", token); got != ":1\r\n" {
+			t.Fatalf("round %d: release through A of the lock taken through B = %q", i, got)
+		}
+	}
+	if !contains(b.srv.ScriptPrefixes(), "lock:") {
+		t.Fatalf("B's prefixes = %q", b.srv.ScriptPrefixes())
+	}
+}
+
+// TestScriptPrefixes_Cluster: with one proxy per node of a Redis Cluster,
+// a prefix learned through one proxy is kept plain by all of them at
+// once, saved in the one set of the cluster without a warning, and a
+// script that got -MOVED (never ran) marks nothing.
+func TestScriptPrefixes_Cluster(t *testing.T) {
+	nodes := testutil.StartCluster(t, 3)
+	logs := make([]*lockedBuffer, len(nodes))
+	proxies := proxiesFor(t, nodes)
+	for i, pr := range proxies {
+		logs[i] = &lockedBuffer{}
+		pr.srv.Logger = slog.New(slog.NewTextHandler(logs[i], nil))
+	}
+	ctx := context.Background()
+	// A script sent to a proxy whose node does not own the key: -MOVED,
+	// and no prefix anywhere.
+	key := "queue:jobs"
+	owner := -1
+	for i, n := range nodes {
+		if r, _ := testutil.Do(n.Addr, "EXISTS", key); !strings.HasPrefix(r, "-MOVED") {
+			owner = i
+		}
+	}
+	other := (owner + 1) % len(nodes)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{proxies[0].addr}})
+	defer cc.Close()
+	v := compressible(300, 7)
+	if err := cc.Set(ctx, key, v, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dialRaw(t, proxies[other].addr).do("EVAL", "return redis.call('GET', KEYS[1])", "1", key); !strings.HasPrefix(got, "-MOVED") {
+		t.Fatalf("EVAL on a proxy of another node = %q", got)
+	}
+	for i, pr := range proxies {
+		if got := pr.srv.ScriptPrefixes(); len(got) != 0 {
+			t.Fatalf("proxy %d learned %q from a script that got -MOVED", i, got)
+		}
+	}
+	// Through the owner's proxy the script runs: every proxy keeps
+	// queue: plain at once.
+	if got := dialRaw(t, proxies[owner].addr).do("EVAL", "return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0", "1", key, v); got != ":1\r\n" {
+		t.Fatalf("EVAL on the owner's proxy = %q", got)
+	}
+	for i, pr := range proxies {
+		waitFor(t, time.Second, "a proxy does not keep queue: plain", func() bool { return contains(pr.srv.ScriptPrefixes(), "queue:") })
+		_ = i
+	}
+	for i := range 30 {
+		k := "queue:" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if err := cc.Set(ctx, k, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			if got, _ := testutil.Do(n.Addr, "GETRANGE", k, "0", "2"); got == string(magic) {
+				t.Fatalf("%s stored compressed", k)
+			}
+		}
+	}
+	// One set for the cluster, holding the prefix.
+	if got, err := cc.SMembers(ctx, ScriptPrefixesKey).Result(); err != nil || len(got) != 1 || got[0] != "queue:" {
+		t.Fatalf("SMEMBERS %s through the cluster = %q, %v", ScriptPrefixesKey, got, err)
+	}
+	for i := range proxies {
+		if strings.Contains(logs[i].String(), "level=WARN") {
+			t.Fatalf("proxy %d warned:\n%s", i, logs[i].String())
+		}
+	}
+}
