@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -252,12 +253,21 @@ func TestScriptPrefixes_Cluster(t *testing.T) {
 	ctx := context.Background()
 	// A script sent to a proxy whose node does not own the key: -MOVED,
 	// and no prefix anywhere.
-	key := "queue:jobs"
-	owner := -1
-	for i, n := range nodes {
-		if r, _ := testutil.Do(n.Addr, "EXISTS", key); !strings.HasPrefix(r, "-MOVED") {
-			owner = i
+	ownerOf := func(key string) int {
+		for i, n := range nodes {
+			if r, _ := testutil.Do(n.Addr, "EXISTS", key); !strings.HasPrefix(r, "-MOVED") {
+				return i
+			}
 		}
+		t.Fatalf("no node owns %s", key)
+		return -1
+	}
+	// A key of another node than the set's: its proxy must reach the set
+	// through the cluster.
+	setOwner, key, owner := ownerOf(ScriptPrefixesKey), "", -1
+	for i := 0; owner < 0 || owner == setOwner; i++ {
+		key = "queue:jobs" + strconv.Itoa(i)
+		owner = ownerOf(key)
 	}
 	other := (owner + 1) % len(nodes)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{proxies[0].addr}})

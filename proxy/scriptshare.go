@@ -194,6 +194,12 @@ func (s *Server) shareDo(follow bool, args ...[]byte) (resp.Value, error) {
 			s.dropShareConn(addr, c)
 			return resp.Value{}, err
 		}
+		if v.Type == resp.Error && addr == "" && hop == 0 && bytes.HasPrefix(v.Str, []byte("READONLY")) {
+			// A Sentinel failover made the node a replica: dial the
+			// master again.
+			s.dropShareConn(addr, c)
+			continue
+		}
 		if !follow || v.Type != resp.Error || hop == 3 {
 			return v, nil
 		}
@@ -286,9 +292,11 @@ func (s *Server) scriptPrefixEvery() time.Duration {
 }
 
 // listenScriptPrefixes subscribes to the channel ScriptPrefixesKey and
-// keeps the prefixes announced there plain, reconnecting after a second
-// when the connection fails, until the server is done.
+// keeps the prefixes announced there plain, reconnecting after a pause
+// (a second, doubled after each failure to subscribe, up to 30 s) when the
+// connection fails, until the server is done.
 func (s *Server) listenScriptPrefixes() {
+	pause := time.Second
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout())
 		c, err := s.dialSide(ctx, "")
@@ -305,6 +313,7 @@ func (s *Server) listenScriptPrefixes() {
 			var v resp.Value
 			if v, err = c.roundtrip(resp.AppendCommand(nil, []byte("SUBSCRIBE"), []byte(ScriptPrefixesKey))); err == nil {
 				if err = shareErr(v, nil); err == nil {
+					pause = time.Second
 					s.syncScriptPrefixes() // what was announced before
 					err = s.readAnnounced(c)
 				}
@@ -315,8 +324,9 @@ func (s *Server) listenScriptPrefixes() {
 		select {
 		case <-s.done:
 			return
-		case <-time.After(time.Second):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, 30*time.Second) // a refusal (ACL) is not retried every second
 		s.logger().Debug("listening for script key prefixes: reconnecting", "channel", ScriptPrefixesKey, "err", err)
 	}
 }
