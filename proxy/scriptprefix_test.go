@@ -314,3 +314,23 @@ func TestScriptPrefixes_Cluster(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptRan: which replies say the script ran (and may have read
+// values) and which say Redis, or the proxy, refused it first.
+func TestScriptRan(t *testing.T) {
+	for reply, want := range map[string]bool{
+		":1\r\n": true, "$-1\r\n": true, "*0\r\n": true, "+OK\r\n": true,
+		"-ERR user_script:1: Script attempted to access nonexistent global variable 'x'\r\n": true,
+		"-LOCKED held by someone else\r\n":                                                   true, // redis.error_reply from the script
+		"-ERR squeeze: script read a compressed value at k, which it does not declare\r\n":   true,
+		"-MOVED 3999 127.0.0.1:6381\r\n":                                                     false, "-ASK 3999 127.0.0.1:6381\r\n": false,
+		"-NOSCRIPT No matching script.\r\n": false, "-CROSSSLOT Keys in request don't hash to the same slot\r\n": false,
+		"-NOPERM this user has no permissions\r\n": false, "-ERR Error compiling script (new function): x\r\n": false,
+		"-ERR squeeze: decoding the script's keys: -LOADING\r\n": false, "-TRYAGAIN\r\n": false,
+		"-ERR Number of keys can't be greater than number of args\r\n": false, "": false,
+	} {
+		if got := scriptRan([]byte(reply)); got != want {
+			t.Errorf("scriptRan(%q) = %v, want %v", reply, got, want)
+		}
+	}
+}

@@ -426,5 +426,9 @@ func scriptPrefixesLine(ps []checkScriptPrefix, ttl time.Duration, now time.Time
 				now.Sub(sp.LastUsed).Round(time.Second), max(0, sp.LastUsed.Add(ttl).Sub(now)).Round(time.Second)))
 		}
 	}
-	return fmt.Sprintf("%d key prefixes stored uncompressed because scripts use them (--script-prefix-ttl %s): %s", len(ps), ttlString(ttl), strings.Join(parts, ", "))
+	what := fmt.Sprintf("%d key prefixes stored uncompressed because scripts use them", len(ps))
+	if len(ps) == 1 {
+		what = "1 key prefix stored uncompressed because scripts use it"
+	}
+	return fmt.Sprintf("%s (--script-prefix-ttl %s): %s", what, ttlString(ttl), strings.Join(parts, ", "))
 }
