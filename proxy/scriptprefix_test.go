@@ -334,3 +334,32 @@ func TestScriptRan(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptPrefixes_MultiAndSelect: a script queued in MULTI learns its
+// prefix when queued; one in another database finds its key there.
+func TestScriptPrefixes_MultiAndSelect(t *testing.T) {
+	e := startEnv(t)
+	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	v := compressible(300, 9)
+	p.do("SET", "tx:1", v)
+	p.do("MULTI")
+	if got := p.do("EVAL", "return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0", "1", "tx:1", v); got != "+QUEUED\r\n" {
+		t.Fatalf("EVAL in MULTI = %q", got)
+	}
+	if got := p.do("EXEC"); got != "*1\r\n:1\r\n" {
+		t.Fatalf("EXEC = %q", got)
+	}
+	if !contains(e.srv.ScriptPrefixes(), "tx:") {
+		t.Fatalf("prefixes after MULTI = %q", e.srv.ScriptPrefixes())
+	}
+	p.do("SELECT", "3")
+	p.do("SET", "db3:1", v)
+	// In database 0 there is no db3:1: the check must look in the client's.
+	if got := p.do("EVAL", "return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0", "1", "db3:1", v); got != ":1\r\n" {
+		t.Fatalf("EVAL in db 3 = %q", got)
+	}
+	if !contains(e.srv.ScriptPrefixes(), "db3:") {
+		t.Fatalf("prefixes after a script in db 3 = %q", e.srv.ScriptPrefixes())
+	}
+	waitMember(t, direct, ScriptPrefixesKey, "db3:")
+}
