@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/squeeze-kv/squeeze/internal/luaguard"
-	"github.com/squeeze-kv/squeeze/resp"
 )
 
 // ScriptPrefixesKey is the Redis set in which the proxy keeps the key
@@ -86,6 +85,7 @@ func (k *scriptKeys) uses(key []byte) bool {
 // scriptMark is what scriptBegin noted for one script, for scriptEnd.
 type scriptMark struct {
 	cmd       string
+	db        int // the client's database, where the script runs
 	keys      [][]byte
 	prefixes  []string // distinct, of keys
 	tentative []string // those not known when the script began
@@ -164,7 +164,7 @@ func (k *scriptKeys) touchKeys(keys [][]byte, now int64) {
 
 // settle ends the tentative prefixes of a script: those in learn become
 // known (the new ones are returned), the others are dropped when no other
-// script holds them, with the keys of m noted clean under them.
+// script holds them (no key is noted clean under a tentative prefix).
 func (k *scriptKeys) settle(m *scriptMark, learn []string, now int64) (added []string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -187,11 +187,6 @@ func (k *scriptKeys) settle(m *scriptMark, learn []string, now int64) (added []s
 		}
 	}
 	if dropped {
-		for _, key := range m.keys {
-			if _, ok := k.prefixes[string(ScriptPrefix(key))]; !ok {
-				delete(k.clean, string(key))
-			}
-		}
 		k.any.Store(len(k.prefixes) > 0)
 	}
 	return added
@@ -248,8 +243,10 @@ func (k *scriptKeys) dirty(keys [][]byte) (out [][]byte) {
 	return out
 }
 
-// setClean notes keys as holding no frame, those under a prefix kept plain
-// only (a key outside them may be compressed by the next write).
+// setClean notes keys as holding no frame, those under a known prefix
+// only (a key outside them may be compressed by the next write; a
+// tentative prefix may be dropped, and its keys are noted once it is
+// known: scriptEnd).
 func (k *scriptKeys) setClean(keys [][]byte, clean bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -259,7 +256,7 @@ func (k *scriptKeys) setClean(keys [][]byte, clean bool) {
 	for _, key := range keys {
 		if !clean {
 			delete(k.clean, string(key))
-		} else if _, ok := k.prefixes[string(ScriptPrefix(key))]; ok {
+		} else if e, ok := k.prefixes[string(ScriptPrefix(key))]; ok && e.known {
 			k.clean[string(key)] = struct{}{}
 		}
 	}
@@ -313,57 +310,57 @@ func (s *Server) scriptPrefixTTL() time.Duration {
 
 // scriptBegin notes the keys a script command declares before it runs
 // (see scriptKeys.begin); scriptEnd must follow, with its reply.
-func (s *Server) scriptBegin(cmd string, keys [][]byte) *scriptMark {
+func (s *Server) scriptBegin(cmd string, db int, keys [][]byte) *scriptMark {
 	if len(keys) == 0 {
 		return nil
 	}
-	m := &scriptMark{cmd: cmd, keys: keys}
+	m := &scriptMark{cmd: cmd, db: db, keys: keys}
 	s.scriptKeys.begin(m)
 	return m
 }
 
-// heldPrefixes returns those of m's tentative prefixes (not in m.held) of
-// which a declared key holds a value now, as EXISTS through rt tells (or
-// that it cannot tell of: they are learned).
-func (m *scriptMark) heldPrefixes(rt func([]byte) *call) (held []string) {
+// heldPrefixes returns those of m's tentative prefixes (or in m.held) of
+// which a declared key holds a value now, as EXISTS on the proxy's own
+// connection tells (not the client's: the check must not act as the
+// client's ACL user, nor show in its tracking), in the client's database;
+// a prefix it cannot tell of is learned.
+func (s *Server) heldPrefixes(m *scriptMark) (held []string) {
 	for _, p := range m.tentative {
 		if slices.Contains(m.held, p) {
 			held = append(held, p)
 			continue
 		}
-		args := [][]byte{[]byte("EXISTS")}
+		var keys [][]byte
 		for _, k := range m.keys {
 			if string(ScriptPrefix(k)) == p {
-				args = append(args, k)
+				keys = append(keys, k)
 			}
 		}
-		r := rt(resp.AppendCommand(nil, args...))
-		if n, ok := resp.ParseInt(bytes.TrimSpace(bytes.TrimPrefix(r.reply, []byte(":")))); r.err != nil || !ok || n > 0 {
+		if n, err := s.existsIn(m.db, keys); err != nil || n > 0 {
 			held = append(held, p)
 		}
-		r.release()
 	}
 	return held
 }
 
-// scriptHeld notes, before a script runs, which of its tentative prefixes
-// have a declared key that holds a value (rt: the round trip the script
-// goes by, on the client's database).
-func (m *scriptMark) scriptHeld(rt func([]byte) *call) {
+// scriptHeld notes, before a script runs (after its keys were made plain,
+// so the client's commands before it have run), which of its tentative
+// prefixes have a declared key that holds a value.
+func (s *Server) scriptHeld(m *scriptMark) {
 	if m != nil && len(m.tentative) > 0 {
-		m.held = m.heldPrefixes(rt)
+		m.held = s.heldPrefixes(m)
 	}
 }
 
 // scriptEnd ends what scriptBegin noted, with the script's reply (nil: it
-// failed before reaching Redis). A script Redis did not run (a
+// failed before reaching Redis, or was not sent). A script Redis did not run (a
 // redirection, NOSCRIPT, a refusal; see scriptRan) learns nothing. One that
 // ran touches its prefixes; a tentative prefix becomes known when a key of
 // it held a value before the script or holds one after it (a script that
 // only read missing keys learns nothing), and is then announced to the
 // other proxies and saved in Redis before the client gets the reply, so
-// that they agree at once. rt is the round trip the script went by.
-func (s *Server) scriptEnd(m *scriptMark, reply []byte, rt func([]byte) *call) {
+// that they agree at once.
+func (s *Server) scriptEnd(m *scriptMark, reply []byte) {
 	if m == nil {
 		return
 	}
@@ -377,7 +374,7 @@ func (s *Server) scriptEnd(m *scriptMark, reply []byte, rt func([]byte) *call) {
 	}
 	var learn []string
 	if ran {
-		learn = m.heldPrefixes(rt)
+		learn = s.heldPrefixes(m)
 	}
 	added := s.scriptKeys.settle(m, learn, now)
 	if len(added) == 0 {

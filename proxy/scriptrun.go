@@ -190,13 +190,13 @@ func isScriptAdmin(args [][]byte) bool {
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	keys, ok := scriptKeysOf(args)
 	var mark *scriptMark // the keys' prefixes, learned once it ran (scriptkeys.go)
-	defer func() { c.s.scriptEnd(mark, nil, nil) }()
+	defer func() { c.s.scriptEnd(mark, nil) }()
 	if ok && info.flags&rediscmd.Script != 0 {
-		mark = c.s.scriptBegin(info.name, keys)
-		mark.scriptHeld(c.roundtripScript)
+		mark = c.s.scriptBegin(info.name, c.sess.db, keys)
 		if f := c.prepareScript(info.name, keys, c.roundtripScript); f != nil {
 			return f
 		}
+		c.s.scriptHeld(mark)
 	}
 	sent, origSHA := c.s.scriptArgs(info, args)
 	req := resp.AppendCommand(nil, sent...)
@@ -226,7 +226,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		} else if len(r.reply) > 0 && r.reply[0] == '-' {
 			r.reply = c.s.scriptSHAs.toClient(r.reply)
 		}
-		c.s.scriptEnd(mark, r.reply, c.roundtripScript)
+		c.s.scriptEnd(mark, r.reply)
 		mark = nil
 		r.pinSeq = max(r.pinSeq, pinSeq)
 		r.cmd, r.local = info.name, true
@@ -250,15 +250,14 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 		return
 	}
 	// Inside MULTI the prefixes are learned when the script is queued.
-	rt := func(req []byte) *call { return roundtripOn(up, req) }
-	mark := c.s.scriptBegin(info.name, keys)
-	mark.scriptHeld(rt)
-	if f := c.prepareScript(info.name, keys, rt); f != nil {
+	mark := c.s.scriptBegin(info.name, c.sess.db, keys)
+	if f := c.prepareScript(info.name, keys, func(req []byte) *call { return roundtripOn(up, req) }); f != nil {
 		f.release()
-		c.s.scriptEnd(mark, nil, nil)
+		c.s.scriptEnd(mark, nil)
 		return
 	}
-	c.s.scriptEnd(mark, []byte("+QUEUED\r\n"), rt)
+	c.s.scriptHeld(mark)
+	c.s.scriptEnd(mark, []byte("+QUEUED\r\n"))
 }
 
 // scriptFast reports whether a script command needs no round trip first:

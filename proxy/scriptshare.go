@@ -221,6 +221,41 @@ func (s *Server) shareDo(follow bool, args ...[]byte) (resp.Value, error) {
 	}
 }
 
+// existsIn counts the keys that exist in database db, on the upstream.
+func (s *Server) existsIn(db int, keys [][]byte) (int64, error) {
+	s.share.mu.Lock()
+	defer s.share.mu.Unlock()
+	c, err := s.shareConn("")
+	if err != nil {
+		return 0, err
+	}
+	req := resp.AppendCommand(nil, append([][]byte{[]byte("EXISTS")}, keys...)...)
+	if db != s.up.DB {
+		req = append(resp.AppendCommand(nil, []byte("SELECT"), []byte(strconv.Itoa(db))), req...)
+		req = resp.AppendCommand(req, []byte("SELECT"), []byte(strconv.Itoa(s.up.DB)))
+	}
+	v, err := c.roundtrip(req)
+	var n resp.Value
+	if err == nil && db != s.up.DB {
+		if n, err = c.read(); err == nil {
+			_, err = c.read()
+		}
+		v = n
+	}
+	if err != nil {
+		s.dropShareConn("", c)
+		return 0, err
+	}
+	if err := shareErr(v, nil); err != nil {
+		return 0, err
+	}
+	i, ok := resp.ParseInt(v.Str)
+	if !ok {
+		return 0, errors.New("EXISTS: " + string(v.Raw))
+	}
+	return i, nil
+}
+
 // shareErr is err, or the error reply v, or nil.
 func shareErr(v resp.Value, err error) error {
 	if err == nil && v.Type == resp.Error {
