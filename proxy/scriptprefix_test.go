@@ -363,3 +363,31 @@ func TestScriptPrefixes_MultiAndSelect(t *testing.T) {
 	}
 	waitMember(t, direct, ScriptPrefixesKey, "db3:")
 }
+
+// TestScriptPrefixes_RestartKeepsLastUse: a proxy that starts reads each
+// prefix's last use from Redis: one unused for longer than its TTL is not
+// kept plain, and is removed from Redis; one used lately is.
+func TestScriptPrefixes_RestartKeepsLastUse(t *testing.T) {
+	r := testutil.StartRedis(t)
+	direct := dialRaw(t, r.Addr)
+	old := strconv.FormatInt(time.Now().Add(-2*time.Hour).UnixMilli(), 10)
+	recent := strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10)
+	direct.do("SADD", ScriptPrefixesKey, "stale:", "fresh:")
+	direct.do("HSET", ScriptPrefixesUsedKey, "stale:", old, "fresh:", recent)
+	e := startProxy(t, r.URL(), r, withPrefixTTL(time.Hour))
+	waitFor(t, 5*time.Second, "the proxy did not load fresh:", func() bool { return contains(e.srv.ScriptPrefixes(), "fresh:") })
+	waitFor(t, 5*time.Second, "stale: is still in Redis", func() bool { return direct.do("SISMEMBER", ScriptPrefixesKey, "stale:") == ":0\r\n" })
+	if got := e.srv.ScriptPrefixes(); contains(got, "stale:") {
+		t.Fatalf("prefixes = %q: stale: was unused for longer than the TTL", got)
+	}
+	uses := e.srv.ScriptPrefixUses()
+	if len(uses) != 1 || strconv.FormatInt(uses[0].LastUsed.UnixMilli(), 10) != recent {
+		t.Fatalf("uses = %+v, want fresh: last used at %s", uses, recent)
+	}
+	p := dialRaw(t, e.addr)
+	p.do("SET", "stale:1", compressible(300, 10))
+	p.do("SET", "fresh:1", compressible(300, 10))
+	if !storedFramed(t, direct, "stale:1") || storedFramed(t, direct, "fresh:1") {
+		t.Fatal("want stale:1 compressed, fresh:1 plain")
+	}
+}
