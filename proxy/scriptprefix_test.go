@@ -245,11 +245,7 @@ func TestScriptPrefixes_TwoProxies(t *testing.T) {
 func TestScriptPrefixes_Cluster(t *testing.T) {
 	nodes := testutil.StartCluster(t, 3)
 	logs := make([]*lockedBuffer, len(nodes))
-	proxies := proxiesFor(t, nodes)
-	for i, pr := range proxies {
-		logs[i] = &lockedBuffer{}
-		pr.srv.Logger = slog.New(slog.NewTextHandler(logs[i], nil))
-	}
+	proxies := proxiesFor(t, nodes, func(i int) envOpt { logs[i] = &lockedBuffer{}; return withLog(logs[i]) })
 	ctx := context.Background()
 	// A script sent to a proxy whose node does not own the key: -MOVED,
 	// and no prefix anywhere.
@@ -389,5 +385,44 @@ func TestScriptPrefixes_RestartKeepsLastUse(t *testing.T) {
 	p.do("SET", "fresh:1", compressible(300, 10))
 	if !storedFramed(t, direct, "stale:1") || storedFramed(t, direct, "fresh:1") {
 		t.Fatal("want stale:1 compressed, fresh:1 plain")
+	}
+}
+
+// TestScriptPrefixes_ClusterReplicas: with a proxy in front of every node,
+// replicas too (the documented deployment), the proxies of the replicas
+// learn a prefix at once as well, and read and save the cluster's one set
+// through its master without a warning; after FLUSHALL on every master the
+// set is saved again.
+func TestScriptPrefixes_ClusterReplicas(t *testing.T) {
+	cl := testutil.StartClusterWith(t, testutil.ClusterOptions{Masters: 3, Replicas: 1})
+	nodes := cl.Nodes()
+	logs := make([]*lockedBuffer, len(nodes))
+	proxies := proxiesFor(t, nodes, func(i int) envOpt { logs[i] = &lockedBuffer{}; return withLog(logs[i]) },
+		func(int) envOpt { return withPrefixTTL(2 * time.Second) }) // reads the set every 500 ms
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{proxies[0].addr}})
+	defer cc.Close()
+	v := compressible(300, 11)
+	key := "cart:17"
+	if err := cc.Set(ctx, key, v, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cc.Eval(ctx, "return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0", []string{key}, v).Int(); err != nil || got != 1 {
+		t.Fatalf("EVAL = %d, %v", got, err)
+	}
+	for i, pr := range proxies {
+		waitFor(t, time.Second, "proxy "+strconv.Itoa(i)+" does not keep cart: plain", func() bool { return contains(pr.srv.ScriptPrefixes(), "cart:") })
+	}
+	for _, m := range cl.Masters {
+		testutil.Do(m.Addr, "FLUSHALL")
+	}
+	waitFor(t, 5*time.Second, "the set was not saved again after FLUSHALL", func() bool {
+		got, _ := cc.SMembers(ctx, ScriptPrefixesKey).Result()
+		return len(got) == 1 && got[0] == "cart:"
+	})
+	for i := range proxies {
+		if strings.Contains(logs[i].String(), "level=WARN") {
+			t.Fatalf("proxy %d warned:\n%s", i, logs[i].String())
+		}
 	}
 }
