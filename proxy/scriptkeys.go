@@ -308,6 +308,14 @@ func (s *Server) scriptPrefixTTL() time.Duration {
 	return s.ScriptPrefixTTL
 }
 
+// scriptPrefixTTLText says the TTL in logs.
+func (s *Server) scriptPrefixTTLText() string {
+	if ttl := s.scriptPrefixTTL(); ttl > 0 {
+		return ttl.String()
+	}
+	return "never"
+}
+
 // scriptBegin notes the keys a script command declares before it runs
 // (see scriptKeys.begin); scriptEnd must follow, with its reply.
 func (s *Server) scriptBegin(cmd string, db int, keys [][]byte) *scriptMark {
@@ -390,7 +398,7 @@ func (s *Server) scriptEnd(m *scriptMark, reply []byte) {
 	for _, p := range added {
 		key := m.keys[slices.IndexFunc(m.keys, func(k []byte) bool { return string(ScriptPrefix(k)) == p })]
 		s.logger().Info("script key prefix: values stored uncompressed from now on, so that scripts read them as written",
-			"prefix", p, "key", string(key), "cmd", m.cmd, "source", "script", "ttl", s.scriptPrefixTTL().String())
+			"prefix", p, "key", string(key), "cmd", m.cmd, "source", "script", "ttl", s.scriptPrefixTTLText())
 		s.metrics.scriptPrefixLearned(p, now)
 	}
 	s.shareLearned(added, now)

@@ -386,7 +386,7 @@ func (s *Server) readAnnounced(c *sideConn) error {
 		now := time.Now().UnixMilli()
 		for _, p := range s.scriptKeys.add([]string{string(payload.Str)}, nil, now) {
 			s.logger().Info("script key prefix: values stored uncompressed from now on, so that scripts read them as written",
-				"prefix", p, "source", "another proxy", "ttl", s.scriptPrefixTTL().String())
+				"prefix", p, "source", "another proxy", "ttl", s.scriptPrefixTTLText())
 			s.metrics.scriptPrefixLearned(p, now)
 		}
 	}
@@ -428,11 +428,11 @@ func (s *Server) syncScriptPrefixes() {
 	r := s.scriptKeys.review(members, used, now, s.scriptPrefixTTL().Milliseconds())
 	for _, p := range r.added {
 		s.logger().Info("script key prefix: values stored uncompressed from now on, so that scripts read them as written",
-			"prefix", p, "source", ScriptPrefixesKey, "ttl", s.scriptPrefixTTL().String())
+			"prefix", p, "source", ScriptPrefixesKey, "ttl", s.scriptPrefixTTLText())
 	}
 	for _, p := range r.forgot {
 		s.logger().Info("script key prefix: no script used it for the TTL; values are compressed again",
-			"prefix", p, "ttl", s.scriptPrefixTTL().String())
+			"prefix", p, "ttl", s.scriptPrefixTTLText())
 		s.metrics.scriptPrefixForgotten(p)
 	}
 	for _, u := range s.scriptKeys.list() {
