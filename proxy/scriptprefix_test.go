@@ -426,3 +426,50 @@ func TestScriptPrefixes_ClusterReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptPrefixes_ConnectionsClosed: the proxy's own connections for
+// the shared prefixes closed by Redis (CLIENT KILL, an idle timeout) are
+// dialed again: the next prefix is announced and saved without a warning.
+func TestScriptPrefixes_ConnectionsClosed(t *testing.T) {
+	var log lockedBuffer
+	e := startEnv(t, withLog(&log))
+	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	v := compressible(300, 12)
+	p.do("SET", "k1:a", v)
+	p.do("EVAL", "return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0", "1", "k1:a", v)
+	waitMember(t, direct, ScriptPrefixesKey, "k1:")
+	if got := direct.do("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"); !strings.HasPrefix(got, ":") || got == ":0\r\n" {
+		t.Fatalf("CLIENT KILL = %q", got)
+	}
+	p = dialRaw(t, e.addr)
+	pingThrough(t, p)
+	// The check that a key holds a value runs on a new connection too: a
+	// missing key still teaches nothing.
+	if got := p.do("EVAL", "return redis.call('GET', KEYS[1])", "1", "k3:a"); got != "$-1\r\n" {
+		t.Fatalf("EVAL of a missing key = %q", got)
+	}
+	if contains(e.srv.ScriptPrefixes(), "k3:") {
+		t.Fatal("k3: learned from a missing key")
+	}
+	direct.do("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+	p = dialRaw(t, e.addr)
+	pingThrough(t, p)
+	p.do("SET", "k2:a", v)
+	if got := p.do("EVAL", "return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0", "1", "k2:a", v); got != ":1\r\n" {
+		t.Fatalf("EVAL after CLIENT KILL = %q", got)
+	}
+	if direct.do("SISMEMBER", ScriptPrefixesKey, "k2:") != ":1\r\n" {
+		t.Fatal("k2: not saved before the script's reply")
+	}
+	if out := log.String(); strings.Contains(out, "not saved") || strings.Contains(out, "not announced") {
+		t.Fatalf("warned:\n%s", out)
+	}
+}
+
+// pingThrough sends PING through the proxy until it answers PONG: the
+// first commands after the proxy's shared connections were killed get an
+// upstream error (they may have run), then it dials again.
+func pingThrough(t *testing.T, p *rawConn) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "the proxy does not answer PING", func() bool { return p.do("PING") == "+PONG\r\n" })
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -184,6 +185,7 @@ func (s *Server) shareDo(follow bool, args ...[]byte) (resp.Value, error) {
 	defer s.share.mu.Unlock()
 	req := resp.AppendCommand(nil, args...)
 	addr := ""
+	retried := false
 	for hop := 0; ; hop++ {
 		c, err := s.shareConn(addr)
 		if err != nil {
@@ -192,6 +194,13 @@ func (s *Server) shareDo(follow bool, args ...[]byte) (resp.Value, error) {
 		v, err := c.roundtrip(req)
 		if err != nil {
 			s.dropShareConn(addr, c)
+			if !retried {
+				// A connection idle for long may have been closed
+				// (Redis's timeout): once more on a new one.
+				retried = true
+				hop--
+				continue
+			}
 			return resp.Value{}, err
 		}
 		if v.Type == resp.Error && addr == "" && hop == 0 && bytes.HasPrefix(v.Str, []byte("READONLY")) {
@@ -222,7 +231,19 @@ func (s *Server) shareDo(follow bool, args ...[]byte) (resp.Value, error) {
 }
 
 // existsIn counts the keys that exist in database db, on the upstream.
-func (s *Server) existsIn(db int, keys [][]byte) (int64, error) {
+func (s *Server) existsIn(db int, keys [][]byte) (n int64, err error) {
+	for range 2 { // once more on a new connection, as shareDo
+		if n, err = s.existsOnce(db, keys); !errors.Is(err, errSideConn) {
+			return n, err
+		}
+	}
+	return n, err
+}
+
+// errSideConn wraps a failure of the connection itself.
+var errSideConn = errors.New("connection failed")
+
+func (s *Server) existsOnce(db int, keys [][]byte) (int64, error) {
 	s.share.mu.Lock()
 	defer s.share.mu.Unlock()
 	c, err := s.shareConn("")
@@ -244,7 +265,7 @@ func (s *Server) existsIn(db int, keys [][]byte) (int64, error) {
 	}
 	if err != nil {
 		s.dropShareConn("", c)
-		return 0, err
+		return 0, fmt.Errorf("%w: %w", errSideConn, err)
 	}
 	if err := shareErr(v, nil); err != nil {
 		return 0, err
