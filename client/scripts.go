@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -331,11 +332,18 @@ func (h *Hook) learnScriptKeys(ctx context.Context, next redis.ProcessHook, keys
 		}
 	}
 	if added := h.scripts.add(scriptPrefixes(keys)); len(added) > 0 {
-		a := []any{"sadd", ScriptPrefixesKey}
+		// As the proxy does (proxy/scriptshare.go): announce them, so
+		// that every proxy in front of this Redis keeps them plain at
+		// once, then save them with their use. Best effort: the hook
+		// keeps them anyway.
+		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+		a, u := []any{"sadd", ScriptPrefixesKey}, []any{"hset", ScriptPrefixesKey + ":used"}
 		for _, p := range added {
-			a = append(a, p)
+			_ = next(ctx, redis.NewIntCmd(ctx, "publish", ScriptPrefixesKey, p))
+			a, u = append(a, p), append(u, p, now)
 		}
-		_ = next(ctx, redis.NewIntCmd(ctx, a...)) // best effort: the hook keeps them anyway
+		_ = next(ctx, redis.NewIntCmd(ctx, a...))
+		_ = next(ctx, redis.NewIntCmd(ctx, u...))
 	}
 }
 

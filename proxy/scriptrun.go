@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/squeeze-kv/squeeze/internal/luaguard"
 	"github.com/squeeze-kv/squeeze/internal/rediscmd"
@@ -123,14 +124,13 @@ func (c *client) makePlain(cmd string, keys [][]byte, rt func([]byte) *call) *ca
 	return c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: the script's keys kept changing under concurrent writes; try again"))
 }
 
-// prepareScript learns the prefixes of the keys a script declares and makes
-// the keys not known clean plain. It returns nil, or the reply of the
-// client's script command cmd (see makePlain).
+// prepareScript makes the keys a script declares that are not known clean
+// plain (their prefixes noted by scriptBegin). It returns nil, or the reply
+// of the client's script command cmd (see makePlain).
 func (c *client) prepareScript(cmd string, keys [][]byte, rt func([]byte) *call) *call {
 	if len(keys) == 0 {
 		return nil
 	}
-	c.s.learnScriptKeys(keys)
 	dirty := c.s.scriptKeys.dirty(keys)
 	if len(dirty) == 0 {
 		return nil
@@ -189,10 +189,14 @@ func isScriptAdmin(args [][]byte) bool {
 // the keys plain again.
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	keys, ok := scriptKeysOf(args)
+	var mark *scriptMark // the keys' prefixes, learned once it ran (scriptkeys.go)
+	defer func() { c.s.scriptEnd(mark, nil) }()
 	if ok && info.flags&rediscmd.Script != 0 {
+		mark = c.s.scriptBegin(info.name, c.sess.db, keys)
 		if f := c.prepareScript(info.name, keys, c.roundtripScript); f != nil {
 			return f
 		}
+		c.s.scriptHeld(mark)
 	}
 	sent, origSHA := c.s.scriptArgs(info, args)
 	req := resp.AppendCommand(nil, sent...)
@@ -222,6 +226,8 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		} else if len(r.reply) > 0 && r.reply[0] == '-' {
 			r.reply = c.s.scriptSHAs.toClient(r.reply)
 		}
+		c.s.scriptEnd(mark, r.reply)
+		mark = nil
 		r.pinSeq = max(r.pinSeq, pinSeq)
 		r.cmd, r.local = info.name, true
 		r.notify = c.q.ready
@@ -243,9 +249,15 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 	if err != nil {
 		return
 	}
+	// Inside MULTI the prefixes are learned when the script is queued.
+	mark := c.s.scriptBegin(info.name, c.sess.db, keys)
 	if f := c.prepareScript(info.name, keys, func(req []byte) *call { return roundtripOn(up, req) }); f != nil {
 		f.release()
+		c.s.scriptEnd(mark, nil)
+		return
 	}
+	c.s.scriptHeld(mark)
+	c.s.scriptEnd(mark, []byte("+QUEUED\r\n"))
 }
 
 // scriptFast reports whether a script command needs no round trip first:
@@ -276,6 +288,9 @@ func (s *Server) noteFastScript(cl *call, keys [][]byte) {
 	}
 	prev := cl.onFinish
 	cl.onFinish = func() {
+		if scriptRan(cl.reply) {
+			s.scriptKeys.touchKeys(keys, time.Now().UnixMilli())
+		}
 		if len(cl.reply) > 0 && cl.reply[0] == '-' {
 			if bytes.HasPrefix(cl.reply, []byte(luaguard.FrameErr)) {
 				s.scriptKeys.setClean(keys, false)

@@ -101,6 +101,14 @@ type Server struct {
 	// an error, for teams that prefer a refusal to the handling of scripts
 	// described in scripts.go.
 	RejectScripts bool
+	// ScriptPrefixTTL is how long a key prefix stays uncompressed after
+	// the last script that declared a key of it (scriptkeys.go): then its
+	// values are compressed again. Zero means DefaultScriptPrefixTTL;
+	// negative, for ever.
+	ScriptPrefixTTL time.Duration
+	// share: the connections through which the proxies agree on those
+	// prefixes (scriptshare.go).
+	share prefixShare
 	// scriptSHAs and scriptKeys: what the proxy knows of the scripts it
 	// forwards and of the keys they use (scripts.go, scriptkeys.go).
 	scriptSHAs  scriptSHAs
@@ -335,7 +343,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.pool.get(dctx, 0)
 	}()
 	if !s.RejectScripts {
-		s.scriptsOnce.Do(func() { go s.loadScriptPrefixes(context.Background()) })
+		s.scriptsOnce.Do(func() { go s.shareScriptPrefixes() })
 	}
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

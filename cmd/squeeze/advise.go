@@ -293,9 +293,14 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes
 	}
 
 	if len(rep.ScriptPrefixes) > 0 {
-		fmt.Fprintf(w, "\nscripts use these prefixes (%s): their values stay uncompressed, whatever the advice, and squeeze compact skips them:\n", advise.ScriptPrefixesKey)
+		fmt.Fprintf(w, "\nscripts use these prefixes (%s): squeeze proxy stores their values uncompressed, whatever the advice,\n"+
+			"until no script has used them for its --script-prefix-ttl, and squeeze compact skips them:\n", advise.ScriptPrefixesKey)
 		for _, sp := range rep.ScriptPrefixes {
-			fmt.Fprintf(w, "  %s\n", sp)
+			if t, ok := rep.ScriptPrefixesLastUsed[sp]; ok {
+				fmt.Fprintf(w, "  %s (last used by a script %s)\n", sp, t.Format(time.DateTime+" MST"))
+			} else {
+				fmt.Fprintf(w, "  %s\n", sp)
+			}
 		}
 		for _, p := range rep.Prefixes {
 			if p.ScriptUsed && p.Advice.Compress {
@@ -373,6 +378,11 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes
 	for _, p := range rep.Prefixes {
 		switch {
 		case p.Advice.AtRest == "":
+		case p.ScriptUsed:
+			// compact skips the keys under prefixes scripts use: a
+			// command for them would rewrite none.
+			fmt.Fprintf(w, "  # %s: %s would save %.1f%% at rest, but scripts use %s, whose keys squeeze compact skips\n",
+				prefixKeys(p.Prefix), p.Advice.AtRest, p.Advice.AtRestSaved, strings.Join(advise.ScriptPrefixesOver(p.Prefix, rep.ScriptPrefixes), ", "))
 		case unprefixed(p):
 			fmt.Fprintf(w, "  # keys without a prefix: %s would save %.1f%% of them at rest, but no pattern selects them alone\n"+
 				"  # ('*' takes every key): give squeeze compact a --pattern that matches their names only\n",
@@ -385,6 +395,9 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes
 	for _, p := range rep.Prefixes {
 		switch {
 		case !p.Advice.Dict:
+		case p.ScriptUsed:
+			fmt.Fprintf(w, "  # %s: a dictionary would help them, but scripts use %s, whose values squeeze proxy stores uncompressed\n",
+				prefixKeys(p.Prefix), strings.Join(advise.ScriptPrefixesOver(p.Prefix, rep.ScriptPrefixes), ", "))
 		case p.Prefix == "":
 			// A rule cannot name the empty prefix either (advise.ProxyRules).
 			fmt.Fprintf(w, "  # keys without a prefix: a dictionary would help them, but neither a pattern nor a proxy rule selects them alone\n")

@@ -144,6 +144,22 @@ SELECT), prints the settings in force (--json: as one object) and exits
 an edited config file before the running proxy reloads it:
   squeeze proxy --config /etc/squeeze/proxy.conf --check && systemctl reload squeeze-proxy
 
+Scripts: a Lua script runs inside Redis and reads stored bytes, so the
+proxy decodes the keys a script declares before it runs, and a compressed
+value a script reads without declaring it is an error, never a frame
+(--scripts reject refuses every script instead). Once a script has run
+with a declared key that holds a value, that key's prefix (up to its last
+":", or to an id segment: session:5 gives session:) is stored
+uncompressed, so later scripts read its values as written without a
+decoding round trip. The proxy logs each such prefix once, counts it in
+squeeze_proxy_script_prefix_last_use_seconds, keeps it in Redis
+(squeeze:script-prefixes, with the last use in
+squeeze:script-prefixes:used) and announces it to the other proxies at once;
+"squeeze proxy --check" and "squeeze advise" list them. A prefix no script
+declared a key of for --script-prefix-ttl (default 168h) is compressed
+again; 0 keeps prefixes for ever.
+  squeeze proxy --script-prefix-ttl 24h
+
 Rules: --rule gives the keys that begin with a prefix their own codec and
 options; keys no rule matches use --codec, --min-size, --min-gain, --dict.
 The longest prefix wins; MSET values follow their own keys. Reads need no
@@ -168,6 +184,7 @@ type proxyFlags struct {
 	minGain                                                                                    float64
 	shared, procs, maxInFlight                                                                 int
 	pprof, check, jsonOut, allowRemote                                                         bool
+	scriptPrefixTTL                                                                            time.Duration
 	portable                                                                                   bool // --portable: write only codecs every language reads
 
 	dict  string   // --dict: a published dictionary id, or "none"
@@ -199,6 +216,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.StringVar(&p.metrics, "metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9121), with /healthz (the process runs) and /readyz (Redis answers, not shutting down) for probes")
 	fs.StringVar(&p.clientAuth, "client-auth", "pass", "pass (clients act with the --upstream URL's credentials) or require (each client must AUTH to Redis itself, and Redis's ACLs apply to it)")
 	fs.StringVar(&p.scripts, "scripts", "pass", "EVAL/EVALSHA/FCALL: pass (scripts run on values as written: declared keys are decoded first, prefixes scripts use stay uncompressed, a compressed value a script reads is an error) or reject")
+	fs.DurationVar(&p.scriptPrefixTTL, "script-prefix-ttl", proxy.DefaultScriptPrefixTTL, "a key prefix a script used (a key it declared held a value) is stored uncompressed, so scripts read its values as written, until no script has declared a key of it for this long; then its values are compressed again (0: never)")
 	fs.StringVar(&p.listSearch, "list-search", "exact", "LREM/LPOS/LINSERT: exact (find elements by value, whatever codec or settings stored them) or stored (Redis's own byte comparison: faster, misses elements written with other settings)")
 	fs.StringVar(&p.clusterMap, "cluster-map", "", "Redis Cluster: `NODE=PROXY,...`, each node's address as the cluster announces it and the address of the squeeze proxy in front of it, so redirections and CLUSTER SLOTS/SHARDS/NODES name proxies")
 	fs.IntVar(&p.clusterPortOffset, "cluster-port-offset", 0, "Redis Cluster: the proxy in front of node host:port listens at host:port+`N` (for nodes not in --cluster-map)")
@@ -440,6 +458,14 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 		s.RejectScripts = true
 	default:
 		return nil, usageError("--scripts must be pass or reject, got %q", p.scripts)
+	}
+	switch {
+	case p.scriptPrefixTTL < 0:
+		return nil, usageError("--script-prefix-ttl must not be negative, got %s", p.scriptPrefixTTL)
+	case p.scriptPrefixTTL == 0:
+		s.ScriptPrefixTTL = -1 // for ever
+	default:
+		s.ScriptPrefixTTL = p.scriptPrefixTTL
 	}
 	switch p.clientAuth {
 	case "pass":

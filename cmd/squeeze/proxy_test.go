@@ -77,6 +77,8 @@ func TestProxySettings_Errors(t *testing.T) {
 		{[]string{"--upstream", "http://x"}, "scheme must be redis"},
 		{[]string{"--scripts", "maybe"}, "--scripts must be pass or reject"},
 		{[]string{"--list-search", "fuzzy"}, "--list-search must be exact or stored"},
+		{[]string{"--script-prefix-ttl", "-1h"}, "--script-prefix-ttl must not be negative"},
+		{[]string{"--script-prefix-ttl", "a week"}, "for flag -script-prefix-ttl"},
 		{[]string{"--client-auth", "maybe"}, "--client-auth must be pass or require"},
 		{[]string{"--cluster-map", "10.0.0.1:6379"}, "--cluster-map: cluster map: \"10.0.0.1:6379\" is not node=proxy"},
 		{[]string{"--cluster-port-offset", "70000"}, "--cluster-port-offset 70000 is out of range"},
@@ -298,6 +300,33 @@ func TestProxySettings_ListSearch(t *testing.T) {
 		}
 		if s.StoredListSearch != tt.stored {
 			t.Errorf("%q: StoredListSearch = %v, want %v", tt.args, s.StoredListSearch, tt.stored)
+		}
+	}
+}
+
+// TestProxySettings_ScriptPrefixTTL: --script-prefix-ttl (also from a
+// config file) reaches the server; 0 means for ever, the default a week.
+func TestProxySettings_ScriptPrefixTTL(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "p.conf")
+	os.WriteFile(conf, []byte("script-prefix-ttl = 36h\n"), 0o644)
+	for _, tt := range []struct {
+		args []string
+		want time.Duration
+	}{{nil, 7 * 24 * time.Hour}, {[]string{"--script-prefix-ttl", "2h"}, 2 * time.Hour}, {[]string{"--script-prefix-ttl=0"}, -1},
+		{[]string{"--config", conf}, 36 * time.Hour}} {
+		fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
+		if err := applySettings(fs, tt.args, func(string) string { return "" }); err != nil {
+			t.Fatal(err)
+		}
+		if err := parseFlags(fs, tt.args); err != nil {
+			t.Fatal(err)
+		}
+		s, err := p.buildServer(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ScriptPrefixTTL != tt.want {
+			t.Errorf("%q: ScriptPrefixTTL = %v, want %v", tt.args, s.ScriptPrefixTTL, tt.want)
 		}
 	}
 }
