@@ -433,11 +433,7 @@ func scriptPrefixes(keys []string) []string {
 // prologue FUNCTION LOAD put after its #! line (luaguard.Wrap). Code
 // loaded without the hook is returned as it is.
 func unwrapLibrary(code string) string {
-	nl := strings.IndexByte(code, '\n')
-	if nl < 0 || !strings.HasPrefix(code, "#!") || !strings.HasPrefix(code[nl+1:], luaguard.FunctionPrologue) {
-		return code
-	}
-	return code[:nl+1] + code[nl+1+len(luaguard.FunctionPrologue):]
+	return string(luaguard.Unwrap([]byte(code)))
 }
 
 // unwrapLibraries unwraps the library_code of each library in the generic

@@ -176,10 +176,25 @@ func (s *Server) scriptArgs(info *cmdInfo, args [][]byte) (out [][]byte, origSHA
 	return args, ""
 }
 
-// isScriptAdmin reports whether args is SCRIPT LOAD or EXISTS, or FUNCTION
-// LOAD: commands whose arguments scriptArgs changes.
+// isScriptAdmin reports whether args is SCRIPT LOAD or EXISTS, FUNCTION
+// LOAD: commands whose arguments scriptArgs changes; or FUNCTION LIST
+// WITHCODE, whose reply runScript changes.
 func isScriptAdmin(args [][]byte) bool {
-	return len(args) >= 3 && ((is(args[0], "SCRIPT") && (is(args[1], "LOAD") || is(args[1], "EXISTS"))) || (is(args[0], "FUNCTION") && is(args[1], "LOAD")))
+	return len(args) >= 3 && ((is(args[0], "SCRIPT") && (is(args[1], "LOAD") || is(args[1], "EXISTS"))) || (is(args[0], "FUNCTION") && is(args[1], "LOAD")) || isFunctionListCode(args))
+}
+
+// isFunctionListCode reports whether args is FUNCTION LIST with WITHCODE:
+// its reply holds the libraries' code, which the proxy wrapped.
+func isFunctionListCode(args [][]byte) bool {
+	if len(args) < 3 || !is(args[0], "FUNCTION") || !is(args[1], "LIST") {
+		return false
+	}
+	for _, a := range args[2:] {
+		if is(a, "WITHCODE") {
+			return true
+		}
+	}
+	return false
 }
 
 // runScript runs a script command outside MULTI, synchronously on the
@@ -217,10 +232,26 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 			r.release()
 			continue
 		}
-		if origSHA != "" && len(r.reply) > 0 && r.reply[0] == '$' {
+		switch {
+		case origSHA != "" && len(r.reply) > 0 && r.reply[0] == '$':
 			r.reply = resp.AppendBulkString(r.reply[:0], origSHA)
-		} else if len(r.reply) > 0 && r.reply[0] == '-' {
+		case len(r.reply) > 0 && r.reply[0] == '-':
 			r.reply = c.s.scriptSHAs.toClient(r.reply)
+			if is(args[0], "FUNCTION") && luaguard.IsLoadError(r.reply) {
+				// A callback that is not a function: the server's own
+				// text (luaguard.FunctionPrologue), which names its API.
+				q := c.roundtripScript(resp.AppendCommand(nil, []byte("FUNCTION"), []byte("LOAD"), []byte(luaguard.APIProbe)))
+				api := "redis"
+				if q.err == nil {
+					api = luaguard.ProbeAPI(q.reply)
+				}
+				pinSeq = max(pinSeq, q.pinSeq)
+				q.release()
+				r.reply = luaguard.LoadError(r.reply, api)
+			}
+		case isFunctionListCode(args):
+			// The code as the client loaded it, which loads back as it.
+			r.reply = luaguard.UnwrapReply(r.reply)
 		}
 		r.pinSeq = max(r.pinSeq, pinSeq)
 		r.cmd, r.local = info.name, true

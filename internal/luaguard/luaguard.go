@@ -5,7 +5,11 @@
 // values before it runs. See docs/design/scripts.md.
 package luaguard
 
-import "bytes"
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+)
 
 // Magic is the frame magic (codec.Magic: 0xC1 'S' 'Q') as Lua source
 // writes it inside a quoted string: 0xC1 in Lua's decimal escape, since the
@@ -28,26 +32,55 @@ const guardBody = `local wrote, ro = false, ' get mget strlen getrange substr ex
 	`local function guard(f) return function(...) local name = string.lower(tostring((...))); local w = wrote or not string.find(ro, ' ' .. name .. ' ', 1, true); if w then wrote = true end; local r = f(...); ` +
 	`if name == 'mget' and type(r) == 'table' then for i, e in ipairs(r) do check(e, select(i + 1, ...), 3, w) end else check(r, select(2, ...), 0, w) end; return r end end; `
 
+// readOnly makes the shadow as read-only as Redis's own redis table (issue
+// 32): shadow is an empty table whose metatable reaches fields (call and
+// pcall guarded, the rest of real through it) and sends every assignment to
+// real, which Redis protects, so that Redis itself raises its "Attempt to
+// modify a readonly table" at the script's own line. __metatable hides the
+// metatable from setmetatable; the locals the prologue returns besides the
+// shadow stand for rawset, rawget, setmetatable and getmetatable, which go
+// to real instead of the shadow (rawget returns the shadow's field). They
+// look their globals up when called, as a function library has none of
+// them while it loads.
+const readOnly = `local function protect(t) setmetatable(t, {__index = setmetatable({call = guard(real.call), pcall = guard(real.pcall)}, {__index = real}), __newindex = real, __metatable = false}) end; ` +
+	`local function others() return function(t, ...) if t == shadow then t = real end return rawset(t, ...) end, ` +
+	`function(t, ...) if t == shadow then return shadow[(...)] end return rawget(t, ...) end, ` +
+	`function(t, ...) if t == shadow then t = real end return setmetatable(t, ...) end, ` +
+	`function(t, ...) if t == shadow then t = real end return getmetatable(t, ...) end end; `
+
 // EvalPrologue is the prologue of an EVAL script: its keys are KEYS.
-const EvalPrologue = `local redis = (function(real, keys) ` + guardBody +
-	`return setmetatable({call = guard(real.call), pcall = guard(real.pcall)}, {__index = real}) end)(redis, function() return KEYS end); `
+const EvalPrologue = `local redis, rawset, rawget, setmetatable, getmetatable = (function(real, keys) local shadow = {}; ` + guardBody + readOnly +
+	`protect(shadow); return shadow, others() end)(redis, function() return KEYS end); `
 
 // FunctionPrologue is the prologue of a FUNCTION LOAD library: each
 // registered function's keys are those FCALL passed it, so register_function
 // wraps the callback to note them (and to start each call with no write).
 // While the library loads, Redis lets it reach no global but redis (not
-// even type or setmetatable), so what needs them runs in the callbacks;
-// the fields a library may use while it loads are copied, and the redis
-// of the calls is the global one at the first call (the one the library
-// loaded with has no call).
-const FunctionPrologue = `local redis = (function(real) local current, shadow, ready = {}, {}, false; local function keys() return current end; ` + guardBody +
-	`local gcall, gpcall; local function wrap(fn) return function(k, a) if not ready then real = redis; gcall, gpcall = guard(real.call), guard(real.pcall); setmetatable(shadow, {__index = real}); ready = true end; current, wrote = k, false; return fn(k, a) end end; ` +
-	`shadow.call = function(...) return gcall(...) end; shadow.pcall = function(...) return gpcall(...) end; ` +
-	`shadow.log, shadow.LOG_DEBUG, shadow.LOG_VERBOSE, shadow.LOG_NOTICE, shadow.LOG_WARNING = real.log, real.LOG_DEBUG, real.LOG_VERBOSE, real.LOG_NOTICE, real.LOG_WARNING; ` +
-	`shadow.REDIS_VERSION, shadow.REDIS_VERSION_NUM = real.REDIS_VERSION, real.REDIS_VERSION_NUM; ` +
-	`shadow.register_function = function(a, b) if b == nil and a ~= nil and a.callback ~= nil then a.callback = wrap(a.callback); return real.register_function(a) end; ` +
-	`if b ~= nil then b = wrap(b) end; return real.register_function(a, b) end; ` +
-	`return shadow end)(redis); `
+// even type, next or setmetatable), so the shadow is then a plain table of
+// the fields a library may use while it loads, checked unchanged at each
+// register_function (a change raises Redis's own error, by writing to the
+// protected load-time redis); at the first call, with the globals there,
+// it is emptied and made read-only as EVAL's (readOnly), over the redis of
+// the calls, and emptied again at each call should a library have set a
+// field with the global rawset.
+//
+// register_function passes on exactly the arguments it got (arg.n: the
+// count, nils included), so that Redis's own checks answer; a callback is
+// wrapped only after string.dump took it, which it does for a Lua function
+// only: the error that stops a load with another value names the local it
+// was called through, which LoadError turns into Redis's own text.
+const FunctionPrologue = `local redis, rawset, rawget, setmetatable, getmetatable = (function(real) local current, shadow, ready = {}, {}, false; local function keys() return current end; ` + guardBody + readOnly +
+	`local squeeze_positional_callback, squeeze_named_callback = ('').dump, ('').dump; local gcall, gpcall; ` +
+	`local loaded = {}; local function wrap(fn) return function(k, a) if not ready then local rt, changed = redis, false; for f, v in next, loaded do changed = changed or shadow[f] ~= v end; for f, v in next, shadow do changed = changed or loaded[f] ~= v; shadow[f] = nil end; if changed then rt.register_function = nil end; real = rt; gcall, gpcall = guard(rt.call), guard(rt.pcall); protect(shadow); ready = true elseif next(shadow) ~= nil then for f in next, shadow do shadow[f] = nil end end; current, wrote = k, false; return fn(k, a) end end; ` +
+	`local lcall, lpcall, lrf = function(...) return gcall(...) end, function(...) return gpcall(...) end; ` +
+	`lrf = function(...) if shadow.call ~= lcall or shadow.pcall ~= lpcall or shadow.register_function ~= lrf or shadow.log ~= real.log then real.register_function = real.register_function end; local n, a, b = arg.n, arg[1], arg[2]; ` +
+	`if n == 2 then if b ~= nil then squeeze_positional_callback(b); b = wrap(b) end; return real.register_function(a, b) end; ` +
+	`if n == 1 then if a ~= nil and a ~= true and a ~= false then local cb = a.callback; if cb ~= nil then squeeze_named_callback(cb); a.callback = wrap(cb) end end; return real.register_function(a) end; ` +
+	`if n == 0 then return real.register_function() end; return real.register_function(a, b, arg[3]) end; ` +
+	`local function fill(t) t.call, t.pcall, t.register_function = lcall, lpcall, lrf; ` +
+	`t.log, t.LOG_DEBUG, t.LOG_VERBOSE, t.LOG_NOTICE, t.LOG_WARNING = real.log, real.LOG_DEBUG, real.LOG_VERBOSE, real.LOG_NOTICE, real.LOG_WARNING; ` +
+	`t.REDIS_VERSION, t.REDIS_VERSION_NUM = real.REDIS_VERSION, real.REDIS_VERSION_NUM end; ` +
+	`fill(shadow); fill(loaded); return shadow, others() end)(redis); `
 
 // Error texts of the prologue the proxy reads (see runScript).
 const (
@@ -157,4 +190,126 @@ func isID(seg []byte) bool {
 		}
 	}
 	return digits == len(seg) || (hex && digits > 0 && len(seg) >= 8)
+}
+
+// Unwrap returns a library's code as it was loaded: without the prologue
+// Wrap put after its #! line. Code loaded some other way is returned as it
+// is.
+func Unwrap(code []byte) []byte {
+	nl := bytes.IndexByte(code, '\n')
+	if nl < 0 || !bytes.HasPrefix(code, []byte("#!")) || !bytes.HasPrefix(code[nl+1:], []byte(FunctionPrologue)) {
+		return code
+	}
+	out := make([]byte, 0, len(code)-len(FunctionPrologue))
+	out = append(out, code[:nl+1]...)
+	return append(out, code[nl+1+len(FunctionPrologue):]...)
+}
+
+// UnwrapReply returns a reply of FUNCTION LIST WITHCODE (RESP2 or RESP3,
+// as Redis sent it) with the code of every library the prologue wraps as
+// it was loaded (Unwrap): each such bulk string is rewritten, its length
+// with it. reply is returned itself when it holds none.
+func UnwrapReply(reply []byte) []byte {
+	pro := []byte("\n" + FunctionPrologue)
+	var out []byte
+	done := 0 // reply[:done] is in out
+	for from := 0; ; {
+		i := bytes.Index(reply[from:], pro)
+		if i < 0 {
+			break
+		}
+		i += from + 1 // the prologue's first byte
+		from = i
+		// The bulk string's header ends just before the #! line.
+		h := bytes.LastIndex(reply[done:i], []byte("\r\n"))
+		if h < 0 {
+			continue
+		}
+		h += done
+		start := bytes.LastIndexByte(reply[:h], '\n') + 1
+		if start < done || reply[start] != '$' || !bytes.HasPrefix(reply[h+2:], []byte("#!")) || bytes.IndexByte(reply[h+2:i-1], '\n') >= 0 {
+			continue
+		}
+		n, err := strconv.Atoi(string(reply[start+1 : h]))
+		if err != nil || h+2+n > len(reply) || i+len(FunctionPrologue) > h+2+n {
+			continue
+		}
+		out = append(out, reply[done:start]...)
+		out = append(out, '$')
+		out = strconv.AppendInt(out, int64(n-len(FunctionPrologue)), 10)
+		out = append(out, reply[h:i]...)
+		done = i + len(FunctionPrologue)
+		from = done
+	}
+	if out == nil {
+		return reply
+	}
+	return append(out, reply[done:]...)
+}
+
+// loadErrs are the errors a FUNCTION LOAD of a library with the prologue
+// raises where Redis refuses a callback that is not a function (see
+// FunctionPrologue), and Redis's own texts for them (%s: the API's name).
+var loadErrs = []struct {
+	local, redis string
+}{
+	{"'squeeze_positional_callback' (function expected", "second argument to %s.register_function must be a function"},
+	{"'squeeze_named_callback' (function expected", "callback argument given to %s.register_function must be a function"},
+}
+
+// APIProbe is a library every server refuses, with an error that names
+// its API as Redis's errors do ("wrong number of arguments to
+// redis.register_function"; Valkey's say server.register_function): a
+// FUNCTION LOAD of it changes nothing, and its error tells LoadError the
+// name.
+const APIProbe = "#!lua name=squeeze_api_probe\nredis.register_function()"
+
+// ProbeAPI returns the API name in the reply to APIProbe, "redis" if it
+// names none.
+func ProbeAPI(reply []byte) string {
+	const mark = "wrong number of arguments to "
+	i := bytes.Index(reply, []byte(mark))
+	if i < 0 {
+		return "redis"
+	}
+	rest := reply[i+len(mark):]
+	if j := bytes.Index(rest, []byte(".register_function")); j > 0 && j < 32 {
+		return string(rest[:j])
+	}
+	return "redis"
+}
+
+// IsLoadError reports whether a FUNCTION LOAD error is the prologue's
+// refusal of a callback that is not a function (LoadError).
+func IsLoadError(reply []byte) bool {
+	for _, e := range loadErrs {
+		if bytes.Contains(reply, []byte(e.local)) {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadError returns a FUNCTION LOAD error reply (or message) with the
+// prologue's refusal of a callback that is not a function replaced by the
+// text the server gives without the prologue (api: the name its errors
+// give its API, see ProbeAPI); any other reply as it is.
+func LoadError(reply []byte, api string) []byte {
+	for _, e := range loadErrs {
+		i := bytes.Index(reply, []byte(e.local))
+		if i < 0 {
+			continue
+		}
+		// "...: ERR user_function:N: bad argument #1 to '<local>' (function
+		// expected, got T)" becomes "...: ERR <Redis's text>".
+		s := bytes.LastIndex(reply[:i], []byte("user_function:"))
+		end := bytes.IndexByte(reply[i:], ')')
+		if s < 0 || end < 0 {
+			return reply
+		}
+		out := append([]byte(nil), reply[:s]...)
+		out = fmt.Appendf(out, e.redis, api)
+		return append(out, reply[i+end+1:]...)
+	}
+	return reply
 }
