@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/squeeze-kv/squeeze/internal/luaguard"
 	"github.com/squeeze-kv/squeeze/internal/rediscmd"
@@ -41,91 +42,178 @@ func scriptKeysOf(args [][]byte) ([][]byte, bool) {
 	return args[3 : 3+n], true
 }
 
+// plainRequest returns the request that runs plainScript on keys: with
+// cands ('S') or without ('P', only looking), EVALSHA (byName) or EVAL, or
+// their _RO forms (ro: a look that must not count as a write, for a
+// read-only script or a read-only replica), asking for at most max frames.
+func plainRequest(keys [][]byte, cands []plainCand, byName, ro bool, max int) []byte {
+	n := 3 + len(keys) + 3 + 5*len(cands)
+	dst := resp.AppendArray(nil, n)
+	switch {
+	case ro && byName:
+		dst = resp.AppendBulkString(dst, "EVALSHA_RO")
+		dst = resp.AppendBulkString(dst, plainSHA)
+	case ro:
+		dst = resp.AppendBulkString(dst, "EVAL_RO")
+		dst = resp.AppendBulkString(dst, plainScript)
+	default:
+		dst = appendScript(dst, plainScript, plainSHA, byName)
+	}
+	dst = resp.AppendBulkString(dst, strconv.Itoa(len(keys)))
+	for _, k := range keys {
+		dst = resp.AppendBulk(dst, k)
+	}
+	if len(cands) == 0 {
+		dst = resp.AppendBulkString(dst, "P")
+	} else {
+		dst = resp.AppendBulkString(dst, "S")
+	}
+	dst = resp.AppendBulkString(dst, strconv.Itoa(len(cands)))
+	for _, p := range cands {
+		dst = resp.AppendBulk(dst, p.key)
+		dst = resp.AppendBulk(dst, p.kind)
+		dst = resp.AppendBulk(dst, p.at)
+		dst = resp.AppendBulk(dst, p.frame)
+		dst = resp.AppendBulk(dst, p.dec)
+	}
+	return resp.AppendBulkString(dst, strconv.Itoa(max))
+}
+
+// errReadOnly is what plainFrames returns for a reply that says the
+// server takes no writes (a read-only replica): the script's keys are
+// then decoded for it instead (decodeFor).
+var errReadOnly = &call{}
+
+// plainFrames reads a reply of plainScript into the frames it lists,
+// decoded (those whose decoded value begins with the magic, which stay
+// framed, only with keep), and releases r. done: the keys hold no frame
+// (+OK). Otherwise it returns the client's reply to cmd: Redis's own
+// error where Redis refused the keys before anything ran (the script
+// they are declared to would be refused alike: a redirection the writer
+// names the proxy in), errReadOnly for a read-only replica, else an error
+// naming the decoding step.
+func (c *client) plainFrames(cmd string, r *call, keep bool) (cands []plainCand, done bool, fail *call) {
+	defer r.release()
+	v, _, err := resp.ReadValue(r.reply)
+	if err != nil || v.Type != resp.Array {
+		if string(r.reply) == "+OK\r\n" || string(r.reply) == "$2\r\nOK\r\n" {
+			return nil, true, nil
+		}
+		reply := bytes.Clone(r.reply)
+		if refusedForKeys(reply) {
+			return nil, false, c.localCall(cmd, reply)
+		}
+		if bytes.HasPrefix(reply, []byte("-READONLY")) || bytes.Contains(reply, []byte("READONLY You can't write against a read only replica")) {
+			return nil, false, errReadOnly
+		}
+		return nil, false, c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: decoding the script's keys: "+string(bytes.TrimSpace(reply))))
+	}
+	it := v.Elements()
+	it.Next() // the magic
+	for {
+		k, ok := it.Next()
+		if !ok {
+			break
+		}
+		kind, _ := it.Next()
+		at, _ := it.Next()
+		f, _ := it.Next()
+		d, derr := c.s.decodeFrame(f.Str)
+		if derr != nil {
+			return nil, false, c.localCall(cmd, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: "EVAL", Key: bytes.Clone(k.Str), Err: derr}).Error()))
+		}
+		if bytes.HasPrefix(d, magic) && !keep {
+			// Stored plain it would read as a frame: it keeps its
+			// frame, and a script reading it gets the prologue's error.
+			continue
+		}
+		cands = append(cands, plainCand{key: bytes.Clone(k.Str), kind: bytes.Clone(kind.Str), at: bytes.Clone(at.Str), frame: bytes.Clone(f.Str), dec: d})
+	}
+	return cands, false, nil
+}
+
 // makePlain turns the frames at keys into plain values, for the client's
-// script command cmd, with rt as the round trip (the client's connection
-// outside MULTI, a shared one inside). It returns nil, or cmd's reply, an
-// error (or none and the connection's end, see scriptCall).
+// script command cmd, with rt as the round trip (decodeRT outside MULTI, a
+// shared connection inside). It returns nil, or cmd's reply, an error (or
+// none and the connection's end, see scriptCall), or errReadOnly.
 func (c *client) makePlain(cmd string, keys [][]byte, rt func([]byte) *call) *call {
 	byName := true
 	var cands []plainCand
 	for round := 0; round < maxPlainRounds; round++ {
-		req := func(byName bool) []byte {
-			n := 3 + len(keys) + 3 + 5*len(cands)
-			dst := resp.AppendArray(nil, n)
-			dst = appendScript(dst, plainScript, plainSHA, byName)
-			dst = resp.AppendBulkString(dst, strconv.Itoa(len(keys)))
-			for _, k := range keys {
-				dst = resp.AppendBulk(dst, k)
-			}
-			if len(cands) == 0 {
-				dst = resp.AppendBulkString(dst, "P")
-			} else {
-				dst = resp.AppendBulkString(dst, "S")
-			}
-			dst = resp.AppendBulkString(dst, strconv.Itoa(len(cands)))
-			for _, p := range cands {
-				dst = resp.AppendBulk(dst, p.key)
-				dst = resp.AppendBulk(dst, p.kind)
-				dst = resp.AppendBulk(dst, p.at)
-				dst = resp.AppendBulk(dst, p.frame)
-				dst = resp.AppendBulk(dst, p.dec)
-			}
-			return resp.AppendBulkString(dst, strconv.Itoa(maxPlainBatch))
-		}
+		req := func(byName bool) []byte { return plainRequest(keys, cands, byName, false, maxPlainBatch) }
 		r, ok := c.scriptCall(cmd, rt, &byName, req)
 		if !ok {
 			return r
 		}
-		v, _, err := resp.ReadValue(r.reply)
-		if err != nil || v.Type != resp.Array {
-			done := string(r.reply) == "+OK\r\n" || string(r.reply) == "$2\r\nOK\r\n"
-			reply := bytes.Clone(r.reply)
-			r.release()
-			if done {
-				return nil
-			}
-			if refusedForKeys(reply) {
-				// Redis refused the keys before anything ran (the script
-				// they are declared to would be refused alike): its own
-				// error, a redirection the writer names the proxy in.
-				return c.localCall(cmd, reply)
-			}
-			return c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: decoding the script's keys: "+string(bytes.TrimSpace(reply))))
+		found, done, fail := c.plainFrames(cmd, r, false)
+		if done {
+			return nil
 		}
-		cands = cands[:0]
-		it := v.Elements()
-		it.Next() // the magic
-		for {
-			k, ok := it.Next()
-			if !ok {
-				break
-			}
-			kind, _ := it.Next()
-			at, _ := it.Next()
-			f, _ := it.Next()
-			d, derr := c.s.decodeFrame(f.Str)
-			if derr != nil {
-				r.release()
-				return c.localCall(cmd, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: "EVAL", Key: bytes.Clone(k.Str), Err: derr}).Error()))
-			}
-			if bytes.HasPrefix(d, magic) {
-				// Stored plain it would read as a frame: it keeps its
-				// frame, and a script reading it gets the prologue's error.
-				continue
-			}
-			cands = append(cands, plainCand{key: bytes.Clone(k.Str), kind: bytes.Clone(kind.Str), at: bytes.Clone(at.Str), frame: bytes.Clone(f.Str), dec: d})
+		if fail != nil {
+			return fail
 		}
-		r.release()
-		if len(cands) == 0 {
+		if cands = found; len(cands) == 0 {
 			return nil // only frames that must stay
 		}
 	}
 	return c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: the script's keys kept changing under concurrent writes; try again"))
 }
 
+// maxDecodedFrames bounds the frames decodeFor hands one script.
+const maxDecodedFrames = maxPlainBatch * 64
+
+// decodeFor finds the frames at keys and decodes them for a script that
+// must not write (EVAL_RO, EVALSHA_RO, FCALL_RO, or any script on a
+// read-only replica): with plainScript's look alone, sent read-only, so
+// that nothing is written, a CLIENT PAUSE WRITE does not hold it and a
+// replica runs it. The script gets the decoded values with its arguments
+// (luaguard.AppendDecoded). It returns the pairs, or cmd's reply (see
+// makePlain).
+func (c *client) decodeFor(cmd string, keys [][]byte, rt func([]byte) *call) ([][2][]byte, *call) {
+	byName := true
+	req := func(byName bool) []byte { return plainRequest(keys, nil, byName, true, maxDecodedFrames) }
+	r, ok := c.scriptCall(cmd, rt, &byName, req)
+	if !ok {
+		return nil, r
+	}
+	found, _, fail := c.plainFrames(cmd, r, true)
+	if fail == errReadOnly {
+		fail = c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: decoding the script's keys: the server takes no writes, not even read-only scripts"))
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	pairs := make([][2][]byte, len(found))
+	for i, p := range found {
+		pairs[i] = [2][]byte{p.frame, p.dec}
+	}
+	return pairs, nil
+}
+
+// decodeRT returns the round trip the steps that decode a script's keys
+// take: a shared connection of the client's database, the proxy's own,
+// not the client's private one, which may carry the client's ACL user
+// (without the rights those steps need) or CLIENT TRACKING (which would
+// start tracking the keys they read, and send invalidations for their
+// writes the script never made). A script after ASKING, and a client on
+// the shared connections, use the client's round trip as it is. The
+// client's earlier commands may still be in flight on its private
+// connection: a frame one of them writes is then found by the prologue,
+// before the script writes, and the keys are decoded again (runScript).
+func (c *client) decodeRT() func([]byte) *call {
+	if c.pinned.conn == nil || c.sess.asking {
+		return c.roundtripScript
+	}
+	up, err := c.s.pool.getDB(context.Background(), c.sess.db, int(c.id))
+	if err != nil {
+		return c.roundtripScript
+	}
+	return func(req []byte) *call { return roundtripOn(up, req) }
+}
+
 // prepareScript learns the prefixes of the keys a script declares and makes
 // the keys not known clean plain. It returns nil, or the reply of the
-// client's script command cmd (see makePlain).
+// client's script command cmd (see makePlain), or errReadOnly.
 func (c *client) prepareScript(cmd string, keys [][]byte, rt func([]byte) *call) *call {
 	if len(keys) == 0 {
 		return nil
@@ -198,21 +286,48 @@ func isFunctionListCode(args [][]byte) bool {
 }
 
 // runScript runs a script command outside MULTI, synchronously on the
-// client's connection: the declared keys made plain, then the script; if
-// the prologue reports a frame at a declared key before the script wrote
-// anything (another writer compressed it since), once more after making
-// the keys plain again.
+// client's connection: the declared keys made plain (or, for a script that
+// must not write, decoded and handed to it: decodeFor), then the script;
+// if the prologue reports a frame at a declared key before the script
+// wrote anything (another writer compressed it since), once more after
+// making the keys plain again.
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	keys, ok := scriptKeysOf(args)
-	if ok && info.flags&rediscmd.Script != 0 {
-		if f := c.prepareScript(info.name, keys, c.roundtripScript); f != nil {
+	ok = ok && info.flags&rediscmd.Script != 0
+	ro := ok && strings.HasSuffix(info.name, "_RO")
+	var pairs [][2][]byte
+	prepare := func() *call {
+		if !ro {
+			f := c.prepareScript(info.name, keys, c.decodeRT())
+			if f != errReadOnly {
+				return f
+			}
+			ro = true // a read-only replica: decode for the script instead
+		}
+		if len(keys) == 0 || len(c.s.scriptKeys.dirty(keys)) == 0 {
+			return nil
+		}
+		// No prefix is learned: saving it is a write, which a pause would
+		// hold and a replica refuse; a read-only script needs none.
+		var f *call
+		pairs, f = c.decodeFor(info.name, keys, c.decodeRT())
+		if f == nil && len(pairs) == 0 {
+			c.s.scriptKeys.setClean(keys, true) // under known prefixes only
+		}
+		return f
+	}
+	if ok {
+		if f := prepare(); f != nil {
 			return f
 		}
 	}
 	sent, origSHA := c.s.scriptArgs(info, args)
-	req := resp.AppendCommand(nil, sent...)
 	var pinSeq uint64
 	for attempt := 0; ; attempt++ {
+		req := resp.AppendCommand(nil, sent...)
+		if len(pairs) > 0 {
+			req = resp.AppendCommand(nil, luaguard.AppendDecoded(sent, pairs)...)
+		}
 		r := c.roundtripScript(req)
 		pinSeq = max(pinSeq, r.pinSeq)
 		if r.err != nil {
@@ -225,7 +340,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		}
 		if ok && attempt < maxInspectRetries && bytes.HasPrefix(r.reply, []byte(luaguard.FrameErr)) && bytes.Contains(r.reply, []byte(luaguard.Retryable)) {
 			c.s.scriptKeys.setClean(keys, false)
-			if f := c.prepareScript(info.name, keys, c.roundtripScript); f != nil {
+			if f := prepare(); f != nil {
 				r.release()
 				return f
 			}
@@ -274,7 +389,7 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 	if err != nil {
 		return
 	}
-	if f := c.prepareScript(info.name, keys, func(req []byte) *call { return roundtripOn(up, req) }); f != nil {
+	if f := c.prepareScript(info.name, keys, func(req []byte) *call { return roundtripOn(up, req) }); f != nil && f != errReadOnly {
 		f.release()
 	}
 }

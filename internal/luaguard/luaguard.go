@@ -22,15 +22,32 @@ const Magic = `\193SQ`
 // and returns the shadow. A command outside readOnlyCommands counts as a
 // write: after one, a frame read at a declared key cannot be undone by
 // decoding and running the script again, and the error says so.
-const guardBody = `local wrote, ro = false, ' get mget strlen getrange substr exists type ttl pttl expiretime pexpiretime hget hmget hgetall hvals hkeys hexists hlen hstrlen hrandfield hscan lrange lindex llen lpos smembers sismember smismember scard srandmember sscan zscore zmscore zrange zrangebyscore zrangebylex zrevrange zrevrangebyscore zrevrangebylex zrank zrevrank zcard zcount zlexcount zscan zrandmember xrange xrevrange xlen xread xinfo xpending object scan keys dbsize time echo ping getbit bitcount bitpos bitfield_ro lcs dump randomkey sunion sinter sintercard sdiff zunion zinter zdiff zintercard hpexpiretime httl hpttl hexpiretime touch memory '; ` +
+const guardBody = `local wrote, subst, ro = false, nil, ' get mget strlen getrange substr exists type ttl pttl expiretime pexpiretime hget hmget hgetall hvals hkeys hexists hlen hstrlen hrandfield hscan lrange lindex llen lpos smembers sismember smismember scard srandmember sscan zscore zmscore zrange zrangebyscore zrangebylex zrevrange zrevrangebyscore zrevrangebylex zrank zrevrank zcard zcount zlexcount zscan zrandmember xrange xrevrange xlen xread xinfo xpending object scan keys dbsize time echo ping getbit bitcount bitpos bitfield_ro lcs dump randomkey sunion sinter sintercard sdiff zunion zinter zdiff zintercard hpexpiretime httl hpttl hexpiretime touch memory '; ` +
 	`local function declared(k) for _, d in ipairs(keys()) do if d == k then return true end end return false end; ` +
-	`local function fail(k, w) k = tostring(k); ` +
+	`local function fail(k, w, name) k = tostring(k); ` +
+	`if string.sub(name, 1, 1) == 'x' then error({err = 'ERR squeeze: script read a compressed value at ' .. k .. ' in a stream entry: the proxy cannot decode stream entries for a script, so running it again fails alike; read the stream with XRANGE or XREAD through the proxy, outside the script, or store the stream uncompressed (a rule with the none algorithm for its prefix)'}) end; ` +
 	`if not declared(k) then error({err = 'ERR squeeze: script read a compressed value at ' .. k .. ', which it does not declare in KEYS: declare every key a script reads, so that the proxy decodes it before the script runs'}) end; ` +
 	`if w then error({err = 'ERR squeeze: script read a compressed value at declared key ' .. k .. ' after writing: the proxy decodes declared keys before a script runs; run it again through the proxy outside MULTI'}) end; ` +
 	`error({err = 'ERR squeeze: script read a compressed value at declared key ' .. k .. ' before writing: the proxy decodes declared keys before a script runs; run it again through the proxy outside MULTI'}) end; ` +
-	`local function check(v, key, depth, w) if type(v) == 'string' then if string.sub(v, 1, 3) == '` + Magic + `' then fail(key, w) end elseif type(v) == 'table' and depth < 4 and v.err == nil then for _, e in pairs(v) do check(e, key, depth + 1, w) end end end; ` +
+	`local function check(v, key, depth, w, name) if type(v) == 'string' then if string.sub(v, 1, 3) == '` + Magic + `' then local d = subst and subst[v]; if d then return d end; fail(key, w, name) end ` +
+	`elseif type(v) == 'table' and depth < 4 and v.err == nil then for i, e in pairs(v) do local d = check(e, key, depth + 1, w, name); if d ~= e then v[i] = d end end end; return v end; ` +
 	`local function guard(f) return function(...) local name = string.lower(tostring((...))); local w = wrote or not string.find(ro, ' ' .. name .. ' ', 1, true); if w then wrote = true end; local r = f(...); ` +
-	`if name == 'mget' and type(r) == 'table' then for i, e in ipairs(r) do check(e, select(i + 1, ...), 3, w) end else check(r, select(2, ...), 0, w) end; return r end end; `
+	`if name == 'mget' and type(r) == 'table' then for i, e in ipairs(r) do r[i] = check(e, select(i + 1, ...), 3, w, name) end else r = check(r, select(2, ...), 0, w, name) end; return r end end; ` +
+	`local function substitutes(argv) subst = nil; local n = #argv; if n == 0 or string.sub(argv[n], 1, ` + decodedMarkLen + `) ~= '` + Magic + `decoded:' then return argv end; ` +
+	`local c = tonumber(string.sub(argv[n], ` + decodedMarkLen + ` + 1)); if not c or n < 2 * c + 1 then return argv end; local base = n - 1 - 2 * c; subst = {}; ` +
+	`for i = 1, c do subst[argv[base + 2 * i - 1]] = argv[base + 2 * i] end; local a = {}; for i = 1, base do a[i] = argv[i] end; return a end; `
+
+// DecodedMark begins the argument the proxy appends to a script's
+// arguments after pairs of frames and their decoded values, followed by
+// the count of pairs: the prologue takes them off ARGV (or a function's
+// args) and gives a script that reads one of those frames its decoded
+// value instead (see AppendDecoded). A script run read-only (EVAL_RO,
+// FCALL_RO, or on a read-only replica) gets its declared keys' values
+// this way, since the proxy may not write them plain.
+const DecodedMark = "\xC1SQdecoded:"
+
+// decodedMarkLen is len(DecodedMark), as Lua source.
+const decodedMarkLen = "11"
 
 // readOnly makes the shadow as read-only as Redis's own redis table (issue
 // 32): shadow is an empty table whose metatable reaches fields (call and
@@ -49,8 +66,8 @@ const readOnly = `local function protect(t) setmetatable(t, {__index = setmetata
 	`function(t, ...) if t == shadow then t = real end return getmetatable(t, ...) end end; `
 
 // EvalPrologue is the prologue of an EVAL script: its keys are KEYS.
-const EvalPrologue = `local redis, rawset, rawget, setmetatable, getmetatable = (function(real, keys) local shadow = {}; ` + guardBody + readOnly +
-	`protect(shadow); return shadow, others() end)(redis, function() return KEYS end); `
+const EvalPrologue = `local redis, ARGV, rawset, rawget, setmetatable, getmetatable = (function(real, keys, argv) local shadow = {}; ` + guardBody + readOnly +
+	`protect(shadow); return shadow, substitutes(argv), others() end)(redis, function() return KEYS end, ARGV); `
 
 // FunctionPrologue is the prologue of a FUNCTION LOAD library: each
 // registered function's keys are those FCALL passed it, so register_function
@@ -71,7 +88,7 @@ const EvalPrologue = `local redis, rawset, rawget, setmetatable, getmetatable = 
 // was called through, which LoadError turns into Redis's own text.
 const FunctionPrologue = `local redis, rawset, rawget, setmetatable, getmetatable = (function(real) local current, shadow, ready = {}, {}, false; local function keys() return current end; ` + guardBody + readOnly +
 	`local squeeze_positional_callback, squeeze_named_callback = ('').dump, ('').dump; local gcall, gpcall; ` +
-	`local loaded = {}; local function wrap(fn) return function(k, a) if not ready then local rt, changed = redis, false; for f, v in next, loaded do changed = changed or shadow[f] ~= v end; for f, v in next, shadow do changed = changed or loaded[f] ~= v; shadow[f] = nil end; if changed then rt.register_function = nil end; real = rt; gcall, gpcall = guard(rt.call), guard(rt.pcall); protect(shadow); ready = true elseif next(shadow) ~= nil then for f in next, shadow do shadow[f] = nil end end; current, wrote = k, false; return fn(k, a) end end; ` +
+	`local loaded = {}; local function wrap(fn) return function(k, a) if not ready then local rt, changed = redis, false; for f, v in next, loaded do changed = changed or shadow[f] ~= v end; for f, v in next, shadow do changed = changed or loaded[f] ~= v; shadow[f] = nil end; if changed then rt.register_function = nil end; real = rt; gcall, gpcall = guard(rt.call), guard(rt.pcall); protect(shadow); ready = true elseif next(shadow) ~= nil then for f in next, shadow do shadow[f] = nil end end; current, wrote = k, false; return fn(k, substitutes(a)) end end; ` +
 	`local lcall, lpcall, lrf = function(...) return gcall(...) end, function(...) return gpcall(...) end; ` +
 	`lrf = function(...) if shadow.call ~= lcall or shadow.pcall ~= lpcall or shadow.register_function ~= lrf or shadow.log ~= real.log then real.register_function = real.register_function end; local n, a, b = arg.n, arg[1], arg[2]; ` +
 	`if n == 2 then if b ~= nil then squeeze_positional_callback(b); b = wrap(b) end; return real.register_function(a, b) end; ` +
@@ -312,4 +329,25 @@ func LoadError(reply []byte, api string) []byte {
 		return append(out, reply[i+end+1:]...)
 	}
 	return reply
+}
+
+// AppendDecoded returns a script command's arguments (EVAL, EVALSHA,
+// FCALL or their _RO forms, ending with the script's own arguments) with
+// pairs of a frame and its decoded value appended, then DecodedMark and
+// their count: the prologue hands the script its own arguments, and the
+// decoded value wherever it reads one of the frames. pairs with the same
+// frame are sent once.
+func AppendDecoded(args [][]byte, pairs [][2][]byte) [][]byte {
+	out := append(make([][]byte, 0, len(args)+2*len(pairs)+1), args...)
+	seen := make(map[string]bool, len(pairs))
+	n := 0
+	for _, p := range pairs {
+		if seen[string(p[0])] {
+			continue
+		}
+		seen[string(p[0])] = true
+		out = append(out, p[0], p[1])
+		n++
+	}
+	return append(out, strconv.AppendInt([]byte(DecodedMark), int64(n), 10))
 }

@@ -1,0 +1,171 @@
+package proxy
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/testutil"
+)
+
+// The step that decodes a script's declared keys acts as the proxy, not as
+// the user, and a script that must not write writes nothing (issue 32,
+// section 2).
+
+// TestScripts_ReadOnlyDuringPause: during CLIENT PAUSE ... WRITE, EVAL_RO,
+// EVALSHA_RO and FCALL_RO on compressed keys (a string, a hash) run at
+// once, as on Redis, see the values as written, and leave them stored
+// compressed.
+func TestScripts_ReadOnlyDuringPause(t *testing.T) {
+	e := startEnv(t)
+	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	v := compressible(300, 11)
+	p.do("SET", "rodoc", v)
+	p.do("HSET", "rohash", "f", v)
+	if !storedFramed(t, direct, "rodoc") {
+		t.Fatal("the value is not stored compressed")
+	}
+	lib := "#!lua name=rolib\nredis.register_function{function_name='ro_get', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}"
+	if got := p.do("FUNCTION", "LOAD", lib); got != bulk("rolib") {
+		t.Fatalf("FUNCTION LOAD = %q", got)
+	}
+	const get = "return redis.call('get', KEYS[1])"
+	if got := p.do("SCRIPT", "LOAD", get); got != bulk(scriptSHA(get)) {
+		t.Fatalf("SCRIPT LOAD = %q", got)
+	}
+	if got := direct.do("CLIENT", "PAUSE", "5000", "WRITE"); got != "+OK\r\n" {
+		t.Fatalf("CLIENT PAUSE = %q", got)
+	}
+	defer direct.do("CLIENT", "UNPAUSE")
+	other := dialRaw(t, e.addr)
+	for _, st := range []struct {
+		cmd  []string
+		want string
+	}{
+		{[]string{"EVAL_RO", get, "1", "rodoc"}, bulk(v)},
+		{[]string{"EVALSHA_RO", scriptSHA(get), "1", "rodoc"}, bulk(v)},
+		{[]string{"FCALL_RO", "ro_get", "1", "rodoc"}, bulk(v)},
+		{[]string{"EVAL_RO", "return redis.call('hgetall', KEYS[1])", "1", "rohash"}, "*2\r\n" + bulk("f") + bulk(v)},
+		{[]string{"EVAL_RO", "return {ARGV[1], #ARGV, redis.call('get', KEYS[1]) == ARGV[2]}", "1", "rodoc", "a", v}, "*3\r\n" + bulk("a") + ":2\r\n:1\r\n"},
+	} {
+		start := time.Now()
+		got := p.do(st.cmd...)
+		if got != st.want {
+			t.Errorf("%.60q = %.80q, want %.80q", st.cmd, got, st.want)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%.60q took %v: it waited for the pause", st.cmd, d)
+		}
+		start = time.Now()
+		if got := other.do("PING"); got != "+PONG\r\n" || time.Since(start) > 2*time.Second {
+			t.Errorf("PING from another client = %q after %v", got, time.Since(start))
+		}
+	}
+	if !storedFramed(t, direct, "rodoc") {
+		t.Error("a read-only script rewrote the value")
+	}
+}
+
+// TestScripts_ReadReplica: behind a proxy in front of a read-only
+// replica, EVAL and EVAL_RO that read a compressed key see the value, as
+// they do on the replica directly for a plain one.
+func TestScripts_ReadReplica(t *testing.T) {
+	e := startEnv(t)
+	host, port, _ := net.SplitHostPort(e.redis.Addr)
+	dialRaw(t, e.redis.Addr).do("CONFIG", "SET", "repl-diskless-sync-delay", "0")
+	replica := testutil.StartRedis(t, "--replicaof", host, port)
+	rd := dialRaw(t, replica.Addr)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(rd.do("INFO", "replication"), "master_link_status:up"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not sync")
+		}
+	}
+	v := compressible(300, 12)
+	dialRaw(t, e.addr).do("SET", "repdoc", v)
+	dialRaw(t, e.redis.Addr).do("WAIT", "1", "5000")
+	r := startProxy(t, replica.URL(), replica)
+	p := dialRaw(t, r.addr)
+	for _, cmd := range []string{"EVAL", "EVAL_RO"} {
+		if got := p.do(cmd, "return redis.call('get', KEYS[1])", "1", "repdoc"); got != bulk(v) {
+			t.Errorf("%s on the replica = %.100q, want the value", cmd, got)
+		}
+	}
+	if got := p.do("EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "repdoc"); !strings.HasPrefix(got, "-READONLY") {
+		t.Errorf("EVAL that writes on the replica = %.100q, want Redis's READONLY", got)
+	}
+}
+
+// TestScripts_ACLUser: a user without the rights the decoding step uses
+// (TYPE, GET ...) runs scripts as on Redis: what Redis allows succeeds,
+// what it refuses fails with Redis's error.
+func TestScripts_ACLUser(t *testing.T) {
+	e := startEnv(t)
+	ref := testutil.StartRedis(t)
+	for _, addr := range []string{e.redis.Addr, ref.Addr} {
+		if got := dialRaw(t, addr).do("ACL", "SETUSER", "bob", "on", ">123", "+@scripting", "+set", "~x*"); got != "+OK\r\n" {
+			t.Fatalf("ACL SETUSER = %q", got)
+		}
+	}
+	big := compressible(300, 13)
+	direct, via := dialRaw(t, ref.Addr), dialRaw(t, e.addr)
+	for _, c := range [][]string{
+		{"AUTH", "bob", "123"},
+		{"EVAL", "return redis.acl_check_cmd('set','xx',1)", "1", "xx"},
+		{"SET", "xx", big},
+		{"EVAL", "return redis.acl_check_cmd('set','xx',1)", "1", "xx"},
+		{"EVAL", "return redis.call('set', KEYS[1], ARGV[1])", "1", "xx", "small"},
+		{"SET", "xy", big},
+		{"EVAL", "return redis.call('get', KEYS[1])", "1", "xy"},
+		{"EVAL", "return redis.call('set', KEYS[1], 'v')", "1", "yy"},
+		{"EVAL_RO", "return redis.acl_check_cmd('get','xy')", "1", "xy"},
+	} {
+		want, got := direct.do(c...), via.do(c...)
+		if got != want {
+			t.Errorf("%.60q through the proxy = %.120q, Redis = %.120q", c, got, want)
+		}
+	}
+}
+
+// TestScripts_TrackingNoPushes: with CLIENT TRACKING on, a script that
+// reads nothing but declares compressed keys gets no invalidation when
+// they change afterwards, as on Redis: the proxy's decoding step does not
+// read or write them on the client's connection.
+func TestScripts_TrackingNoPushes(t *testing.T) {
+	e := startEnv(t)
+	ref := testutil.StartRedis(t)
+	big := compressible(300, 14)
+	run := func(addr string) []string {
+		w, c := dialRaw(t, addr), dialRaw(t, addr)
+		w.do("SET", "tk1", big)
+		w.do("SET", "tk2", big)
+		c.do("HELLO", "3")
+		out := []string{c.do("CLIENT", "TRACKING", "ON"), c.do("EVAL", "return 1", "2", "tk1", "tk2")}
+		w.do("SET", "tk1", "new")
+		w.do("SET", "tk2", "new")
+		return append(out, c.do("PING"), c.do("PING"))
+	}
+	want, got := run(ref.Addr), run(e.addr)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("step %d through the proxy = %q, Redis = %q", i, got[i], want[i])
+		}
+	}
+}
+
+// TestScripts_StreamEntryError: a script that reads a compressed stream
+// entry gets an error that says running it again cannot help and what to
+// do instead, and the proxy does not run it again.
+func TestScripts_StreamEntryError(t *testing.T) {
+	e := startEnv(t)
+	p := dialRaw(t, e.addr)
+	p.do("XADD", "sev", "1-1", "f", compressible(300, 15))
+	got := p.do("EVAL", "return redis.call('xrange', KEYS[1], '-', '+')", "1", "sev")
+	if !strings.HasPrefix(got, "-ERR squeeze: script read a compressed value at sev in a stream entry") ||
+		strings.Contains(got, "run it again") || !strings.Contains(got, "XRANGE") {
+		t.Fatalf("EVAL reading a compressed stream entry = %q", got)
+	}
+	if got := p.do("XRANGE", "sev", "-", "+"); !strings.Contains(got, compressible(300, 15)) {
+		t.Fatalf("XRANGE = %.100q", got)
+	}
+}
