@@ -83,7 +83,11 @@ func TestScripts_ReadReplica(t *testing.T) {
 	}
 	v := compressible(300, 12)
 	dialRaw(t, e.addr).do("SET", "repdoc", v)
-	dialRaw(t, e.redis.Addr).do("WAIT", "1", "5000")
+	for deadline := time.Now().Add(30 * time.Second); rd.do("EXISTS", "repdoc") != ":1\r\n"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the value did not reach the replica")
+		}
+	}
 	r := startProxy(t, replica.URL(), replica)
 	p := dialRaw(t, r.addr)
 	for _, cmd := range []string{"EVAL", "EVAL_RO"} {
@@ -167,5 +171,46 @@ func TestScripts_StreamEntryError(t *testing.T) {
 	}
 	if got := p.do("XRANGE", "sev", "-", "+"); !strings.Contains(got, compressible(300, 15)) {
 		t.Fatalf("XRANGE = %.100q", got)
+	}
+}
+
+// TestScripts_CachedElsewhere: a script loaded directly on Redis never runs
+// unguarded through the proxy's EVALSHA (it read a frame before); one
+// loaded through another proxy in front of the same Redis runs at once.
+func TestScripts_CachedElsewhere(t *testing.T) {
+	e := startEnv(t)
+	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	const script = "local v=redis.call('get',ARGV[1]) return {string.len(v),v}"
+	sha := scriptSHA(script)
+	if got := direct.do("SCRIPT", "LOAD", script); got != bulk(sha) {
+		t.Fatalf("SCRIPT LOAD directly = %q", got)
+	}
+	v := compressible(300, 16)
+	p.do("SET", "cached:doc", v)
+	if got := p.do("EVALSHA", sha, "0", "cached:doc"); !strings.HasPrefix(got, "-NOSCRIPT ") {
+		t.Fatalf("EVALSHA of a script loaded directly = %.120q, want NOSCRIPT", got)
+	}
+	if got := p.do("EVALSHA_RO", sha, "0", "cached:doc"); !strings.HasPrefix(got, "-NOSCRIPT ") {
+		t.Fatalf("EVALSHA_RO of a script loaded directly = %.120q, want NOSCRIPT", got)
+	}
+	// Sent with its body, it is guarded: the undeclared key's frame is an
+	// error, never read.
+	if got := p.do("EVAL", script, "0", "cached:doc"); !strings.HasPrefix(got, "-ERR squeeze: script read a compressed value at cached:doc") {
+		t.Fatalf("EVAL = %.120q", got)
+	}
+	// Loaded through proxy A, run by its SHA-1 through proxy B.
+	const get = "return redis.call('get', KEYS[1])"
+	if got := p.do("SCRIPT", "LOAD", get); got != bulk(scriptSHA(get)) {
+		t.Fatalf("SCRIPT LOAD = %q", got)
+	}
+	b := dialRaw(t, startProxy(t, e.redis.URL(), e.redis).addr)
+	var got string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if got = b.do("EVALSHA", scriptSHA(get), "1", "cached:doc"); got == bulk(v) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if got != bulk(v) {
+		t.Fatalf("EVALSHA through another proxy = %.120q, want the value", got)
 	}
 }

@@ -204,11 +204,33 @@ func (c *client) decodeRT() func([]byte) *call {
 	if c.pinned.conn == nil || c.sess.asking {
 		return c.roundtripScript
 	}
+	return c.sharedRT()
+}
+
+// sharedRT returns a round trip on a shared connection of the client's
+// database, for the proxy's own steps before a client's command (or the
+// client's round trip, if none can be had). If the client's command
+// raised an order barrier, the step goes ahead of what the barrier holds,
+// as the command itself will (sendOn): it is the client's, in the
+// client's place.
+func (c *client) sharedRT() func([]byte) *call {
 	up, err := c.s.pool.getDB(context.Background(), c.sess.db, int(c.id))
 	if err != nil {
 		return c.roundtripScript
 	}
-	return func(req []byte) *call { return roundtripOn(up, req) }
+	return func(req []byte) *call {
+		h := c.pinned.held
+		if h == nil {
+			return roundtripOn(up, req)
+		}
+		if !h.awaited {
+			c.s.pool.awaitOrder(h)
+		}
+		cl := newCall()
+		up.sendAhead(req, []*call{cl})
+		<-cl.done
+		return cl
+	}
 }
 
 // prepareScript learns the prefixes of the keys a script declares and makes
@@ -316,6 +338,12 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		}
 		return f
 	}
+	if (info.name == "EVALSHA" || info.name == "EVALSHA_RO") && len(args) >= 2 {
+		// A SHA-1 this proxy has not seen: another proxy's, or NOSCRIPT.
+		if f := c.findScriptSHA(info.name, args[1]); f != nil {
+			return f
+		}
+	}
 	if ok {
 		if f := prepare(); f != nil {
 			return f
@@ -349,6 +377,9 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		}
 		switch {
 		case origSHA != "" && len(r.reply) > 0 && r.reply[0] == '$':
+			// Other proxies find the wrapped form of what the client
+			// may now send by its SHA-1 alone.
+			c.s.saveScriptSHA(c.sess.db, origSHA, scriptSHA(string(sent[2])))
 			r.reply = resp.AppendBulkString(r.reply[:0], origSHA)
 		case len(r.reply) > 0 && r.reply[0] == '-':
 			r.reply = c.s.scriptSHAs.toClient(r.reply)
@@ -408,6 +439,11 @@ func (s *Server) scriptFast(info *cmdInfo, args [][]byte) bool {
 	keys, ok := scriptKeysOf(args)
 	if !ok {
 		return false
+	}
+	if (info.name == "EVALSHA" || info.name == "EVALSHA_RO") && len(args) >= 2 {
+		if _, known := s.scriptSHAs.lookup(args[1]); !known {
+			return false // looked up first (findScriptSHA)
+		}
 	}
 	return len(keys) == 0 || len(s.scriptKeys.dirty(keys)) == 0
 }

@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"sync"
 
 	"github.com/squeeze-kv/squeeze/internal/luaguard"
+	"github.com/squeeze-kv/squeeze/resp"
 )
 
 // Lua scripts and compressed values (issue 22).
@@ -62,17 +64,94 @@ func (m *scriptSHAs) wrap(body []byte) (wrapped []byte, origSHA, wrappedSHA stri
 	return wrapped, origSHA, wrappedSHA
 }
 
+// ScriptSHAsKey is the hash, in each database, from the SHA-1 of a script as a
+// client wrote it to the SHA-1 of its wrapped form, for the scripts loaded
+// with SCRIPT LOAD through a proxy (or the go-redis hook, whose key it is
+// too): a proxy meeting an EVALSHA of a SHA-1 it has not seen looks it up
+// there, so that several proxies, and a restarted one, agree.
+const ScriptSHAsKey = "squeeze:script-shas"
+
+// unknownSHA stands, in what goes to Redis, for a SHA-1 the proxy does not
+// know a wrapped form of: no script has it (it is not hex), so Redis
+// answers EVALSHA with NOSCRIPT and SCRIPT EXISTS with 0, and a script
+// loaded some other way never runs unguarded through the proxy.
+var unknownSHA = []byte("squeeze-script-not-loaded-through-squeeze")
+
+// noScriptReply is the reply to an EVALSHA of a script the proxy cannot
+// find a wrapped form of: Redis's NOSCRIPT, which client libraries answer
+// by sending the body, with the reason.
+func noScriptReply(sha []byte) []byte {
+	return resp.AppendError(nil, "NOSCRIPT squeeze: no script with SHA-1 "+string(sha)+" was loaded through squeeze, so what it reads could not be checked for compressed values; load it again (SCRIPT LOAD) or send it with EVAL")
+}
+
 // toRedis returns the SHA-1 Redis knows for the one a client sent: the
-// wrapped form's when the proxy saw the script, else sha unchanged (a
-// script loaded directly on Redis).
+// wrapped form's when the proxy saw the script, else unknownSHA.
 func (m *scriptSHAs) toRedis(sha []byte) []byte {
+	if w, ok := m.lookup(sha); ok {
+		return []byte(w)
+	}
+	return unknownSHA
+}
+
+// lookup returns the wrapped form's SHA-1 of a client's SHA-1, if the
+// proxy knows it.
+func (m *scriptSHAs) lookup(sha []byte) (string, bool) {
 	m.mu.RLock()
 	w, ok := m.wrapped[strings.ToLower(string(sha))]
 	m.mu.RUnlock()
-	if ok {
-		return []byte(w)
+	return w, ok
+}
+
+// note records a pair found in ScriptSHAsKey.
+func (m *scriptSHAs) note(origSHA, wrappedSHA string) {
+	m.mu.Lock()
+	if m.wrapped == nil || len(m.wrapped) >= maxScriptSHAs {
+		m.wrapped, m.orig = map[string]string{}, map[string]string{}
 	}
-	return sha
+	m.wrapped[origSHA], m.orig[wrappedSHA] = wrappedSHA, origSHA
+	m.mu.Unlock()
+}
+
+// saveScriptSHA stores a pair in ScriptSHAsKey, in the background (as the
+// prefixes scripts use are, scriptkeys.go).
+func (s *Server) saveScriptSHA(db int, origSHA, wrappedSHA string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout())
+		defer cancel()
+		up, err := s.pool.getDB(ctx, db, 0)
+		if err != nil {
+			s.logger().Warn("script SHA-1 not saved in Redis", "key", ScriptSHAsKey, "err", err)
+			return
+		}
+		r := roundtripOn(up, resp.AppendCommand(nil, []byte("HSET"), []byte(ScriptSHAsKey), []byte(origSHA), []byte(wrappedSHA)))
+		if r.err != nil || (len(r.reply) > 0 && r.reply[0] == '-') {
+			s.logger().Warn("script SHA-1 not saved in Redis", "key", ScriptSHAsKey, "err", r.err, "reply", string(bytes.TrimSpace(r.reply)))
+		}
+		r.release()
+	}()
+}
+
+// findScriptSHA looks a client's SHA-1 the proxy has not seen up in
+// ScriptSHAsKey, for the client's EVALSHA cmd. It returns nil when found
+// (the pair is noted), else cmd's reply: NOSCRIPT, or an upstream error.
+func (c *client) findScriptSHA(cmd string, sha []byte) *call {
+	if _, ok := c.s.scriptSHAs.lookup(sha); ok {
+		return nil
+	}
+	orig := strings.ToLower(string(sha))
+	r := c.sharedRT()(resp.AppendCommand(nil, []byte("HGET"), []byte(ScriptSHAsKey), []byte(orig)))
+	defer r.release()
+	if r.err != nil {
+		if r.connLost {
+			return c.lostCall(cmd)
+		}
+		return c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: upstream: "+r.err.Error()))
+	}
+	if v, _, err := resp.ReadValue(r.reply); err == nil && v.Type == resp.BulkString && len(v.Str) == 40 {
+		c.s.scriptSHAs.note(orig, string(v.Str))
+		return nil
+	}
+	return c.localCall(cmd, noScriptReply(sha))
 }
 
 // toClient replaces, in a reply, the wrapped forms' SHA-1s Redis names (in
