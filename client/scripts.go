@@ -458,3 +458,28 @@ func unwrapLibraries(v any) {
 		}
 	}
 }
+
+// loadError is a FUNCTION LOAD error with the server's own text.
+type loadError string
+
+func (e loadError) Error() string { return string(e) }
+
+// RedisError marks it as a Redis error for go-redis.
+func (loadError) RedisError() {}
+
+// fixLoadError gives a FUNCTION LOAD refused by the prologue because a
+// callback is not a function the error the server gives without it
+// (luaguard.LoadError), the API's name asked of the server
+// (luaguard.APIProbe, which every server refuses).
+func fixLoadError(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder) {
+	err := cmd.Err()
+	if err == nil || !luaguard.IsLoadError([]byte(err.Error())) {
+		return
+	}
+	api := "redis"
+	probe := redis.NewStringCmd(ctx, "function", "load", luaguard.APIProbe)
+	if next(ctx, probe) != nil && probe.Err() != nil {
+		api = luaguard.ProbeAPI([]byte(probe.Err().Error()))
+	}
+	cmd.SetErr(loadError(luaguard.LoadError([]byte(err.Error()), api)))
+}
