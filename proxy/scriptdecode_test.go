@@ -14,8 +14,8 @@ import (
 // section 2).
 
 // TestScripts_ReadOnlyDuringPause: during CLIENT PAUSE ... WRITE, EVAL_RO,
-// EVALSHA_RO and FCALL_RO on compressed keys (a string, a hash) run at
-// once, as on Redis, see the values as written, and leave them stored
+// EVALSHA_RO, FCALL_RO and EVAL of a script flagged no-writes on
+// compressed keys (a string, a hash) run at once, as on Redis, see the values as written, and leave them stored
 // compressed.
 func TestScripts_ReadOnlyDuringPause(t *testing.T) {
 	e := startEnv(t)
@@ -34,6 +34,12 @@ func TestScripts_ReadOnlyDuringPause(t *testing.T) {
 	if got := p.do("SCRIPT", "LOAD", get); got != bulk(scriptSHA(get)) {
 		t.Fatalf("SCRIPT LOAD = %q", got)
 	}
+	// SCRIPT LOAD saved the SHA-1s in the background: done before the pause.
+	for deadline := time.Now().Add(5 * time.Second); direct.do("HEXISTS", ScriptSHAsKey, scriptSHA(get)) != ":1\r\n"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("SCRIPT LOAD did not save the SHA-1s")
+		}
+	}
 	if got := direct.do("CLIENT", "PAUSE", "5000", "WRITE"); got != "+OK\r\n" {
 		t.Fatalf("CLIENT PAUSE = %q", got)
 	}
@@ -48,6 +54,7 @@ func TestScripts_ReadOnlyDuringPause(t *testing.T) {
 		{[]string{"FCALL_RO", "ro_get", "1", "rodoc"}, bulk(v)},
 		{[]string{"EVAL_RO", "return redis.call('hgetall', KEYS[1])", "1", "rohash"}, "*2\r\n" + bulk("f") + bulk(v)},
 		{[]string{"EVAL_RO", "return {ARGV[1], #ARGV, redis.call('get', KEYS[1]) == ARGV[2]}", "1", "rodoc", "a", v}, "*3\r\n" + bulk("a") + ":2\r\n:1\r\n"},
+		{[]string{"EVAL", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])", "1", "rodoc"}, bulk(v)},
 	} {
 		start := time.Now()
 		got := p.do(st.cmd...)

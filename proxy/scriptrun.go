@@ -204,17 +204,17 @@ func (c *client) decodeRT() func([]byte) *call {
 	if c.pinned.conn == nil || c.sess.asking {
 		return c.roundtripScript
 	}
-	return c.sharedRT()
+	return c.sharedRT(c.sess.db)
 }
 
-// sharedRT returns a round trip on a shared connection of the client's
-// database, for the proxy's own steps before a client's command (or the
+// sharedRT returns a round trip on a shared connection of database db,
+// for the proxy's own steps before a client's command (or the
 // client's round trip, if none can be had). If the client's command
 // raised an order barrier, the step goes ahead of what the barrier holds,
 // as the command itself will (sendOn): it is the client's, in the
 // client's place.
-func (c *client) sharedRT() func([]byte) *call {
-	up, err := c.s.pool.getDB(context.Background(), c.sess.db, int(c.id))
+func (c *client) sharedRT(db int) func([]byte) *call {
+	up, err := c.s.pool.getDB(context.Background(), db, int(c.id))
 	if err != nil {
 		return c.roundtripScript
 	}
@@ -309,14 +309,15 @@ func isFunctionListCode(args [][]byte) bool {
 
 // runScript runs a script command outside MULTI, synchronously on the
 // client's connection: the declared keys made plain (or, for a script that
-// must not write, decoded and handed to it: decodeFor), then the script;
+// must not write, decoded and handed to it: decodeFor; an _RO command, a
+// script flagged no-writes), then the script;
 // if the prologue reports a frame at a declared key before the script
 // wrote anything (another writer compressed it since), once more after
 // making the keys plain again.
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	keys, ok := scriptKeysOf(args)
 	ok = ok && info.flags&rediscmd.Script != 0
-	ro := ok && strings.HasSuffix(info.name, "_RO")
+	ro := ok && (strings.HasSuffix(info.name, "_RO") || c.s.scriptSHAs.readOnly(info.name, args[1]))
 	var pairs [][2][]byte
 	prepare := func() *call {
 		if !ro {
@@ -379,7 +380,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		case origSHA != "" && len(r.reply) > 0 && r.reply[0] == '$':
 			// Other proxies find the wrapped form of what the client
 			// may now send by its SHA-1 alone.
-			c.s.saveScriptSHA(c.sess.db, origSHA, scriptSHA(string(sent[2])))
+			c.s.saveScriptSHA(origSHA, scriptSHA(string(sent[2])))
 			r.reply = resp.AppendBulkString(r.reply[:0], origSHA)
 		case len(r.reply) > 0 && r.reply[0] == '-':
 			r.reply = c.s.scriptSHAs.toClient(r.reply)

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"sync"
 
@@ -40,9 +39,46 @@ const maxScriptSHAs = 4096
 // scriptSHAs maps the SHA-1 of scripts as clients wrote them to the SHA-1
 // of their wrapped form, and back.
 type scriptSHAs struct {
-	mu      sync.RWMutex
-	wrapped map[string]string // client's SHA-1 -> wrapped form's
-	orig    map[string]string // wrapped form's -> client's
+	mu       sync.RWMutex
+	wrapped  map[string]string   // client's SHA-1 -> wrapped form's
+	orig     map[string]string   // wrapped form's -> client's
+	noWrites map[string]struct{} // client's SHA-1s of scripts flagged no-writes
+}
+
+// noWrites reports whether a script body begins with a #! line whose
+// flags hold no-writes: Redis runs it as read-only (not held by CLIENT
+// PAUSE WRITE, run by a replica), so the proxy writes nothing for it
+// either (runScript).
+func noWrites(body []byte) bool {
+	if !bytes.HasPrefix(body, []byte("#!")) {
+		return false
+	}
+	line, _, _ := bytes.Cut(body, []byte("\n"))
+	for _, f := range bytes.Fields(line) {
+		if flags, ok := bytes.CutPrefix(f, []byte("flags=")); ok {
+			for _, fl := range bytes.Split(flags, []byte(",")) {
+				if string(fl) == "no-writes" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// readOnly reports whether the script an EVAL or EVALSHA (or _RO) names
+// is flagged no-writes, as far as the proxy knows.
+func (m *scriptSHAs) readOnly(name string, script []byte) bool {
+	switch name {
+	case "EVAL", "EVAL_RO":
+		return noWrites(script)
+	case "EVALSHA", "EVALSHA_RO":
+		m.mu.RLock()
+		_, ok := m.noWrites[strings.ToLower(string(script))]
+		m.mu.RUnlock()
+		return ok
+	}
+	return false
 }
 
 // wrap returns the wrapped form of an EVAL script or SCRIPT LOAD body, and
@@ -56,15 +92,18 @@ func (m *scriptSHAs) wrap(body []byte) (wrapped []byte, origSHA, wrappedSHA stri
 	if !known {
 		m.mu.Lock()
 		if m.wrapped == nil || len(m.wrapped) >= maxScriptSHAs {
-			m.wrapped, m.orig = map[string]string{}, map[string]string{}
+			m.wrapped, m.orig, m.noWrites = map[string]string{}, map[string]string{}, map[string]struct{}{}
 		}
 		m.wrapped[origSHA], m.orig[wrappedSHA] = wrappedSHA, origSHA
+		if noWrites(body) {
+			m.noWrites[origSHA] = struct{}{}
+		}
 		m.mu.Unlock()
 	}
 	return wrapped, origSHA, wrappedSHA
 }
 
-// ScriptSHAsKey is the hash, in each database, from the SHA-1 of a script as a
+// ScriptSHAsKey is the hash, in the upstream URL's database, from the SHA-1 of a script as a
 // client wrote it to the SHA-1 of its wrapped form, for the scripts loaded
 // with SCRIPT LOAD through a proxy (or the go-redis hook, whose key it is
 // too): a proxy meeting an EVALSHA of a SHA-1 it has not seen looks it up
@@ -106,19 +145,18 @@ func (m *scriptSHAs) lookup(sha []byte) (string, bool) {
 func (m *scriptSHAs) note(origSHA, wrappedSHA string) {
 	m.mu.Lock()
 	if m.wrapped == nil || len(m.wrapped) >= maxScriptSHAs {
-		m.wrapped, m.orig = map[string]string{}, map[string]string{}
+		m.wrapped, m.orig, m.noWrites = map[string]string{}, map[string]string{}, map[string]struct{}{}
 	}
 	m.wrapped[origSHA], m.orig[wrappedSHA] = wrappedSHA, origSHA
 	m.mu.Unlock()
 }
 
-// saveScriptSHA stores a pair in ScriptSHAsKey, in the background (as the
-// prefixes scripts use are, scriptkeys.go).
-func (s *Server) saveScriptSHA(db int, origSHA, wrappedSHA string) {
+// saveScriptSHA stores a pair in ScriptSHAsKey, in the background, on a
+// connection of its own (a CLIENT PAUSE WRITE holds the write there, not
+// on a shared connection other clients' commands take).
+func (s *Server) saveScriptSHA(origSHA, wrappedSHA string) {
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout())
-		defer cancel()
-		up, err := s.pool.getDB(ctx, db, 0)
+		up, err := s.pool.takeStream()
 		if err != nil {
 			s.logger().Warn("script SHA-1 not saved in Redis", "key", ScriptSHAsKey, "err", err)
 			return
@@ -128,6 +166,7 @@ func (s *Server) saveScriptSHA(db int, origSHA, wrappedSHA string) {
 			s.logger().Warn("script SHA-1 not saved in Redis", "key", ScriptSHAsKey, "err", r.err, "reply", string(bytes.TrimSpace(r.reply)))
 		}
 		r.release()
+		s.pool.putStream(up)
 	}()
 }
 
@@ -139,7 +178,7 @@ func (c *client) findScriptSHA(cmd string, sha []byte) *call {
 		return nil
 	}
 	orig := strings.ToLower(string(sha))
-	r := c.sharedRT()(resp.AppendCommand(nil, []byte("HGET"), []byte(ScriptSHAsKey), []byte(orig)))
+	r := c.sharedRT(c.s.up.DB)(resp.AppendCommand(nil, []byte("HGET"), []byte(ScriptSHAsKey), []byte(orig)))
 	defer r.release()
 	if r.err != nil {
 		if r.connLost {
