@@ -26,7 +26,8 @@ func TestScripts_ReadOnlyDuringPause(t *testing.T) {
 	if !storedFramed(t, direct, "rodoc") {
 		t.Fatal("the value is not stored compressed")
 	}
-	lib := "#!lua name=rolib\nredis.register_function{function_name='ro_get', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}"
+	lib := "#!lua name=rolib\nredis.register_function{function_name='ro_get', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}\n" +
+		"redis.register_function{function_name='ro_args', callback=function(keys, args) return {#args, args[1]} end, flags={'no-writes'}}"
 	if got := p.do("FUNCTION", "LOAD", lib); got != bulk("rolib") {
 		t.Fatalf("FUNCTION LOAD = %q", got)
 	}
@@ -53,7 +54,8 @@ func TestScripts_ReadOnlyDuringPause(t *testing.T) {
 		{[]string{"EVALSHA_RO", scriptSHA(get), "1", "rodoc"}, bulk(v)},
 		{[]string{"FCALL_RO", "ro_get", "1", "rodoc"}, bulk(v)},
 		{[]string{"EVAL_RO", "return redis.call('hgetall', KEYS[1])", "1", "rohash"}, "*2\r\n" + bulk("f") + bulk(v)},
-		{[]string{"EVAL_RO", "return {ARGV[1], #ARGV, redis.call('get', KEYS[1]) == ARGV[2]}", "1", "rodoc", "a", v}, "*3\r\n" + bulk("a") + ":2\r\n:1\r\n"},
+		{[]string{"EVAL_RO", "return {ARGV[1], #ARGV, #_G.ARGV, redis.call('get', KEYS[1]) == ARGV[2]}", "1", "rodoc", "a", v}, "*4\r\n" + bulk("a") + ":2\r\n:2\r\n:1\r\n"},
+		{[]string{"FCALL_RO", "ro_args", "1", "rodoc", "a"}, "*2\r\n:1\r\n" + bulk("a")},
 		{[]string{"EVAL", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])", "1", "rodoc"}, bulk(v)},
 	} {
 		start := time.Now()
@@ -130,6 +132,10 @@ func TestScripts_ACLUser(t *testing.T) {
 		{"EVAL", "return redis.call('get', KEYS[1])", "1", "xy"},
 		{"EVAL", "return redis.call('set', KEYS[1], 'v')", "1", "yy"},
 		{"EVAL_RO", "return redis.acl_check_cmd('get','xy')", "1", "xy"},
+		// The decoded value the proxy hands a read-only script is not
+		// within reach of a user who may not GET it.
+		{"EVAL_RO", "return {#ARGV, #_G.ARGV, ARGV[1]}", "1", "xy", "a"},
+		{"EVAL_RO", "return redis.call('get', KEYS[1])", "1", "xy"},
 	} {
 		want, got := direct.do(c...), via.do(c...)
 		if got != want {

@@ -35,13 +35,15 @@ const guardBody = `local wrote, subst, ro = false, nil, ' get mget strlen getran
 	`if name == 'mget' and type(r) == 'table' then for i, e in ipairs(r) do r[i] = check(e, select(i + 1, ...), 3, w, name) end else r = check(r, select(2, ...), 0, w, name) end; return r end end; ` +
 	`local function substitutes(argv) subst = nil; local n = #argv; if n == 0 or string.sub(argv[n], 1, ` + decodedMarkLen + `) ~= '` + Magic + `decoded:' then return argv end; ` +
 	`local c = tonumber(string.sub(argv[n], ` + decodedMarkLen + ` + 1)); if not c or n < 2 * c + 1 then return argv end; local base = n - 1 - 2 * c; subst = {}; ` +
-	`for i = 1, c do subst[argv[base + 2 * i - 1]] = argv[base + 2 * i] end; local a = {}; for i = 1, base do a[i] = argv[i] end; return a end; `
+	`for i = 1, c do subst[argv[base + 2 * i - 1]] = argv[base + 2 * i] end; for i = n, base + 1, -1 do argv[i] = nil end; return argv end; `
 
 // DecodedMark begins the argument the proxy appends to a script's
 // arguments after pairs of frames and their decoded values, followed by
 // the count of pairs: the prologue takes them off ARGV (or a function's
-// args) and gives a script that reads one of those frames its decoded
-// value instead (see AppendDecoded). A script run read-only (EVAL_RO,
+// args), in place, before the script runs, and gives a script that reads
+// one of those frames (with a command its user may run, which Redis
+// checks) its decoded value instead (see AppendDecoded). The script
+// cannot reach the pairs any other way. A script run read-only (EVAL_RO,
 // FCALL_RO, or on a read-only replica) gets its declared keys' values
 // this way, since the proxy may not write them plain.
 const DecodedMark = "\xC1SQdecoded:"
@@ -66,8 +68,8 @@ const readOnly = `local function protect(t) setmetatable(t, {__index = setmetata
 	`function(t, ...) if t == shadow then t = real end return getmetatable(t, ...) end end; `
 
 // EvalPrologue is the prologue of an EVAL script: its keys are KEYS.
-const EvalPrologue = `local redis, ARGV, rawset, rawget, setmetatable, getmetatable = (function(real, keys, argv) local shadow = {}; ` + guardBody + readOnly +
-	`protect(shadow); return shadow, substitutes(argv), others() end)(redis, function() return KEYS end, ARGV); `
+const EvalPrologue = `local redis, rawset, rawget, setmetatable, getmetatable = (function(real, keys, argv) local shadow = {}; ` + guardBody + readOnly +
+	`substitutes(argv); protect(shadow); return shadow, others() end)(redis, function() return KEYS end, ARGV); `
 
 // FunctionPrologue is the prologue of a FUNCTION LOAD library: each
 // registered function's keys are those FCALL passed it, so register_function
