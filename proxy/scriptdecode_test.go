@@ -227,3 +227,49 @@ func TestScripts_CachedElsewhere(t *testing.T) {
 		t.Fatalf("EVALSHA through another proxy = %.120q, want the value", got)
 	}
 }
+
+// TestScripts_ReadOnlyLooksInside: a read-only script, whose keys stay
+// compressed, gets STRLEN, HSTRLEN, GETRANGE and SUBSTR of the values as
+// written, as Redis gives them for the values stored plain; the bit
+// commands, LCS and LPOS on a compressed value are refused with an error
+// rather than answered from the frame.
+func TestScripts_ReadOnlyLooksInside(t *testing.T) {
+	e := startEnv(t)
+	ref := testutil.StartRedis(t)
+	p, direct := dialRaw(t, e.addr), dialRaw(t, ref.Addr)
+	v := compressible(300, 17)
+	for _, c := range []*rawConn{p, direct} {
+		c.do("SET", "in:s", v)
+		c.do("HSET", "in:h", "f", v)
+		c.do("SET", "in:plain", "short")
+	}
+	ro := func(body string, args ...string) []string {
+		return append([]string{"EVAL_RO", body, "3", "in:s", "in:h", "in:plain"}, args...)
+	}
+	for _, c := range [][]string{
+		ro("return redis.call('strlen', KEYS[1])"),
+		ro("return redis.call('hstrlen', KEYS[2], 'f')"),
+		ro("return redis.call('strlen', KEYS[3])"),
+		ro("return redis.call('getrange', KEYS[1], ARGV[1], ARGV[2])", "0", "-1"),
+		ro("return redis.call('getrange', KEYS[1], ARGV[1], ARGV[2])", "5", "10"),
+		ro("return redis.call('getrange', KEYS[1], ARGV[1], ARGV[2])", "-5", "-1"),
+		ro("return redis.call('getrange', KEYS[1], ARGV[1], ARGV[2])", "-1", "-5"),
+		ro("return redis.call('getrange', KEYS[1], ARGV[1], ARGV[2])", "290", "1000"),
+		ro("return redis.call('getrange', KEYS[1], ARGV[1], ARGV[2])", "400", "500"),
+		ro("return redis.call('substr', KEYS[1], ARGV[1], ARGV[2])", "-1000", "3"),
+		ro("return redis.pcall('getrange', KEYS[1], 'x', 3)"),
+		ro("return redis.pcall('strlen', KEYS[2])"),
+	} {
+		if got, want := p.do(c...), direct.do(c...); got != want {
+			t.Errorf("%.80q through the proxy = %.100q, Redis = %.100q", c, got, want)
+		}
+	}
+	for _, body := range []string{
+		"return redis.call('bitcount', KEYS[1])",
+		"return redis.call('lcs', KEYS[1], KEYS[3])",
+	} {
+		if got := p.do(ro(body)...); !strings.HasPrefix(got, "-ERR squeeze: ") || !strings.Contains(got, "inside a read-only script looks inside the compressed value at in:s") {
+			t.Errorf("%q through the proxy = %.160q, want the refusal", body, got)
+		}
+	}
+}

@@ -31,11 +31,31 @@ const guardBody = `local wrote, subst, ro = false, nil, ' get mget strlen getran
 	`error({err = 'ERR squeeze: script read a compressed value at declared key ' .. k .. ' before writing: the proxy decodes declared keys before a script runs; run it again through the proxy outside MULTI'}) end; ` +
 	`local function check(v, key, depth, w, name) if type(v) == 'string' then if string.sub(v, 1, 3) == '` + Magic + `' then local d = subst and subst[v]; if d then return d end; fail(key, w, name) end ` +
 	`elseif type(v) == 'table' and depth < 4 and v.err == nil then for i, e in pairs(v) do local d = check(e, key, depth + 1, w, name); if d ~= e then v[i] = d end end end; return v end; ` +
-	`local function guard(f) return function(...) local name = string.lower(tostring((...))); local w = wrote or not string.find(ro, ' ' .. name .. ' ', 1, true); if w then wrote = true end; local r = f(...); ` +
+	inside +
+	`local function guard(f) return function(...) local name = string.lower(tostring((...))); if subst and looks[name] then local ok, r = inside(name, ...); if ok then return r end end; local w = wrote or not string.find(ro, ' ' .. name .. ' ', 1, true); if w then wrote = true end; local r = f(...); ` +
 	`if name == 'mget' and type(r) == 'table' then for i, e in ipairs(r) do r[i] = check(e, select(i + 1, ...), 3, w, name) end else r = check(r, select(2, ...), 0, w, name) end; return r end end; ` +
 	`local function substitutes(argv) subst = nil; local n = #argv; if n == 0 or string.sub(argv[n], 1, ` + decodedMarkLen + `) ~= '` + Magic + `decoded:' then return argv end; ` +
 	`local c = tonumber(string.sub(argv[n], ` + decodedMarkLen + ` + 1)); if not c or n < 2 * c + 1 then return argv end; local base = n - 1 - 2 * c; subst = {}; ` +
 	`for i = 1, c do subst[argv[base + 2 * i - 1]] = argv[base + 2 * i] end; for i = n, base + 1, -1 do argv[i] = nil end; return argv end; `
+
+// inside is the part of the prologue that answers, in a script given
+// decoded values (DecodedMark: a read-only script, whose keys stay
+// compressed), the commands that look inside a value (STRLEN, HSTRLEN,
+// GETRANGE, SUBSTR) from the decoded value, as Redis would from the value
+// stored plain; and refuses with an error the others (the bit commands,
+// LCS, LPOS) where they would look inside a compressed value, rather than
+// answer from the frame's bytes. A value without a frame, a key of
+// another type, an argument Redis refuses: the command runs as it is.
+const inside = `local looks = {strlen = true, hstrlen = true, getrange = true, substr = true, getbit = true, bitcount = true, bitpos = true, bitfield_ro = true, lcs = true, lpos = true}; ` +
+	`local function refuse(name, k) error({err = 'ERR squeeze: ' .. string.upper(name) .. ' inside a read-only script looks inside the compressed value at ' .. tostring(k) .. ', which the proxy decodes for such a script only where it reads the value whole (GET, HGET, LRANGE ...): run the command outside the script, or the script with EVAL or FCALL'}) end; ` +
+	`local function framed(v) return type(v) == 'string' and subst[v] ~= nil end; ` +
+	`local function inside(name, _, k, a, b) if name == 'lpos' then local all = real.pcall('lrange', k, 0, -1); if type(all) == 'table' and all.err == nil then for _, e in ipairs(all) do if framed(e) then refuse(name, k) end end end; return false end; ` +
+	`if name == 'lcs' then if framed(real.pcall('get', k)) then refuse(name, k) end; if framed(real.pcall('get', a)) then refuse(name, a) end; return false end; ` +
+	`local d; if name == 'hstrlen' then d = real.pcall('hget', k, a) else d = real.pcall('get', k) end; if not framed(d) then return false end; d = subst[d]; ` +
+	`if name == 'strlen' or name == 'hstrlen' then return true, #d end; ` +
+	`if name == 'getrange' or name == 'substr' then local s, e, n = tonumber(a), tonumber(b), #d; if not s or not e or s ~= math.floor(s) or e ~= math.floor(e) then return false end; ` +
+	`if s < 0 and e < 0 and s > e then return true, '' end; if s < 0 then s = n + s end; if e < 0 then e = n + e end; if s < 0 then s = 0 end; if e < 0 then e = 0 end; if e >= n then e = n - 1 end; ` +
+	`if s > e or n == 0 then return true, '' end; return true, string.sub(d, s + 1, e + 1) end; refuse(name, k) end; `
 
 // DecodedMark begins the argument the proxy appends to a script's
 // arguments after pairs of frames and their decoded values, followed by
