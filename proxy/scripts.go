@@ -194,18 +194,25 @@ func (c *client) findScriptSHA(cmd string, sha []byte) *call {
 }
 
 // toClient replaces, in a reply, the wrapped forms' SHA-1s Redis names (in
-// error messages: "script: <sha>") with the client's.
+// error messages: "script: <sha>", which may follow another "script: ",
+// as in Valkey's "ACL failure in script: ...") with the client's.
 func (m *scriptSHAs) toClient(reply []byte) []byte {
-	i := bytes.Index(reply, []byte("script: "))
-	if i < 0 || len(reply) < i+8+40 {
-		return reply
+	for from := 0; ; {
+		i := bytes.Index(reply[from:], []byte("script: "))
+		if i < 0 {
+			return reply
+		}
+		i += from
+		from = i + 8
+		if len(reply) < i+8+40 {
+			return reply
+		}
+		sha := string(reply[i+8 : i+48])
+		m.mu.RLock()
+		o, ok := m.orig[sha]
+		m.mu.RUnlock()
+		if ok {
+			copy(reply[i+8:], o)
+		}
 	}
-	sha := string(reply[i+8 : i+48])
-	m.mu.RLock()
-	o, ok := m.orig[sha]
-	m.mu.RUnlock()
-	if ok {
-		copy(reply[i+8:], o)
-	}
-	return reply
 }
