@@ -43,6 +43,10 @@ type scriptSHAs struct {
 	wrapped  map[string]string   // client's SHA-1 -> wrapped form's
 	orig     map[string]string   // wrapped form's -> client's
 	noWrites map[string]struct{} // client's SHA-1s of scripts flagged no-writes
+	// learned: client's SHA-1s whose pair came from ScriptSHAsKey, where
+	// another proxy (perhaps of another version, with another prologue)
+	// put it: wrap computes the wrapped form's SHA-1 of such a body.
+	learned map[string]struct{}
 }
 
 // noWrites reports whether a script body begins with a #! line whose
@@ -85,16 +89,23 @@ func (m *scriptSHAs) readOnly(name string, script []byte) bool {
 // notes both SHA-1s.
 func (m *scriptSHAs) wrap(body []byte) (wrapped []byte, origSHA, wrappedSHA string) {
 	wrapped = luaguard.Wrap(body, luaguard.EvalPrologue)
-	origSHA, wrappedSHA = scriptSHA(string(body)), scriptSHA(string(wrapped))
+	origSHA = scriptSHA(string(body))
 	m.mu.RLock()
-	known := m.wrapped[origSHA] == wrappedSHA
+	wrappedSHA, known := m.wrapped[origSHA]
+	if _, l := m.learned[origSHA]; l {
+		known = false
+	}
 	m.mu.RUnlock()
 	if !known {
+		// The prologue is the same for every body: a body's wrapped form's
+		// SHA-1 is computed once, not at every EVAL.
+		wrappedSHA = scriptSHA(string(wrapped))
 		m.mu.Lock()
 		if m.wrapped == nil || len(m.wrapped) >= maxScriptSHAs {
-			m.wrapped, m.orig, m.noWrites = map[string]string{}, map[string]string{}, map[string]struct{}{}
+			m.wrapped, m.orig, m.noWrites, m.learned = map[string]string{}, map[string]string{}, map[string]struct{}{}, map[string]struct{}{}
 		}
 		m.wrapped[origSHA], m.orig[wrappedSHA] = wrappedSHA, origSHA
+		delete(m.learned, origSHA)
 		if noWrites(body) {
 			m.noWrites[origSHA] = struct{}{}
 		}
@@ -145,9 +156,10 @@ func (m *scriptSHAs) lookup(sha []byte) (string, bool) {
 func (m *scriptSHAs) note(origSHA, wrappedSHA string) {
 	m.mu.Lock()
 	if m.wrapped == nil || len(m.wrapped) >= maxScriptSHAs {
-		m.wrapped, m.orig, m.noWrites = map[string]string{}, map[string]string{}, map[string]struct{}{}
+		m.wrapped, m.orig, m.noWrites, m.learned = map[string]string{}, map[string]string{}, map[string]struct{}{}, map[string]struct{}{}
 	}
 	m.wrapped[origSHA], m.orig[wrappedSHA] = wrappedSHA, origSHA
+	m.learned[origSHA] = struct{}{}
 	m.mu.Unlock()
 }
 

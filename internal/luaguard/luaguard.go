@@ -32,7 +32,7 @@ const guardBody = `local wrote, subst, ro = false, nil, ' get mget strlen getran
 	`local function check(v, key, depth, w, name) if type(v) == 'string' then if string.sub(v, 1, 3) == '` + Magic + `' then local d = subst and subst[v]; if d then return d end; fail(key, w, name) end ` +
 	`elseif type(v) == 'table' and depth < 4 and v.err == nil then for i, e in pairs(v) do local d = check(e, key, depth + 1, w, name); if d ~= e then v[i] = d end end end; return v end; ` +
 	inside +
-	`local function guard(f) return function(...) local name = string.lower(tostring((...))); if subst and looks[name] then local ok, r = inside(name, ...); if ok then return r end end; local w = wrote or not string.find(ro, ' ' .. name .. ' ', 1, true); if w then wrote = true end; local r = f(...); ` +
+	`local function guard(f) return function(...) local name = string.lower(tostring((...))); if subst and string.find(looks, ' ' .. name .. ' ', 1, true) then local ok, r = inside(name, ...); if ok then return r end end; local w = wrote or not string.find(ro, ' ' .. name .. ' ', 1, true); if w then wrote = true end; local r = f(...); ` +
 	`if name == 'mget' and type(r) == 'table' then for i, e in ipairs(r) do r[i] = check(e, select(i + 1, ...), 3, w, name) end else r = check(r, select(2, ...), 0, w, name) end; return r end end; ` +
 	`local function substitutes(argv) subst = nil; local n = #argv; if n == 0 or string.sub(argv[n], 1, ` + decodedMarkLen + `) ~= '` + Magic + `decoded:' then return argv end; ` +
 	`local c = tonumber(string.sub(argv[n], ` + decodedMarkLen + ` + 1)); if not c or n < 2 * c + 1 then return argv end; local base = n - 1 - 2 * c; subst = {}; ` +
@@ -46,7 +46,7 @@ const guardBody = `local wrote, subst, ro = false, nil, ' get mget strlen getran
 // LCS, LPOS) where they would look inside a compressed value, rather than
 // answer from the frame's bytes. A value without a frame, a key of
 // another type, an argument Redis refuses: the command runs as it is.
-const inside = `local looks = {strlen = true, hstrlen = true, getrange = true, substr = true, getbit = true, bitcount = true, bitpos = true, bitfield_ro = true, lcs = true, lpos = true}; ` +
+const inside = `local looks = ' strlen hstrlen getrange substr getbit bitcount bitpos bitfield_ro lcs lpos '; ` +
 	`local function refuse(name, k) error({err = 'ERR squeeze: ' .. string.upper(name) .. ' inside a read-only script looks inside the compressed value at ' .. tostring(k) .. ', which the proxy decodes for such a script only where it reads the value whole (GET, HGET, LRANGE ...): run the command outside the script, or the script with EVAL or FCALL'}) end; ` +
 	`local function framed(v) return type(v) == 'string' and subst[v] ~= nil end; ` +
 	`local function inside(name, _, k, a, b) if name == 'lpos' then local all = real.pcall('lrange', k, 0, -1); if type(all) == 'table' and all.err == nil then for _, e in ipairs(all) do if framed(e) then refuse(name, k) end end end; return false end; ` +
