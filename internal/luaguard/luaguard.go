@@ -34,7 +34,7 @@ const guardBody = `local wrote, subst, ro = false, nil, ' get mget strlen getran
 	inside +
 	`local function guard(f) return function(...) local name = string.lower(tostring((...))); if subst and string.find(looks, ' ' .. name .. ' ', 1, true) then local ok, r = inside(name, ...); if ok then return r end end; local w = wrote or not string.find(ro, ' ' .. name .. ' ', 1, true); if w then wrote = true end; local r = f(...); ` +
 	`if name == 'mget' and type(r) == 'table' then for i, e in ipairs(r) do r[i] = check(e, select(i + 1, ...), 3, w, name) end else r = check(r, select(2, ...), 0, w, name) end; return r end end; ` +
-	`local function substitutes(argv) subst = nil; local n = #argv; if n == 0 or string.sub(argv[n], 1, ` + decodedMarkLen + `) ~= '` + Magic + `decoded:' then return argv end; ` +
+	`local function substitutes(argv) subst = nil; local n = #argv; if n == 0 or string.byte(argv[n], 1) ~= 193 or string.sub(argv[n], 1, ` + decodedMarkLen + `) ~= '` + Magic + `decoded:' then return argv end; ` +
 	`local c = tonumber(string.sub(argv[n], ` + decodedMarkLen + ` + 1)); if not c or n < 2 * c + 1 then return argv end; local base = n - 1 - 2 * c; subst = {}; ` +
 	`for i = 1, c do subst[argv[base + 2 * i - 1]] = argv[base + 2 * i] end; for i = n, base + 1, -1 do argv[i] = nil end; return argv end; `
 
@@ -47,9 +47,9 @@ const guardBody = `local wrote, subst, ro = false, nil, ' get mget strlen getran
 // answer from the frame's bytes. A value without a frame, a key of
 // another type, an argument Redis refuses: the command runs as it is.
 const inside = `local looks = ' strlen hstrlen getrange substr getbit bitcount bitpos bitfield_ro lcs lpos '; ` +
-	`local function refuse(name, k) error({err = 'ERR squeeze: ' .. string.upper(name) .. ' inside a read-only script looks inside the compressed value at ' .. tostring(k) .. ', which the proxy decodes for such a script only where it reads the value whole (GET, HGET, LRANGE ...): run the command outside the script, or the script with EVAL or FCALL'}) end; ` +
+	`local function inside(name, _, k, a, b) local function refuse(name, k) error({err = 'ERR squeeze: ' .. string.upper(name) .. ' inside a read-only script looks inside the compressed value at ' .. tostring(k) .. ', which the proxy decodes for such a script only where it reads the value whole (GET, HGET, LRANGE ...): run the command outside the script, or the script with EVAL or FCALL'}) end; ` +
 	`local function framed(v) return type(v) == 'string' and subst[v] ~= nil end; ` +
-	`local function inside(name, _, k, a, b) if name == 'lpos' then local all = real.pcall('lrange', k, 0, -1); if type(all) == 'table' and all.err == nil then for _, e in ipairs(all) do if framed(e) then refuse(name, k) end end end; return false end; ` +
+	`if name == 'lpos' then local all = real.pcall('lrange', k, 0, -1); if type(all) == 'table' and all.err == nil then for _, e in ipairs(all) do if framed(e) then refuse(name, k) end end end; return false end; ` +
 	`if name == 'lcs' then if framed(real.pcall('get', k)) then refuse(name, k) end; if framed(real.pcall('get', a)) then refuse(name, a) end; return false end; ` +
 	`local d; if name == 'hstrlen' then d = real.pcall('hget', k, a) else d = real.pcall('get', k) end; if not framed(d) then return false end; d = subst[d]; ` +
 	`if name == 'strlen' or name == 'hstrlen' then return true, #d end; ` +
