@@ -77,8 +77,8 @@ func TestScripts_ReadOnlyDuringPause(t *testing.T) {
 }
 
 // TestScripts_ReadReplica: behind a proxy in front of a read-only
-// replica, EVAL and EVAL_RO that read a compressed key see the value, as
-// they do on the replica directly for a plain one.
+// replica, EVAL, EVAL_RO, FCALL and FCALL_RO that read a compressed key
+// see the value, as they do on the replica directly for a plain one.
 func TestScripts_ReadReplica(t *testing.T) {
 	e := startEnv(t)
 	host, port, _ := net.SplitHostPort(e.redis.Addr)
@@ -92,6 +92,16 @@ func TestScripts_ReadReplica(t *testing.T) {
 	}
 	v := compressible(300, 12)
 	dialRaw(t, e.addr).do("SET", "repdoc", v)
+	lib := "#!lua name=replib\nredis.register_function('rep_get', function(keys) return redis.call('GET', keys[1]) end)\n" +
+		"redis.register_function{function_name='rep_get_ro', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}"
+	if got := dialRaw(t, e.addr).do("FUNCTION", "LOAD", lib); got != bulk("replib") {
+		t.Fatalf("FUNCTION LOAD = %q", got)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(rd.do("FUNCTION", "LIST"), "replib"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the library did not reach the replica")
+		}
+	}
 	for deadline := time.Now().Add(30 * time.Second); rd.do("EXISTS", "repdoc") != ":1\r\n"; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the value did not reach the replica")
@@ -103,6 +113,17 @@ func TestScripts_ReadReplica(t *testing.T) {
 		if got := p.do(cmd, "return redis.call('get', KEYS[1])", "1", "repdoc"); got != bulk(v) {
 			t.Errorf("%s on the replica = %.100q, want the value", cmd, got)
 		}
+	}
+	for _, c := range [][]string{{"FCALL", "rep_get_ro", "1", "repdoc"}, {"FCALL_RO", "rep_get_ro", "1", "repdoc"}} {
+		if got := p.do(c...); got != bulk(v) {
+			t.Errorf("%s on the replica = %.100q, want the value", c[0], got)
+		}
+	}
+	// A function that may write: Redis refuses it on a replica, before it
+	// runs, and so does the proxy.
+	want := rd.do("FCALL", "rep_get", "1", "repdoc")
+	if got := p.do("FCALL", "rep_get", "1", "repdoc"); got != want {
+		t.Errorf("FCALL of a function that may write on the replica = %.100q, Redis = %.100q", got, want)
 	}
 	if got := p.do("EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "repdoc"); !strings.HasPrefix(got, "-READONLY") {
 		t.Errorf("EVAL that writes on the replica = %.100q, want Redis's READONLY", got)
