@@ -209,25 +209,18 @@ func (c *client) decodeRT() func([]byte) *call {
 
 // sharedRT returns a round trip on a shared connection of database db,
 // for the proxy's own steps before a client's command (or the
-// client's round trip, if none can be had). If the client's command
-// raised an order barrier, the step goes ahead of what the barrier holds,
-// as the command itself will (sendOn): it is the client's, in the
-// client's place.
+// client's round trip, if none can be had). It is sent as the client's
+// commands are (sendOn): if the client's command raised an order barrier,
+// ahead of what the barrier holds, in the client's place; the barrier
+// stays up for the command itself.
 func (c *client) sharedRT(db int) func([]byte) *call {
 	up, err := c.s.pool.getDB(context.Background(), db, int(c.id))
 	if err != nil {
 		return c.roundtripScript
 	}
 	return func(req []byte) *call {
-		h := c.pinned.held
-		if h == nil {
-			return roundtripOn(up, req)
-		}
-		if !h.awaited {
-			c.s.pool.awaitOrder(h)
-		}
 		cl := newCall()
-		up.sendAhead(req, []*call{cl})
+		c.sendOn(up, req, []*call{cl})
 		<-cl.done
 		return cl
 	}
