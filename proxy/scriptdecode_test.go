@@ -294,3 +294,28 @@ func TestScripts_ReadOnlyLooksInside(t *testing.T) {
 		}
 	}
 }
+
+// TestScripts_MagicValue: a value that itself begins with the frame magic
+// stays framed (stored plain it would read as a frame); a script that
+// declares its key gets the value, every time, as on Redis, where it used
+// to get an error telling it to run again, which could never succeed.
+func TestScripts_MagicValue(t *testing.T) {
+	e := startEnv(t)
+	ref := testutil.StartRedis(t)
+	p, direct := dialRaw(t, e.addr), dialRaw(t, ref.Addr)
+	v := string(magic) + compressible(300, 18)
+	for _, c := range []*rawConn{p, direct} {
+		c.do("SET", "mg:k", v)
+		c.do("HSET", "mg:h", "f", v)
+	}
+	for _, c := range [][]string{
+		{"EVAL", "return redis.call('get', KEYS[1])", "1", "mg:k"},
+		{"EVAL", "return redis.call('get', KEYS[1])", "1", "mg:k"},
+		{"EVAL", "return {redis.call('hget', KEYS[2], 'f'), redis.call('get', KEYS[1])}", "2", "mg:k", "mg:h"},
+		{"EVAL_RO", "return string.len(redis.call('get', KEYS[1]))", "1", "mg:k"},
+	} {
+		if got, want := p.do(c...), direct.do(c...); got != want {
+			t.Errorf("%.60q through the proxy = %.100q, Redis = %.100q", c, got, want)
+		}
+	}
+}

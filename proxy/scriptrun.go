@@ -134,29 +134,41 @@ func (c *client) plainFrames(cmd string, r *call, keep bool) (cands []plainCand,
 
 // makePlain turns the frames at keys into plain values, for the client's
 // script command cmd, with rt as the round trip (decodeRT outside MULTI, a
-// shared connection inside). It returns nil, or cmd's reply, an error (or
-// none and the connection's end, see scriptCall), or errReadOnly.
-func (c *client) makePlain(cmd string, keys [][]byte, rt func([]byte) *call) *call {
+// shared connection inside). It returns the frames that must stay framed
+// (their decoded value begins with the magic: stored plain it would read
+// as a frame), which the script is handed decoded (luaguard.AppendDecoded),
+// and nil, or cmd's reply, an error (or none and the connection's end,
+// see scriptCall), or errReadOnly.
+func (c *client) makePlain(cmd string, keys [][]byte, rt func([]byte) *call) ([]plainCand, *call) {
 	byName := true
 	var cands []plainCand
 	for round := 0; round < maxPlainRounds; round++ {
 		req := func(byName bool) []byte { return plainRequest(keys, cands, byName, false, maxPlainBatch) }
 		r, ok := c.scriptCall(cmd, rt, &byName, req)
 		if !ok {
-			return r
+			return nil, r
 		}
-		found, done, fail := c.plainFrames(cmd, r, false)
+		found, done, fail := c.plainFrames(cmd, r, true)
 		if done {
-			return nil
+			return nil, nil
 		}
 		if fail != nil {
-			return fail
+			return nil, fail
 		}
-		if cands = found; len(cands) == 0 {
-			return nil // only frames that must stay
+		var stay []plainCand
+		cands = cands[:0]
+		for _, p := range found {
+			if bytes.HasPrefix(p.dec, magic) {
+				stay = append(stay, p)
+			} else {
+				cands = append(cands, p)
+			}
+		}
+		if len(cands) == 0 {
+			return stay, nil // only frames that must stay
 		}
 	}
-	return c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: the script's keys kept changing under concurrent writes; try again"))
+	return nil, c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: the script's keys kept changing under concurrent writes; try again"))
 }
 
 // maxDecodedFrames bounds the frames decodeFor hands one script.
@@ -227,22 +239,39 @@ func (c *client) sharedRT(db int) func([]byte) *call {
 }
 
 // prepareScript learns the prefixes of the keys a script declares and makes
-// the keys not known clean plain. It returns nil, or the reply of the
-// client's script command cmd (see makePlain), or errReadOnly.
-func (c *client) prepareScript(cmd string, keys [][]byte, rt func([]byte) *call) *call {
+// the keys not known clean plain. It returns the frames that must stay, as
+// pairs for luaguard.AppendDecoded (see makePlain), and nil, or the reply
+// of the client's script command cmd, or errReadOnly.
+func (c *client) prepareScript(cmd string, keys [][]byte, rt func([]byte) *call) ([][2][]byte, *call) {
 	if len(keys) == 0 {
-		return nil
+		return nil, nil
 	}
 	c.s.learnScriptKeys(keys)
 	dirty := c.s.scriptKeys.dirty(keys)
 	if len(dirty) == 0 {
-		return nil
+		return nil, nil
 	}
-	if f := c.makePlain(cmd, dirty, rt); f != nil {
-		return f
+	stay, f := c.makePlain(cmd, dirty, rt)
+	if f != nil {
+		return nil, f
 	}
-	c.s.scriptKeys.setClean(dirty, true)
-	return nil
+	clean := dirty
+	var pairs [][2][]byte
+	if len(stay) > 0 {
+		// A key that keeps a frame is not clean: a script that declares
+		// it goes this way again, and is handed the value.
+		clean = nil
+		for _, k := range dirty {
+			if !slices.ContainsFunc(stay, func(p plainCand) bool { return bytes.Equal(p.key, k) }) {
+				clean = append(clean, k)
+			}
+		}
+		for _, p := range stay {
+			pairs = append(pairs, [2][]byte{p.frame, p.dec})
+		}
+	}
+	c.s.scriptKeys.setClean(clean, true)
+	return pairs, nil
 }
 
 // scriptArgs returns the arguments a script command goes to Redis with:
@@ -314,7 +343,8 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	var pairs [][2][]byte
 	prepare := func() *call {
 		if !ro {
-			f := c.prepareScript(info.name, keys, c.decodeRT())
+			var f *call
+			pairs, f = c.prepareScript(info.name, keys, c.decodeRT())
 			if f != errReadOnly {
 				return f
 			}
@@ -414,7 +444,9 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 	if err != nil {
 		return
 	}
-	if f := c.prepareScript(info.name, keys, func(req []byte) *call { return roundtripOn(up, req) }); f != nil && f != errReadOnly {
+	// Frames that must stay are the prologue's error at EXEC: a queued
+	// command's arguments are already sent.
+	if _, f := c.prepareScript(info.name, keys, func(req []byte) *call { return roundtripOn(up, req) }); f != nil && f != errReadOnly {
 		f.release()
 	}
 }
