@@ -168,7 +168,9 @@ func TestScripts_ACLUser(t *testing.T) {
 // TestScripts_TrackingNoPushes: with CLIENT TRACKING on, a script that
 // reads nothing but declares compressed keys gets no invalidation when
 // they change afterwards, as on Redis: the proxy's decoding step does not
-// read or write them on the client's connection.
+// read them on the client's connection; and a script that declares a key
+// the client cached gets none at all: for a client with a private
+// connection the decoding step writes nothing.
 func TestScripts_TrackingNoPushes(t *testing.T) {
 	e := startEnv(t)
 	ref := testutil.StartRedis(t)
@@ -177,11 +179,16 @@ func TestScripts_TrackingNoPushes(t *testing.T) {
 		w, c := dialRaw(t, addr), dialRaw(t, addr)
 		w.do("SET", "tk1", big)
 		w.do("SET", "tk2", big)
+		w.do("SET", "tk3", big)
 		c.do("HELLO", "3")
 		out := []string{c.do("CLIENT", "TRACKING", "ON"), c.do("EVAL", "return 1", "2", "tk1", "tk2")}
 		w.do("SET", "tk1", "new")
 		w.do("SET", "tk2", "new")
-		return append(out, c.do("PING"), c.do("PING"))
+		out = append(out, c.do("PING"), c.do("PING"))
+		// A key the client reads, then declares to a script that writes
+		// nothing: no invalidation either.
+		out = append(out, c.do("GET", "tk3"), c.do("EVAL", "return redis.call('strlen', KEYS[1])", "1", "tk3"), c.do("PING"))
+		return append(out, c.do("EVAL", "return redis.call('get', KEYS[1])", "1", "tk3"), c.do("PING"))
 	}
 	want, got := run(ref.Addr), run(e.addr)
 	for i := range want {

@@ -340,9 +340,14 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	keys, ok := scriptKeysOf(args)
 	ok = ok && info.flags&rediscmd.Script != 0
 	ro := ok && (strings.HasSuffix(info.name, "_RO") || c.s.scriptSHAs.readOnly(info.name, args[1]))
+	// A client with a private connection may have CLIENT TRACKING on, and
+	// have read the keys before: making them plain, a write, would send it
+	// invalidations Redis does not. Its scripts are handed decoded values
+	// too, and only learn the prefixes.
+	private := c.pinned.conn != nil
 	var pairs [][2][]byte
 	prepare := func() *call {
-		if !ro {
+		if !ro && !private {
 			var f *call
 			pairs, f = c.prepareScript(info.name, keys, c.decodeRT())
 			if f != errReadOnly {
@@ -350,11 +355,17 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 			}
 			ro = true // a read-only replica: decode for the script instead
 		}
-		if len(keys) == 0 || len(c.s.scriptKeys.dirty(keys)) == 0 {
+		if len(keys) == 0 {
 			return nil
 		}
-		// No prefix is learned: saving it is a write, which a pause would
-		// hold and a replica refuse; a read-only script needs none.
+		if !ro {
+			c.s.learnScriptKeys(keys)
+		}
+		if len(c.s.scriptKeys.dirty(keys)) == 0 {
+			return nil
+		}
+		// A read-only script learns no prefix: saving it is a write, which
+		// a pause would hold and a replica refuse.
 		var f *call
 		pairs, f = c.decodeFor(info.name, keys, c.decodeRT())
 		if f == nil && len(pairs) == 0 {
