@@ -213,7 +213,7 @@ func (c *client) decodeFor(cmd string, keys [][]byte, rt func([]byte) *call) ([]
 // connection: a frame one of them writes is then found by the prologue,
 // before the script writes, and the keys are decoded again (runScript).
 func (c *client) decodeRT() func([]byte) *call {
-	if c.pinned.conn == nil || c.sess.asking {
+	if c.pinned.conn == nil || c.in.asking {
 		return c.roundtripScript
 	}
 	return c.sharedRT(c.sess.db)
