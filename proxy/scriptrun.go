@@ -174,11 +174,10 @@ func (c *client) makePlain(cmd string, keys [][]byte, rt func([]byte) *call) ([]
 // maxDecodedFrames bounds the frames decodeFor hands one script.
 const maxDecodedFrames = maxPlainBatch * 64
 
-// decodeFor finds the frames at keys and decodes them for a script that
-// must not write (EVAL_RO, EVALSHA_RO, FCALL_RO, or any script on a
-// read-only replica): with plainScript's look alone, sent read-only, so
-// that nothing is written, a CLIENT PAUSE WRITE does not hold it and a
-// replica runs it. The script gets the decoded values with its arguments
+// decodeFor finds the frames at keys and decodes them for a script for
+// which the proxy writes nothing (see runScript): with plainScript's look
+// alone, sent read-only, so that nothing is written, a CLIENT PAUSE WRITE
+// does not hold it and a replica runs it. The script gets the decoded values with its arguments
 // (luaguard.AppendDecoded). It returns the pairs, or cmd's reply (see
 // makePlain).
 func (c *client) decodeFor(cmd string, keys [][]byte, rt func([]byte) *call) ([][2][]byte, *call) {
@@ -330,12 +329,12 @@ func isFunctionListCode(args [][]byte) bool {
 }
 
 // runScript runs a script command outside MULTI, synchronously on the
-// client's connection: the declared keys made plain (or, for a script that
-// must not write, decoded and handed to it: decodeFor; an _RO command, a
-// script flagged no-writes), then the script;
-// if the prologue reports a frame at a declared key before the script
-// wrote anything (another writer compressed it since), once more after
-// making the keys plain again.
+// client's connection: the declared keys made plain (or decoded and handed
+// to the script, decodeFor, where nothing may be written: an _RO command,
+// a script flagged no-writes, a read-only replica, a client with a private
+// connection), then the script; if the prologue reports a frame at a
+// declared key before the script wrote anything (another writer compressed
+// it since), once more after decoding the keys again.
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	keys, ok := scriptKeysOf(args)
 	ok = ok && info.flags&rediscmd.Script != 0
