@@ -22,10 +22,19 @@ import (
 //     script error naming the key instead of reaching the script.
 //   - Before a script runs outside MULTI, the frames at its declared keys
 //     are turned back into plain values with a compare-and-set script
-//     (scriptrun.go); inside MULTI before the script is queued.
+//     (scriptrun.go); inside MULTI before the script is queued. Where the
+//     proxy may write nothing (a read-only script, a replica, a client
+//     with a private connection, which may track keys), they are decoded
+//     and handed to the script with its arguments, which the prologue
+//     takes off (luaguard.AppendDecoded).
 //   - The key prefixes scripts use are learned, kept in Redis
 //     (scriptPrefixesKey) and stay uncompressed from then on
 //     (scriptkeys.go).
+//
+// The prologue's redis is as read-only as Redis's own, FUNCTION LOAD
+// accepts and refuses what Redis does, FUNCTION LIST WITHCODE shows the
+// code as loaded, and EVALSHA of a script no proxy loaded (so unguarded)
+// answers NOSCRIPT (issue 32).
 //
 // The prologue is one line, put in front of the script's first line (after
 // the #! line, which must stay first), so that line numbers in Redis's
