@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/squeeze-kv/squeeze/internal/luaguard"
+	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
 // The Lua sandbox through the proxy is Redis's (issue 32, section 3): the
@@ -145,7 +147,11 @@ func TestScripts_FunctionListWithCode(t *testing.T) {
 	if got := p.do("FUNCTION", "LOAD", lib); got != bulk("lc") {
 		t.Fatalf("FUNCTION LOAD = %q", got)
 	}
-	if raw := direct.do("FUNCTION", "LIST", "WITHCODE"); !strings.Contains(raw, luaguard.FunctionPrologue) {
+	// The prologue for the server: Valkey's shadows server too.
+	wraps := func(raw string) int {
+		return strings.Count(raw, luaguard.FunctionPrologue) + strings.Count(raw, luaguard.ServerFunctionPrologue)
+	}
+	if raw := direct.do("FUNCTION", "LIST", "WITHCODE"); wraps(raw) != 1 {
 		t.Fatalf("Redis holds %q: want the wrapped library", raw)
 	}
 	list := p.do("FUNCTION", "LIST", "WITHCODE")
@@ -159,7 +165,7 @@ func TestScripts_FunctionListWithCode(t *testing.T) {
 	if got := p.do("FUNCTION", "LOAD", "REPLACE", lib); got != bulk("lc") {
 		t.Fatalf("FUNCTION LOAD REPLACE = %q", got)
 	}
-	if raw := direct.do("FUNCTION", "LIST", "WITHCODE"); strings.Count(raw, luaguard.FunctionPrologue) != 1 {
+	if raw := direct.do("FUNCTION", "LIST", "WITHCODE"); wraps(raw) != 1 {
 		t.Fatalf("Redis holds %q: want the library wrapped once", raw)
 	}
 	p3 := dialRaw(t, e.addr)
@@ -182,5 +188,42 @@ func TestScripts_FunctionListWithCode(t *testing.T) {
 	p.do("SET", "lcdoc", compressible(300, 3))
 	if got := p.do("FCALL", "lc_get", "0", "lcdoc"); !strings.HasPrefix(got, "-ERR squeeze: script read a compressed value at lcdoc") {
 		t.Fatalf("FCALL after RESTORE = %q: want the prologue's error", got)
+	}
+}
+
+// TestScripts_ValkeyServerAlias: Valkey's scripts reach redis as server
+// too; the prologue shadows it as well, so server.call is guarded and
+// server.register_function wraps its callback, and server is as read-only
+// as there.
+func TestScripts_ValkeyServerAlias(t *testing.T) {
+	if _, err := exec.LookPath("valkey-server"); err != nil {
+		t.Skip("valkey-server not installed")
+	}
+	t.Setenv(testutil.ServerEnv, "valkey-server")
+	e := startEnv(t)
+	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	v := compressible(300, 19)
+	p.do("SET", "sv:doc", v)
+	if got := p.do("EVAL", "return string.len(server.call('get', ARGV[1]))", "0", "sv:doc"); !strings.HasPrefix(got, "-ERR squeeze: script read a compressed value at sv:doc, which it does not declare") {
+		t.Errorf("server.call on an undeclared compressed key = %.120q, want the prologue's error", got)
+	}
+	if got := p.do("EVAL", "return string.len(server.call('get', KEYS[1]))", "1", "sv:doc"); got != ":300\r\n" {
+		t.Errorf("server.call on a declared key = %.120q, want :300", got)
+	}
+	lib := "#!lua name=svlib\nserver.register_function('sv_len', function(keys) return string.len(server.call('get', keys[1])) end)"
+	if got := p.do("FUNCTION", "LOAD", lib); got != bulk("svlib") {
+		t.Fatalf("FUNCTION LOAD = %q", got)
+	}
+	p.do("SET", "sv:doc2", v)
+	if got := p.do("FCALL", "sv_len", "1", "sv:doc2"); got != ":300\r\n" {
+		t.Errorf("FCALL of a function registered with server.register_function = %.120q, want :300", got)
+	}
+	if got := p.do("FUNCTION", "LIST", "WITHCODE"); !strings.Contains(got, bulk(lib)) {
+		t.Errorf("FUNCTION LIST WITHCODE = %.200q: want the code as loaded", got)
+	}
+	for _, script := range []string{"server.call = function() return 1 end return 'x'", "return {type(getmetatable(server)), type(server.call)}"} {
+		if got, want := p.do("EVAL", script, "0"), direct.do("EVAL", script, "0"); got != want {
+			t.Errorf("EVAL %q through the proxy = %q, Valkey = %q", script, got, want)
+		}
 	}
 }

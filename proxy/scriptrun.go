@@ -301,7 +301,8 @@ func (s *Server) scriptArgs(info *cmdInfo, args [][]byte) (out [][]byte, origSHA
 	case len(args) >= 3 && is(args[0], "FUNCTION") && is(args[1], "LOAD"):
 		out = append([][]byte(nil), args...)
 		last := len(out) - 1 // FUNCTION LOAD [REPLACE] code
-		out[last] = luaguard.Wrap(args[last], luaguard.FunctionPrologue)
+		_, function := s.scriptSHAs.prologues()
+		out[last] = luaguard.Wrap(args[last], function)
 		return out, ""
 	}
 	return args, ""
@@ -336,6 +337,7 @@ func isFunctionListCode(args [][]byte) bool {
 // declared key before the script wrote anything (another writer compressed
 // it since), once more after decoding the keys again.
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
+	c.detectScriptAPI()
 	keys, ok := scriptKeysOf(args)
 	ok = ok && info.flags&rediscmd.Script != 0
 	ro := ok && (strings.HasSuffix(info.name, "_RO") || c.s.scriptSHAs.readOnly(info.name, args[1]))
@@ -469,8 +471,8 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 // has not read the prefixes yet), the client gets its error, and the keys
 // are made plain before the next script that declares them (noteFastScript).
 func (s *Server) scriptFast(info *cmdInfo, args [][]byte) bool {
-	if info.flags&rediscmd.Script == 0 {
-		return false
+	if info.flags&rediscmd.Script == 0 || s.scriptSHAs.api.Load() == apiUnknown {
+		return false // the first script finds out what to shadow (detectScriptAPI)
 	}
 	keys, ok := scriptKeysOf(args)
 	if !ok {

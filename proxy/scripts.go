@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/squeeze-kv/squeeze/internal/luaguard"
 	"github.com/squeeze-kv/squeeze/resp"
@@ -56,6 +57,57 @@ type scriptSHAs struct {
 	// another proxy (perhaps of another version, with another prologue)
 	// put it: wrap computes the wrapped form's SHA-1 of such a body.
 	learned map[string]struct{}
+	// api says whether the server's scripts reach redis as server too
+	// (Valkey), which the prologue must then shadow as well: apiUnknown
+	// until a script finds out (detectScriptAPI).
+	api atomic.Int32
+}
+
+// What scripts reach redis as (scriptSHAs.api).
+const (
+	apiUnknown = iota
+	apiRedis   // redis only
+	apiServer  // redis and server (Valkey)
+)
+
+// prologues returns the EVAL and FUNCTION LOAD prologues for the server.
+func (m *scriptSHAs) prologues() (eval, function string) {
+	if m.api.Load() == apiServer {
+		return luaguard.ServerEvalPrologue, luaguard.ServerFunctionPrologue
+	}
+	return luaguard.EvalPrologue, luaguard.FunctionPrologue
+}
+
+// apiRequest asks whether scripts have the global server, read-only (a
+// pause does not hold it, a replica runs it).
+var apiRequest = resp.AppendCommand(nil, []byte("EVAL_RO"), []byte("return type(rawget(_G, 'server'))"), []byte("0"))
+
+// detectScriptAPI finds out, once, whether the server's scripts reach
+// redis as server too (Valkey), so that the prologue shadows it: else a
+// script's server.call would read frames unguarded. An error (a server
+// without EVAL_RO) means redis only; an upstream failure leaves it
+// unknown, for the next script.
+func (c *client) detectScriptAPI() {
+	m := &c.s.scriptSHAs
+	if m.api.Load() != apiUnknown {
+		return
+	}
+	r := c.sharedRT(c.sess.db)(apiRequest)
+	defer r.release()
+	if r.err != nil {
+		return
+	}
+	api := int32(apiRedis)
+	if string(r.reply) == "$5\r\ntable\r\n" {
+		api = apiServer
+	}
+	if m.api.CompareAndSwap(apiUnknown, api) && api == apiServer {
+		// Scripts wrapped before (inside MULTI, which does not wait for
+		// this) had the other prologue: forget their SHA-1s.
+		m.mu.Lock()
+		m.wrapped, m.orig, m.noWrites, m.learned = nil, nil, nil, nil
+		m.mu.Unlock()
+	}
 }
 
 // noWrites reports whether a script body begins with a #! line whose
@@ -97,7 +149,8 @@ func (m *scriptSHAs) readOnly(name string, script []byte) bool {
 // wrap returns the wrapped form of an EVAL script or SCRIPT LOAD body, and
 // notes both SHA-1s.
 func (m *scriptSHAs) wrap(body []byte) (wrapped []byte, origSHA, wrappedSHA string) {
-	wrapped = luaguard.Wrap(body, luaguard.EvalPrologue)
+	eval, _ := m.prologues()
+	wrapped = luaguard.Wrap(body, eval)
 	origSHA = scriptSHA(string(body))
 	m.mu.RLock()
 	wrappedSHA, known := m.wrapped[origSHA]

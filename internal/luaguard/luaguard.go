@@ -88,8 +88,17 @@ const readOnly = `local function protect(t) setmetatable(t, {__index = setmetata
 	`function(t, ...) if t == shadow then t = real end return getmetatable(t, ...) end end; `
 
 // EvalPrologue is the prologue of an EVAL script: its keys are KEYS.
-const EvalPrologue = `local redis, rawset, rawget, setmetatable, getmetatable = (function(real, keys, argv) local shadow = {}; ` + guardBody + readOnly +
-	`substitutes(argv); protect(shadow); return shadow, others() end)(redis, function() return KEYS end, ARGV); `
+const EvalPrologue = `local redis, rawset, rawget, setmetatable, getmetatable = (function(real, keys, argv) local shadow = {}; ` + evalBody +
+	`return shadow, others() end)(redis, function() return KEYS end, ARGV); `
+
+// ServerEvalPrologue is EvalPrologue for a server whose scripts also reach
+// redis as server (Valkey): the global server is shadowed as redis is, so
+// that server.call is guarded too.
+const ServerEvalPrologue = `local redis, server, rawset, rawget, setmetatable, getmetatable = (function(real, keys, argv) local shadow = {}; ` + evalBody +
+	`return shadow, shadow, others() end)(redis, function() return KEYS end, ARGV); `
+
+// evalBody is the part both EVAL prologues share.
+const evalBody = guardBody + readOnly + `substitutes(argv); protect(shadow); `
 
 // FunctionPrologue is the prologue of a FUNCTION LOAD library: each
 // registered function's keys are those FCALL passed it, so register_function
@@ -108,7 +117,15 @@ const EvalPrologue = `local redis, rawset, rawget, setmetatable, getmetatable = 
 // wrapped only after string.dump took it, which it does for a Lua function
 // only: the error that stops a load with another value names the local it
 // was called through, which LoadError turns into Redis's own text.
-const FunctionPrologue = `local redis, rawset, rawget, setmetatable, getmetatable = (function(real) local current, shadow, ready = {}, {}, false; local function keys() return current end; ` + guardBody + readOnly +
+const FunctionPrologue = `local redis, rawset, rawget, setmetatable, getmetatable = (function(real) ` + functionBody + `return shadow, others() end)(redis); `
+
+// ServerFunctionPrologue is FunctionPrologue for a server whose libraries
+// also reach redis as server (Valkey, see ServerEvalPrologue): a library's
+// server.register_function wraps its callback too.
+const ServerFunctionPrologue = `local redis, server, rawset, rawget, setmetatable, getmetatable = (function(real) ` + functionBody + `return shadow, shadow, others() end)(redis); `
+
+// functionBody is the part both FUNCTION LOAD prologues share.
+const functionBody = `local current, shadow, ready = {}, {}, false; local function keys() return current end; ` + guardBody + readOnly +
 	`local squeeze_positional_callback, squeeze_named_callback = ('').dump, ('').dump; local gcall, gpcall; ` +
 	`local loaded = {}; local function wrap(fn) return function(k, a) if not ready then local rt, changed = redis, false; for f, v in next, loaded do changed = changed or shadow[f] ~= v end; for f, v in next, shadow do changed = changed or loaded[f] ~= v; shadow[f] = nil end; if changed then rt.register_function = nil end; real = rt; gcall, gpcall = guard(rt.call), guard(rt.pcall); protect(shadow); ready = true elseif next(shadow) ~= nil then for f in next, shadow do shadow[f] = nil end end; current, wrote = k, false; return fn(k, substitutes(a)) end end; ` +
 	`local lcall, lpcall, lrf = function(...) return gcall(...) end, function(...) return gpcall(...) end; ` +
@@ -119,7 +136,7 @@ const FunctionPrologue = `local redis, rawset, rawget, setmetatable, getmetatabl
 	`local function fill(t) t.call, t.pcall, t.register_function = lcall, lpcall, lrf; ` +
 	`t.log, t.LOG_DEBUG, t.LOG_VERBOSE, t.LOG_NOTICE, t.LOG_WARNING = real.log, real.LOG_DEBUG, real.LOG_VERBOSE, real.LOG_NOTICE, real.LOG_WARNING; ` +
 	`t.REDIS_VERSION, t.REDIS_VERSION_NUM = real.REDIS_VERSION, real.REDIS_VERSION_NUM end; ` +
-	`fill(shadow); fill(loaded); return shadow, others() end)(redis); `
+	`fill(shadow); fill(loaded); `
 
 // Error texts of the prologue the proxy reads (see runScript).
 const (
@@ -236,20 +253,37 @@ func isID(seg []byte) bool {
 // is.
 func Unwrap(code []byte) []byte {
 	nl := bytes.IndexByte(code, '\n')
-	if nl < 0 || !bytes.HasPrefix(code, []byte("#!")) || !bytes.HasPrefix(code[nl+1:], []byte(FunctionPrologue)) {
+	if nl < 0 || !bytes.HasPrefix(code, []byte("#!")) {
 		return code
 	}
-	out := make([]byte, 0, len(code)-len(FunctionPrologue))
-	out = append(out, code[:nl+1]...)
-	return append(out, code[nl+1+len(FunctionPrologue):]...)
+	for _, pro := range functionPrologues {
+		if bytes.HasPrefix(code[nl+1:], []byte(pro)) {
+			out := make([]byte, 0, len(code)-len(pro))
+			out = append(out, code[:nl+1]...)
+			return append(out, code[nl+1+len(pro):]...)
+		}
+	}
+	return code
 }
+
+// functionPrologues are the prologues FUNCTION LOAD may have put in a
+// library.
+var functionPrologues = []string{FunctionPrologue, ServerFunctionPrologue}
 
 // UnwrapReply returns a reply of FUNCTION LIST WITHCODE (RESP2 or RESP3,
 // as Redis sent it) with the code of every library the prologue wraps as
 // it was loaded (Unwrap): each such bulk string is rewritten, its length
 // with it. reply is returned itself when it holds none.
 func UnwrapReply(reply []byte) []byte {
-	pro := []byte("\n" + FunctionPrologue)
+	for _, pro := range functionPrologues {
+		reply = unwrapReply(reply, pro)
+	}
+	return reply
+}
+
+// unwrapReply is UnwrapReply for one prologue.
+func unwrapReply(reply []byte, prologue string) []byte {
+	pro := []byte("\n" + prologue)
 	var out []byte
 	done := 0 // reply[:done] is in out
 	for from := 0; ; {
@@ -270,14 +304,14 @@ func UnwrapReply(reply []byte) []byte {
 			continue
 		}
 		n, err := strconv.Atoi(string(reply[start+1 : h]))
-		if err != nil || h+2+n > len(reply) || i+len(FunctionPrologue) > h+2+n {
+		if err != nil || h+2+n > len(reply) || i+len(prologue) > h+2+n {
 			continue
 		}
 		out = append(out, reply[done:start]...)
 		out = append(out, '$')
-		out = strconv.AppendInt(out, int64(n-len(FunctionPrologue)), 10)
+		out = strconv.AppendInt(out, int64(n-len(prologue)), 10)
 		out = append(out, reply[h:i]...)
-		done = i + len(FunctionPrologue)
+		done = i + len(prologue)
 		from = done
 	}
 	if out == nil {
