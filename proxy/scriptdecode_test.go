@@ -36,7 +36,7 @@ func TestScripts_ReadOnlyDuringPause(t *testing.T) {
 		t.Fatalf("SCRIPT LOAD = %q", got)
 	}
 	// SCRIPT LOAD saved the SHA-1s in the background: done before the pause.
-	for deadline := time.Now().Add(5 * time.Second); direct.do("HEXISTS", ScriptSHAsKey, scriptSHA(get)) != ":1\r\n"; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); direct.do("HEXISTS", ScriptSHAsKey, e.srv.scriptSHAs.shaField(scriptSHA(get))) != ":1\r\n"; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("SCRIPT LOAD did not save the SHA-1s")
 		}
@@ -233,6 +233,12 @@ func TestScripts_CachedElsewhere(t *testing.T) {
 	}
 	if got := p.do("EVALSHA_RO", sha, "0", "cached:doc"); !strings.HasPrefix(got, "-NOSCRIPT ") {
 		t.Fatalf("EVALSHA_RO of a script loaded directly = %.120q, want NOSCRIPT", got)
+	}
+	// A pair saved by a proxy with another prologue (here: pointing at the
+	// unguarded script) is not this proxy's: NOSCRIPT still.
+	direct.do("HSET", ScriptSHAsKey, sha, sha)
+	if got := p.do("EVALSHA", sha, "0", "cached:doc"); !strings.HasPrefix(got, "-NOSCRIPT ") {
+		t.Fatalf("EVALSHA of a script another proxy version saved = %.120q, want NOSCRIPT", got)
 	}
 	// Sent with its body, it is guarded: the undeclared key's frame is an
 	// error, never read.

@@ -176,11 +176,14 @@ func (m *scriptSHAs) wrap(body []byte) (wrapped []byte, origSHA, wrappedSHA stri
 	return wrapped, origSHA, wrappedSHA
 }
 
-// ScriptSHAsKey is the hash, in the upstream URL's database, from the SHA-1 of a script as a
-// client wrote it to the SHA-1 of its wrapped form, for the scripts loaded
-// with SCRIPT LOAD through a proxy (or the go-redis hook, whose key it is
-// too): a proxy meeting an EVALSHA of a SHA-1 it has not seen looks it up
-// there, so that several proxies, and a restarted one, agree.
+// ScriptSHAsKey is the hash, in the upstream URL's database, from the
+// SHA-1 of a script as a client wrote it to the SHA-1 of its wrapped form,
+// for the scripts loaded with SCRIPT LOAD through a proxy: a proxy meeting
+// an EVALSHA of a SHA-1 it has not seen looks it up there, so that several
+// proxies, and a restarted one, agree. Its fields name the prologue too
+// (shaField): a proxy of another version, whose prologue differs (or the
+// go-redis hook, which keeps plain SHA-1 fields in the same hash), does not
+// run a script wrapped with another prologue than its own.
 const ScriptSHAsKey = "squeeze:script-shas"
 
 // unknownSHA stands, in what goes to Redis, for a SHA-1 the proxy does not
@@ -214,6 +217,21 @@ func (m *scriptSHAs) lookup(sha []byte) (string, bool) {
 	return w, ok
 }
 
+// Short SHA-1s of the EVAL prologues, in ScriptSHAsKey's fields.
+var (
+	evalPrologueTag   = scriptSHA(luaguard.EvalPrologue)[:8]
+	serverPrologueTag = scriptSHA(luaguard.ServerEvalPrologue)[:8]
+)
+
+// shaField is the field of ScriptSHAsKey for a client's SHA-1: it and the
+// prologue the proxy wraps scripts with.
+func (m *scriptSHAs) shaField(origSHA string) string {
+	if m.api.Load() == apiServer {
+		return origSHA + ":" + serverPrologueTag
+	}
+	return origSHA + ":" + evalPrologueTag
+}
+
 // note records a pair found in ScriptSHAsKey.
 func (m *scriptSHAs) note(origSHA, wrappedSHA string) {
 	m.mu.Lock()
@@ -229,13 +247,14 @@ func (m *scriptSHAs) note(origSHA, wrappedSHA string) {
 // connection of its own (a CLIENT PAUSE WRITE holds the write there, not
 // on a shared connection other clients' commands take).
 func (s *Server) saveScriptSHA(origSHA, wrappedSHA string) {
+	field := s.scriptSHAs.shaField(origSHA)
 	go func() {
 		up, err := s.pool.takeStream()
 		if err != nil {
 			s.logger().Warn("script SHA-1 not saved in Redis", "key", ScriptSHAsKey, "err", err)
 			return
 		}
-		r := roundtripOn(up, resp.AppendCommand(nil, []byte("HSET"), []byte(ScriptSHAsKey), []byte(origSHA), []byte(wrappedSHA)))
+		r := roundtripOn(up, resp.AppendCommand(nil, []byte("HSET"), []byte(ScriptSHAsKey), []byte(field), []byte(wrappedSHA)))
 		if r.err != nil || (len(r.reply) > 0 && r.reply[0] == '-') {
 			s.logger().Warn("script SHA-1 not saved in Redis", "key", ScriptSHAsKey, "err", r.err, "reply", string(bytes.TrimSpace(r.reply)))
 		}
@@ -252,7 +271,7 @@ func (c *client) findScriptSHA(cmd string, sha []byte) *call {
 		return nil
 	}
 	orig := strings.ToLower(string(sha))
-	r := c.sharedRT(c.s.up.DB)(resp.AppendCommand(nil, []byte("HGET"), []byte(ScriptSHAsKey), []byte(orig)))
+	r := c.sharedRT(c.s.up.DB)(resp.AppendCommand(nil, []byte("HGET"), []byte(ScriptSHAsKey), []byte(c.s.scriptSHAs.shaField(orig))))
 	defer r.release()
 	if r.err != nil {
 		if r.connLost {
