@@ -77,3 +77,18 @@ func TestProbeAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestUnwrapLegacy: a library an earlier proxy wrapped (issue 22's
+// prologue) lists as it was loaded too.
+func TestUnwrapLegacy(t *testing.T) {
+	code := "#!lua name=old\nredis.register_function('f', function() return 1 end)"
+	wrapped := Wrap([]byte(code), legacyFunctionPrologue22)
+	if got := string(Unwrap(wrapped)); got != code {
+		t.Errorf("Unwrap = %q", got)
+	}
+	reply := "*1\r\n$" + strconv.Itoa(len(wrapped)) + "\r\n" + string(wrapped) + "\r\n"
+	want := "*1\r\n$" + strconv.Itoa(len(code)) + "\r\n" + code + "\r\n"
+	if got := string(UnwrapReply([]byte(reply))); got != want {
+		t.Errorf("UnwrapReply = %q, want %q", got, want)
+	}
+}
