@@ -227,3 +227,39 @@ func TestScripts_ValkeyServerAlias(t *testing.T) {
 		}
 	}
 }
+
+// TestScripts_EarlierLibrary: a library an earlier proxy loaded (issue
+// 22's prologue, which does not take decoded values off a call's
+// arguments) gets none: its functions see their own arguments, and one
+// that reads a compressed value gets that prologue's error, as before.
+// FUNCTION LIST WITHCODE shows its code as loaded, and loaded again through
+// the proxy it gets this prologue, and the values.
+func TestScripts_EarlierLibrary(t *testing.T) {
+	e := startEnv(t)
+	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
+	code := "#!lua name=oldlib\nredis.register_function{function_name='old_args', callback=function(keys, args) return #args end, flags={'no-writes'}}\n" +
+		"redis.register_function{function_name='old_get', callback=function(keys, args) return redis.call('get', keys[1]) end, flags={'no-writes'}}"
+	if got := direct.do("FUNCTION", "LOAD", string(luaguard.Wrap([]byte(code), luaguard.FunctionPrologue22))); got != bulk("oldlib") {
+		t.Fatalf("FUNCTION LOAD directly = %q", got)
+	}
+	v := compressible(300, 20)
+	p.do("SET", "old:doc", v)
+	if got := p.do("FCALL_RO", "old_args", "1", "old:doc", "a"); got != ":1\r\n" {
+		t.Fatalf("FCALL_RO old_args of an earlier library = %.120q, want its one argument", got)
+	}
+	if got := p.do("FCALL_RO", "old_get", "1", "old:doc"); !strings.HasPrefix(got, "-ERR squeeze: script read a compressed value at declared key old:doc") {
+		t.Fatalf("FCALL_RO old_get of an earlier library = %.120q, want its prologue's error", got)
+	}
+	if list := p.do("FUNCTION", "LIST", "WITHCODE"); !strings.Contains(list, bulk(code)) {
+		t.Fatalf("FUNCTION LIST WITHCODE = %.200q: want the code as loaded", list)
+	}
+	if got := p.do("FUNCTION", "LOAD", "REPLACE", code); got != bulk("oldlib") {
+		t.Fatalf("FUNCTION LOAD REPLACE = %q", got)
+	}
+	if got := p.do("FCALL_RO", "old_args", "1", "old:doc", "a"); got != ":1\r\n" {
+		t.Fatalf("FCALL_RO old_args after loading it again = %.120q", got)
+	}
+	if got := p.do("FCALL_RO", "old_get", "1", "old:doc"); got != bulk(v) {
+		t.Fatalf("FCALL_RO old_get after loading it again = %.120q, want the value", got)
+	}
+}

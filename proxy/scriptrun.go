@@ -388,6 +388,9 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	sent, origSHA := c.s.scriptArgs(info, args)
 	var pinSeq uint64
 	for attempt := 0; ; attempt++ {
+		if len(pairs) > 0 && (info.name == "FCALL" || info.name == "FCALL_RO") && !c.currentFunction(args[1]) {
+			pairs = nil // a library an earlier proxy loaded: it would pass them on
+		}
 		req := resp.AppendCommand(nil, sent...)
 		if len(pairs) > 0 {
 			req = resp.AppendCommand(nil, luaguard.AppendDecoded(sent, pairs)...)
@@ -410,6 +413,9 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 			}
 			r.release()
 			continue
+		}
+		if is(args[0], "FUNCTION") && len(r.reply) > 0 && r.reply[0] != '-' {
+			c.s.scriptSHAs.forgetFunctions() // a library loaded: its functions' prologue
 		}
 		switch {
 		case origSHA != "" && len(r.reply) > 0 && r.reply[0] == '$':

@@ -57,6 +57,11 @@ type scriptSHAs struct {
 	// another proxy (perhaps of another version, with another prologue)
 	// put it: wrap computes the wrapped form's SHA-1 of such a body.
 	learned map[string]struct{}
+	// funcs maps each function Redis has to whether its library holds a
+	// prologue of this version (which takes decoded values off a call's
+	// arguments); nil until an FCALL needs it, and after a FUNCTION LOAD
+	// (currentFunction).
+	funcs map[string]bool
 	// api says whether the server's scripts reach redis as server too
 	// (Valkey), which the prologue must then shadow as well: apiUnknown
 	// until a script finds out (detectScriptAPI).
@@ -308,4 +313,79 @@ func (m *scriptSHAs) toClient(reply []byte) []byte {
 			copy(reply[i+8:], o)
 		}
 	}
+}
+
+// currentFunction reports whether the function an FCALL names is in a
+// library this version's prologue wraps, which takes decoded values off
+// the call's arguments (luaguard.AppendDecoded). A library loaded through
+// an earlier proxy (issue 22's prologue) would hand them to the function
+// as arguments of its own: its calls get none (a frame read is then the
+// prologue's error, as before), until the library is loaded again. It
+// reads FUNCTION LIST WITHCODE when it meets a name it does not know.
+func (c *client) currentFunction(name []byte) bool {
+	m := &c.s.scriptSHAs
+	m.mu.RLock()
+	cur, ok := m.funcs[string(name)]
+	m.mu.RUnlock()
+	if ok {
+		return cur
+	}
+	r := c.sharedRT(c.sess.db)(resp.AppendCommand(nil, []byte("FUNCTION"), []byte("LIST"), []byte("WITHCODE")))
+	defer r.release()
+	if r.err != nil {
+		return false
+	}
+	funcs := functionsOf(r.reply)
+	m.mu.Lock()
+	m.funcs = funcs
+	m.mu.Unlock()
+	return funcs[string(name)]
+}
+
+// forgetFunctions drops what currentFunction learned (a library was
+// loaded).
+func (m *scriptSHAs) forgetFunctions() {
+	m.mu.Lock()
+	m.funcs = nil
+	m.mu.Unlock()
+}
+
+// functionsOf reads a FUNCTION LIST WITHCODE reply (RESP2 or RESP3) into
+// a map from each function's name to whether its library's code begins,
+// after the #! line, with a prologue of this version.
+func functionsOf(reply []byte) map[string]bool {
+	out := map[string]bool{}
+	v, _, err := resp.ReadValue(reply)
+	if err != nil {
+		return out
+	}
+	libs := v.Elements()
+	for lib, ok := libs.Next(); ok; lib, ok = libs.Next() {
+		var names []string
+		current := false
+		fields := lib.Elements()
+		for k, ok := fields.Next(); ok; k, ok = fields.Next() {
+			val, _ := fields.Next()
+			switch string(k.Str) {
+			case "library_code":
+				code := val.Str
+				current = bytes.Contains(code, []byte("\n"+luaguard.FunctionPrologue)) || bytes.Contains(code, []byte("\n"+luaguard.ServerFunctionPrologue))
+			case "functions":
+				fs := val.Elements()
+				for f, ok := fs.Next(); ok; f, ok = fs.Next() {
+					attrs := f.Elements()
+					for a, ok := attrs.Next(); ok; a, ok = attrs.Next() {
+						av, _ := attrs.Next()
+						if string(a.Str) == "name" {
+							names = append(names, string(av.Str))
+						}
+					}
+				}
+			}
+		}
+		for _, n := range names {
+			out[n] = current
+		}
+	}
+	return out
 }

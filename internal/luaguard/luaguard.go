@@ -268,7 +268,7 @@ func Unwrap(code []byte) []byte {
 
 // functionPrologues are the prologues FUNCTION LOAD may have put in a
 // library: this version's, and issue 22's (legacy.go).
-var functionPrologues = []string{FunctionPrologue, ServerFunctionPrologue, legacyFunctionPrologue22}
+var functionPrologues = []string{FunctionPrologue, ServerFunctionPrologue, FunctionPrologue22}
 
 // UnwrapReply returns a reply of FUNCTION LIST WITHCODE (RESP2 or RESP3,
 // as Redis sent it) with the code of every library the prologue wraps as

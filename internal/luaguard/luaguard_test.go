@@ -82,7 +82,7 @@ func TestProbeAPI(t *testing.T) {
 // prologue) lists as it was loaded too.
 func TestUnwrapLegacy(t *testing.T) {
 	code := "#!lua name=old\nredis.register_function('f', function() return 1 end)"
-	wrapped := Wrap([]byte(code), legacyFunctionPrologue22)
+	wrapped := Wrap([]byte(code), FunctionPrologue22)
 	if got := string(Unwrap(wrapped)); got != code {
 		t.Errorf("Unwrap = %q", got)
 	}
