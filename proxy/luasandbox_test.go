@@ -262,4 +262,8 @@ func TestScripts_EarlierLibrary(t *testing.T) {
 	if got := p.do("FCALL_RO", "old_get", "1", "old:doc"); got != bulk(v) {
 		t.Fatalf("FCALL_RO old_get after loading it again = %.120q, want the value", got)
 	}
+	// Function names are found whatever their case.
+	if got := p.do("FCALL_RO", "OLD_GET", "1", "old:doc"); got != bulk(v) {
+		t.Fatalf("FCALL_RO OLD_GET = %.120q, want the value", got)
+	}
 }

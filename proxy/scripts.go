@@ -324,8 +324,9 @@ func (m *scriptSHAs) toClient(reply []byte) []byte {
 // reads FUNCTION LIST WITHCODE when it meets a name it does not know.
 func (c *client) currentFunction(name []byte) bool {
 	m := &c.s.scriptSHAs
+	lower := strings.ToLower(string(name)) // FCALL finds a function whatever its case
 	m.mu.RLock()
-	cur, ok := m.funcs[string(name)]
+	cur, ok := m.funcs[lower]
 	m.mu.RUnlock()
 	if ok {
 		return cur
@@ -339,7 +340,7 @@ func (c *client) currentFunction(name []byte) bool {
 	m.mu.Lock()
 	m.funcs = funcs
 	m.mu.Unlock()
-	return funcs[string(name)]
+	return funcs[lower]
 }
 
 // forgetFunctions drops what currentFunction learned (a library was
@@ -351,7 +352,7 @@ func (m *scriptSHAs) forgetFunctions() {
 }
 
 // functionsOf reads a FUNCTION LIST WITHCODE reply (RESP2 or RESP3) into
-// a map from each function's name to whether its library's code begins,
+// a map from each function's name, in lower case, to whether its library's code begins,
 // after the #! line, with a prologue of this version.
 func functionsOf(reply []byte) map[string]bool {
 	out := map[string]bool{}
@@ -377,7 +378,7 @@ func functionsOf(reply []byte) map[string]bool {
 					for a, ok := attrs.Next(); ok; a, ok = attrs.Next() {
 						av, _ := attrs.Next()
 						if string(a.Str) == "name" {
-							names = append(names, string(av.Str))
+							names = append(names, strings.ToLower(string(av.Str)))
 						}
 					}
 				}
