@@ -14,8 +14,8 @@ import (
 // section 2).
 
 // TestScripts_ReadOnlyDuringPause: during CLIENT PAUSE ... WRITE, EVAL_RO,
-// EVALSHA_RO, FCALL_RO and EVAL of a script flagged no-writes on
-// compressed keys (a string, a hash) run at once, as on Redis, see the values as written, and leave them stored
+// EVALSHA_RO, FCALL_RO, EVAL of a script flagged no-writes and FCALL of a
+// function flagged no-writes on compressed keys (a string, a hash) run at once, as on Redis, see the values as written, and leave them stored
 // compressed.
 func TestScripts_ReadOnlyDuringPause(t *testing.T) {
 	e := startEnv(t)
@@ -53,6 +53,7 @@ func TestScripts_ReadOnlyDuringPause(t *testing.T) {
 		{[]string{"EVAL_RO", get, "1", "rodoc"}, bulk(v)},
 		{[]string{"EVALSHA_RO", scriptSHA(get), "1", "rodoc"}, bulk(v)},
 		{[]string{"FCALL_RO", "ro_get", "1", "rodoc"}, bulk(v)},
+		{[]string{"FCALL", "ro_get", "1", "rodoc"}, bulk(v)},
 		{[]string{"EVAL_RO", "return redis.call('hgetall', KEYS[1])", "1", "rohash"}, "*2\r\n" + bulk("f") + bulk(v)},
 		{[]string{"EVAL_RO", "return {ARGV[1], #ARGV, #_G.ARGV, redis.call('get', KEYS[1]) == ARGV[2]}", "1", "rodoc", "a", v}, "*4\r\n" + bulk("a") + ":2\r\n:2\r\n:1\r\n"},
 		{[]string{"FCALL_RO", "ro_args", "1", "rodoc", "a"}, "*2\r\n:1\r\n" + bulk("a")},

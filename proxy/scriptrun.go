@@ -332,15 +332,16 @@ func isFunctionListCode(args [][]byte) bool {
 // runScript runs a script command outside MULTI, synchronously on the
 // client's connection: the declared keys made plain (or decoded and handed
 // to the script, decodeFor, where nothing may be written: an _RO command,
-// a script flagged no-writes, a read-only replica, a client with a private
-// connection), then the script; if the prologue reports a frame at a
+// a script or function flagged no-writes, a read-only replica, a client
+// with a private connection), then the script; if the prologue reports a frame at a
 // declared key before the script wrote anything (another writer compressed
 // it since), once more after decoding the keys again.
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	c.detectScriptAPI()
 	keys, ok := scriptKeysOf(args)
 	ok = ok && info.flags&rediscmd.Script != 0
-	ro := ok && (strings.HasSuffix(info.name, "_RO") || c.s.scriptSHAs.readOnly(info.name, args[1]))
+	ro := ok && (strings.HasSuffix(info.name, "_RO") || c.s.scriptSHAs.readOnly(info.name, args[1]) ||
+		info.name == "FCALL" && c.function(args[1]).noWrites)
 	// A client with a private connection may have CLIENT TRACKING on, and
 	// have read the keys before: making them plain, a write, would send it
 	// invalidations Redis does not. Its scripts are handed decoded values
@@ -388,7 +389,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	sent, origSHA := c.s.scriptArgs(info, args)
 	var pinSeq uint64
 	for attempt := 0; ; attempt++ {
-		if len(pairs) > 0 && (info.name == "FCALL" || info.name == "FCALL_RO") && !c.currentFunction(args[1]) {
+		if len(pairs) > 0 && (info.name == "FCALL" || info.name == "FCALL_RO") && !c.function(args[1]).current {
 			pairs = nil // a library an earlier proxy loaded: it would pass them on
 		}
 		req := resp.AppendCommand(nil, sent...)

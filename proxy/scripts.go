@@ -57,11 +57,9 @@ type scriptSHAs struct {
 	// another proxy (perhaps of another version, with another prologue)
 	// put it: wrap computes the wrapped form's SHA-1 of such a body.
 	learned map[string]struct{}
-	// funcs maps each function Redis has to whether its library holds a
-	// prologue of this version (which takes decoded values off a call's
-	// arguments); nil until an FCALL needs it, and after a FUNCTION LOAD
-	// (currentFunction).
-	funcs map[string]bool
+	// funcs is what the proxy knows of the functions Redis has (function);
+	// nil until an FCALL needs it, and after a FUNCTION LOAD.
+	funcs map[string]funcInfo
 	// api says whether the server's scripts reach redis as server too
 	// (Valkey), which the prologue must then shadow as well: apiUnknown
 	// until a script finds out (detectScriptAPI).
@@ -315,36 +313,48 @@ func (m *scriptSHAs) toClient(reply []byte) []byte {
 	}
 }
 
-// currentFunction reports whether the function an FCALL names is in a
-// library this version's prologue wraps, which takes decoded values off
-// the call's arguments (luaguard.AppendDecoded). A library loaded through
-// an earlier proxy (issue 22's prologue) would hand them to the function
-// as arguments of its own: its calls get none (a frame read is then the
-// prologue's error, as before), until the library is loaded again. It
-// reads FUNCTION LIST WITHCODE when it meets a name it does not know.
-func (c *client) currentFunction(name []byte) bool {
+// funcInfo is what the proxy knows of a function Redis has (from FUNCTION
+// LIST WITHCODE): whether its library holds a prologue of this version,
+// and whether it is flagged no-writes.
+type funcInfo struct{ current, noWrites bool }
+
+// maxFuncs bounds the functions remembered (names FCALL asked for that
+// Redis does not have included).
+const maxFuncs = 4096
+
+// function returns what the proxy knows of the function an FCALL names.
+// A library loaded through an earlier proxy (issue 22's prologue) would
+// hand decoded values to the function as arguments of its own: its calls
+// get none (a frame read is then the prologue's error, as before), until
+// the library is loaded again. A function flagged no-writes runs as a
+// read-only script (runScript): Redis runs it during CLIENT PAUSE WRITE
+// and on a replica. It reads FUNCTION LIST WITHCODE when it meets a name it
+// does not know, and remembers a name Redis does not have, too.
+func (c *client) function(name []byte) funcInfo {
 	m := &c.s.scriptSHAs
 	lower := strings.ToLower(string(name)) // FCALL finds a function whatever its case
 	m.mu.RLock()
-	cur, ok := m.funcs[lower]
+	fi, ok := m.funcs[lower]
 	m.mu.RUnlock()
 	if ok {
-		return cur
+		return fi
 	}
 	r := c.sharedRT(c.sess.db)(resp.AppendCommand(nil, []byte("FUNCTION"), []byte("LIST"), []byte("WITHCODE")))
 	defer r.release()
 	if r.err != nil {
-		return false
+		return funcInfo{}
 	}
 	funcs := functionsOf(r.reply)
+	if _, ok := funcs[lower]; !ok && len(funcs) < maxFuncs {
+		funcs[lower] = funcInfo{} // not in Redis: not asked again until a load
+	}
 	m.mu.Lock()
 	m.funcs = funcs
 	m.mu.Unlock()
 	return funcs[lower]
 }
 
-// forgetFunctions drops what currentFunction learned (a library was
-// loaded).
+// forgetFunctions drops what function learned (a library was loaded).
 func (m *scriptSHAs) forgetFunctions() {
 	m.mu.Lock()
 	m.funcs = nil
@@ -352,17 +362,22 @@ func (m *scriptSHAs) forgetFunctions() {
 }
 
 // functionsOf reads a FUNCTION LIST WITHCODE reply (RESP2 or RESP3) into
-// a map from each function's name, in lower case, to whether its library's code begins,
-// after the #! line, with a prologue of this version.
-func functionsOf(reply []byte) map[string]bool {
-	out := map[string]bool{}
+// a map from each function's name, in lower case, to what it says of it:
+// whether its library's code holds, after the #! line, a prologue of this
+// version, and whether the function is flagged no-writes.
+func functionsOf(reply []byte) map[string]funcInfo {
+	out := map[string]funcInfo{}
 	v, _, err := resp.ReadValue(reply)
 	if err != nil {
 		return out
 	}
 	libs := v.Elements()
 	for lib, ok := libs.Next(); ok; lib, ok = libs.Next() {
-		var names []string
+		type fn struct {
+			name     string
+			noWrites bool
+		}
+		var fns []fn
 		current := false
 		fields := lib.Elements()
 		for k, ok := fields.Next(); ok; k, ok = fields.Next() {
@@ -374,18 +389,28 @@ func functionsOf(reply []byte) map[string]bool {
 			case "functions":
 				fs := val.Elements()
 				for f, ok := fs.Next(); ok; f, ok = fs.Next() {
+					var one fn
 					attrs := f.Elements()
 					for a, ok := attrs.Next(); ok; a, ok = attrs.Next() {
 						av, _ := attrs.Next()
-						if string(a.Str) == "name" {
-							names = append(names, strings.ToLower(string(av.Str)))
+						switch string(a.Str) {
+						case "name":
+							one.name = strings.ToLower(string(av.Str))
+						case "flags":
+							fl := av.Elements()
+							for x, ok := fl.Next(); ok; x, ok = fl.Next() {
+								if string(x.Str) == "no-writes" {
+									one.noWrites = true
+								}
+							}
 						}
 					}
+					fns = append(fns, one)
 				}
 			}
 		}
-		for _, n := range names {
-			out[n] = current
+		for _, f := range fns {
+			out[f.name] = funcInfo{current: current, noWrites: f.noWrites}
 		}
 	}
 	return out
