@@ -48,6 +48,7 @@ import (
 	"hash/fnv"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,11 +172,32 @@ type Report struct {
 	// them are stored as written (scripts compare and copy their bytes),
 	// whatever the advice, and squeeze compact skips them.
 	ScriptPrefixes []string `json:"script_prefixes"`
+	// ScriptPrefixesLastUsed is when a script last used each of
+	// ScriptPrefixes, as squeeze proxy keeps it in ScriptPrefixesUsedKey
+	// (absent: not recorded). A proxy compresses a prefix again once no
+	// script used it for its --script-prefix-ttl.
+	ScriptPrefixesLastUsed map[string]time.Time `json:"script_prefixes_last_used,omitempty"`
 }
 
 // ScriptPrefixesKey is the set of the key prefixes scripts use (see
 // Report.ScriptPrefixes).
 const ScriptPrefixesKey = "squeeze:script-prefixes"
+
+// ScriptPrefixesUsedKey is the hash of when a script last used each of
+// them, in Unix milliseconds.
+const ScriptPrefixesUsedKey = "squeeze:script-prefixes:used"
+
+// ScriptPrefixesOver returns those of scriptPrefixes that the advise
+// prefix p overlaps (see ScriptUsed).
+func ScriptPrefixesOver(p string, scriptPrefixes []string) []string {
+	var out []string
+	for _, sp := range scriptPrefixes {
+		if strings.HasPrefix(sp, p) || strings.HasPrefix(p, sp) {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
 
 // ScriptUsed reports whether the advise prefix p overlaps a prefix scripts
 // use: one of them begins with the other.
@@ -330,6 +352,20 @@ func Run(ctx context.Context, rdb redis.UniversalClient, o Options) (Report, err
 	}
 	slices.Sort(sp)
 	rep.ScriptPrefixes = sp
+	if len(sp) > 0 {
+		used, err := rdb.HGetAll(ctx, ScriptPrefixesUsedKey).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return rep, fmt.Errorf("advise: HGETALL %s: %w", ScriptPrefixesUsedKey, err)
+		}
+		for _, p := range sp {
+			if ms, err := strconv.ParseInt(used[p], 10, 64); err == nil && ms > 0 {
+				if rep.ScriptPrefixesLastUsed == nil {
+					rep.ScriptPrefixesLastUsed = map[string]time.Time{}
+				}
+				rep.ScriptPrefixesLastUsed[p] = time.UnixMilli(ms).UTC()
+			}
+		}
+	}
 	groups := map[string]*group{}
 	sample := func(ctx context.Context, node redis.Cmdable, keys int) error {
 		return sampleNode(ctx, node, res, o, keys, &rep, groups)

@@ -332,6 +332,9 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if err := next(ctx, send); err != nil && send.Err() == nil {
 			send.SetErr(err)
 		}
+		if p.name == "function" {
+			fixLoadError(ctx, next, send)
+		}
 		if send.Err() == nil {
 			for _, x := range p.extra {
 				_ = next(ctx, x) // best effort: the command itself succeeded

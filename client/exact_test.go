@@ -344,3 +344,27 @@ func TestExact_ScriptLoadEverywhere(t *testing.T) {
 		}
 	})
 }
+
+// TestExact_FunctionLoadErrors: FUNCTION LOAD through the hook accepts and
+// refuses the libraries Redis does, with Redis's errors (issue 32).
+func TestExact_FunctionLoadErrors(t *testing.T) {
+	ctx := context.Background()
+	forConfigs(t, func(t *testing.T, p pair) {
+		for _, body := range []string{
+			"redis.register_function('f', 'bad')",
+			"redis.register_function{function_name='f', callback='bad'}",
+			"redis.register_function('f', function() end, 1, 2)",
+			"redis.register_function('f')",
+			"redis.register_function('f', function() return 1 end)",
+		} {
+			lib := "#!lua name=errlib\n" + body
+			_, wantErr := p.plain.FunctionLoad(ctx, lib).Result()
+			p.plain.FunctionFlush(ctx)
+			_, gotErr := p.hooked.FunctionLoad(ctx, lib).Result()
+			p.plain.FunctionFlush(ctx)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Errorf("FUNCTION LOAD %q through the hook: %v, Redis: %v", body, gotErr, wantErr)
+			}
+		}
+	})
+}

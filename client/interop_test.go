@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
@@ -102,5 +103,42 @@ func TestInterop_Proxy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInterop_ScriptPrefixAnnounced: a prefix the hook learns reaches a
+// proxy in front of the same Redis at once, which then stores its values
+// plain, and its last use is saved for the proxies' TTL.
+func TestInterop_ScriptPrefixAnnounced(t *testing.T) {
+	ctx := context.Background()
+	r := testutil.StartRedis(t)
+	enc, err := codec.NewEncoder(codec.DefaultAlgorithm, codec.WithMinSize(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaProxy := redis.NewClient(&redis.Options{Addr: startProxy(t, r, enc)})
+	defer viaProxy.Close()
+	viaProxy.Ping(ctx) // the proxy is up and has subscribed
+	time.Sleep(100 * time.Millisecond)
+	plain := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer plain.Close()
+	lib := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer lib.Close()
+	if _, err := Install(lib, Config{Encoder: enc}); err != nil {
+		t.Fatal(err)
+	}
+	token := big("token")
+	lib.Set(ctx, "mutex:a", token, 0)
+	if n, err := redis.NewScript(lockRelease).Run(ctx, lib, []string{"mutex:a"}, token).Int(); err != nil || n != 1 {
+		t.Fatalf("release = %d, %v", n, err)
+	}
+	if err := viaProxy.Set(ctx, "mutex:b", token, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if codec.IsFramed([]byte(plain.Get(ctx, "mutex:b").Val())) {
+		t.Fatal("the proxy stored mutex:b compressed right after the hook learned mutex:")
+	}
+	if plain.HExists(ctx, ScriptPrefixesKey+":used", "mutex:").Val() != true {
+		t.Fatal("the hook did not save the prefix's last use")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -331,11 +332,18 @@ func (h *Hook) learnScriptKeys(ctx context.Context, next redis.ProcessHook, keys
 		}
 	}
 	if added := h.scripts.add(scriptPrefixes(keys)); len(added) > 0 {
-		a := []any{"sadd", ScriptPrefixesKey}
+		// As the proxy does (proxy/scriptshare.go): announce them, so
+		// that every proxy in front of this Redis keeps them plain at
+		// once, then save them with their use. Best effort: the hook
+		// keeps them anyway.
+		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+		a, u := []any{"sadd", ScriptPrefixesKey}, []any{"hset", ScriptPrefixesKey + ":used"}
 		for _, p := range added {
-			a = append(a, p)
+			_ = next(ctx, redis.NewIntCmd(ctx, "publish", ScriptPrefixesKey, p))
+			a, u = append(a, p), append(u, p, now)
 		}
-		_ = next(ctx, redis.NewIntCmd(ctx, a...)) // best effort: the hook keeps them anyway
+		_ = next(ctx, redis.NewIntCmd(ctx, a...))
+		_ = next(ctx, redis.NewIntCmd(ctx, u...))
 	}
 }
 
@@ -433,11 +441,7 @@ func scriptPrefixes(keys []string) []string {
 // prologue FUNCTION LOAD put after its #! line (luaguard.Wrap). Code
 // loaded without the hook is returned as it is.
 func unwrapLibrary(code string) string {
-	nl := strings.IndexByte(code, '\n')
-	if nl < 0 || !strings.HasPrefix(code, "#!") || !strings.HasPrefix(code[nl+1:], luaguard.FunctionPrologue) {
-		return code
-	}
-	return code[:nl+1] + code[nl+1+len(luaguard.FunctionPrologue):]
+	return string(luaguard.Unwrap([]byte(code)))
 }
 
 // unwrapLibraries unwraps the library_code of each library in the generic
@@ -461,4 +465,29 @@ func unwrapLibraries(v any) {
 			}
 		}
 	}
+}
+
+// loadError is a FUNCTION LOAD error with the server's own text.
+type loadError string
+
+func (e loadError) Error() string { return string(e) }
+
+// RedisError marks it as a Redis error for go-redis.
+func (loadError) RedisError() {}
+
+// fixLoadError gives a FUNCTION LOAD refused by the prologue because a
+// callback is not a function the error the server gives without it
+// (luaguard.LoadError), the API's name asked of the server
+// (luaguard.APIProbe, which every server refuses).
+func fixLoadError(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder) {
+	err := cmd.Err()
+	if err == nil || !luaguard.IsLoadError([]byte(err.Error())) {
+		return
+	}
+	api := "redis"
+	probe := redis.NewStringCmd(ctx, "function", "load", luaguard.APIProbe)
+	if next(ctx, probe) != nil && probe.Err() != nil {
+		api = luaguard.ProbeAPI([]byte(probe.Err().Error()))
+	}
+	cmd.SetErr(loadError(luaguard.LoadError([]byte(err.Error()), api)))
 }

@@ -405,12 +405,13 @@ type runner struct {
 // hook keep the key prefixes scripts use (a key's prefix: up to and
 // including its last ':', or up to a segment that is an id: the
 // proxy's luaguard.Prefix). Their values stay as written,
-// so Run skips them (SkipScript), and so does the set itself.
+// so Run skips them (SkipScript), and so does the set itself, with the
+// hash of their last uses (ScriptPrefixesKey + ":used").
 const ScriptPrefixesKey = "squeeze:script-prefixes"
 
 // scriptKey reports whether key falls under a prefix scripts use.
 func (r *runner) scriptKey(k string) bool {
-	if k == ScriptPrefixesKey {
+	if k == ScriptPrefixesKey || k == ScriptPrefixesKey+":used" {
 		return true
 	}
 	if len(r.scriptPrefixes) == 0 {

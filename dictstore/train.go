@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/rediscluster"
 )
 
 // Defaults of TrainOptions.
@@ -187,8 +188,9 @@ func Train(ctx context.Context, rdb redis.UniversalClient, pattern string, o Tra
 // name so that training does not depend on the order of SCAN's pages.
 func collect(ctx context.Context, rdb redis.UniversalClient, pattern string, o TrainOptions, dec *codec.Decoder, rep *Report) ([]sample, error) {
 	var out []sample
+	limit := o.Samples // of the node being scanned, in a cluster
 	add := func(name string, v []byte) {
-		if len(out) >= o.Samples {
+		if len(out) >= limit {
 			return
 		}
 		if codec.IsFramed(v) {
@@ -209,11 +211,39 @@ func collect(ctx context.Context, rdb redis.UniversalClient, pattern string, o T
 		}
 	}
 	o.progress("reading values", 0, o.Samples)
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		if err := collectNode(ctx, rdb, pattern, o, &out, limit, add, rep); err != nil {
+			return nil, err
+		}
+		slices.SortFunc(out, func(a, b sample) int { return strings.Compare(a.name, b.name) })
+		return out, nil
+	}
+	// A cluster client's SCAN walks one node: scan each master, in the
+	// order of their addresses, for its share of the samples.
+	masters, err := rediscluster.Masters(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("dictstore: cluster masters: %w", err)
+	}
+	slices.SortFunc(masters, func(a, b *redis.Client) int { return strings.Compare(a.Options().Addr, b.Options().Addr) })
+	for i, m := range masters {
+		limit = o.Samples * (i + 1) / len(masters)
+		if err := collectNode(ctx, m, pattern, o, &out, limit, add, rep); err != nil {
+			return nil, fmt.Errorf("%w (node %s)", err, m.Options().Addr)
+		}
+	}
+	slices.SortFunc(out, func(a, b sample) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+// collectNode scans the keys of one server (a node, in a cluster) that
+// match pattern and adds their values until *out holds limit samples.
+func collectNode(ctx context.Context, rdb redis.Cmdable, pattern string, o TrainOptions, out *[]sample, limit int, add func(string, []byte), rep *Report) error {
 	var cursor uint64
-	for len(out) < o.Samples {
+	for len(*out) < limit {
 		keys, next, err := rdb.Scan(ctx, cursor, pattern, o.ScanCount).Result()
 		if err != nil {
-			return nil, fmt.Errorf("dictstore: SCAN %q: %w", pattern, err)
+			return fmt.Errorf("dictstore: SCAN %q: %w", pattern, err)
 		}
 		keys = slices.DeleteFunc(keys, IsStoreKey)
 		rep.KeysScanned += len(keys)
@@ -226,7 +256,7 @@ func collect(ctx context.Context, rdb redis.UniversalClient, pattern string, o T
 				return nil
 			})
 			if err != nil {
-				return nil, fmt.Errorf("dictstore: TYPE: %w", err)
+				return fmt.Errorf("dictstore: TYPE: %w", err)
 			}
 			gets := make([]redis.Cmder, len(keys))
 			_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -241,7 +271,7 @@ func collect(ctx context.Context, rdb redis.UniversalClient, pattern string, o T
 				return nil
 			})
 			if err != nil && !errors.Is(err, redis.Nil) {
-				return nil, fmt.Errorf("dictstore: read values: %w", err)
+				return fmt.Errorf("dictstore: read values: %w", err)
 			}
 			for i, k := range keys {
 				switch c := gets[i].(type) {
@@ -265,11 +295,10 @@ func collect(ctx context.Context, rdb redis.UniversalClient, pattern string, o T
 			}
 		}
 		if cursor = next; cursor == 0 {
-			break
+			return nil
 		}
 	}
-	slices.SortFunc(out, func(a, b sample) int { return strings.Compare(a.name, b.name) })
-	return out, nil
+	return nil
 }
 
 // split holds out the samples whose name hashes to 0 mod 5.

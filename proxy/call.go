@@ -60,6 +60,9 @@ type call struct {
 	// when it is written; reserved the reservation made when the call was
 	// queued, until its reply arrives (memory.go).
 	held, reserved int64
+	// db is the database the command ran in, where a value it took out
+	// of Redis is kept, or a move it made is undone (quarantine.go).
+	db int
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -90,7 +93,7 @@ func (c *call) release() {
 	c.reply, c.err, c.kind, c.tx, c.txNames = c.reply[:0], nil, 0, c.tx[:0], c.txNames[:0]
 	c.args, c.argv, c.cmd, c.cmdID, c.local, c.close = c.args[:0], c.argv[:0], "", 0, false, false
 	c.start, c.seq, c.notify, c.owner, c.pinSeq = time.Time{}, 0, nil, nil, 0
-	c.onFinish, c.deferPushes, c.connLost, c.authUser, c.held, c.reserved = nil, false, false, nil, 0, 0
+	c.onFinish, c.deferPushes, c.connLost, c.authUser, c.held, c.reserved, c.db = nil, false, false, nil, 0, 0, 0
 	c.endsOrder, c.blocker = nil, false
 	c.ready.Store(false)
 	callPool.Put(c)

@@ -95,6 +95,39 @@ func (m *ClusterMap) proxyFor(host string, port int64) (phost string, pport int6
 	return "", 0, false
 }
 
+// clusterMap returns the ClusterMap in force: the last SetClusterMap
+// gave, else Cluster.
+func (s *Server) clusterMap() *ClusterMap {
+	if m := s.clusterSet.Load(); m != nil {
+		return m
+	}
+	return s.Cluster
+}
+
+// SetClusterMap puts m in force in place of the ClusterMap the proxy
+// started with (Cluster), for example on a configuration reload (squeeze
+// proxy on SIGHUP) after a node joined the cluster: topology replies and
+// redirections from then on name the proxies m names, on connections
+// open before too. A proxy started without a ClusterMap cannot take one,
+// nor one started with a ClusterMap drop it (nil): being in front of a
+// cluster node or not takes a restart. On an error nothing changes.
+func (s *Server) SetClusterMap(m *ClusterMap) error {
+	switch {
+	case s.Cluster == nil && m != nil:
+		return errors.New("proxy: started without a cluster map; one takes a restart")
+	case s.Cluster != nil && m == nil:
+		return errors.New("proxy: started with a cluster map; going without one takes a restart")
+	case m == nil:
+		return nil
+	}
+	c := &ClusterMap{PortOffset: m.PortOffset, Nodes: make(map[string]string, len(m.Nodes))}
+	for node, px := range m.Nodes {
+		c.Nodes[node] = px
+	}
+	s.clusterSet.Store(c)
+	return nil
+}
+
 // errNoClusterMap is the refusal of a topology reply or redirection when
 // the proxy has no ClusterMap.
 const errNoClusterMap = "ERR squeeze: %s would send the client past the proxy, straight to a Redis Cluster node that stores compressed values; start every proxy with --cluster-port-offset or --cluster-map so that cluster clients are sent to the proxies"
@@ -125,11 +158,12 @@ func (s *Server) redirect(dst, reply []byte) ([]byte, bool) {
 	if !ok {
 		return dst, false
 	}
-	if s.Cluster == nil {
+	m := s.clusterMap()
+	if m == nil {
 		s.metrics.clusterRedirect(false)
 		return resp.AppendError(dst, fmt.Sprintf(errNoClusterMap, "-"+kind+" "+f[1]+" "+f[2])), true
 	}
-	h, p, ok := s.Cluster.proxyFor(host, n)
+	h, p, ok := m.proxyFor(host, n)
 	s.metrics.clusterRedirect(ok)
 	if !ok {
 		return resp.AppendError(dst, unmapped("-"+kind, f[2])), true
@@ -194,7 +228,8 @@ func (r *rewriter) clusterReply(dst []byte, v resp.Value, sh shape) []byte {
 		return append(dst, v.Raw...)
 	}
 	what := map[shape]string{shapeClusterSlots: "CLUSTER SLOTS", shapeClusterShards: "CLUSTER SHARDS", shapeClusterNodes: "CLUSTER NODES"}[sh]
-	if r.s.Cluster == nil {
+	m := r.s.clusterMap()
+	if m == nil {
 		r.s.metrics.clusterRedirect(false)
 		return resp.AppendError(dst, fmt.Sprintf(errNoClusterMap, what))
 	}
@@ -202,11 +237,11 @@ func (r *rewriter) clusterReply(dst []byte, v resp.Value, sh shape) []byte {
 	var err error
 	switch sh {
 	case shapeClusterSlots:
-		dst, err = r.s.Cluster.rewriteSlots(dst, v)
+		dst, err = m.rewriteSlots(dst, v)
 	case shapeClusterShards:
-		dst, err = r.s.Cluster.rewriteShards(dst, v)
+		dst, err = m.rewriteShards(dst, v)
 	default:
-		dst, err = r.s.Cluster.rewriteNodes(dst, v)
+		dst, err = m.rewriteNodes(dst, v)
 	}
 	if err != nil {
 		var um *errUnmapped

@@ -23,8 +23,9 @@ func startClusterProxies(t *testing.T) (nodes []*testutil.Redis, proxies []*env)
 }
 
 // proxiesFor starts a proxy in front of each of a cluster's nodes, every
-// proxy with the map of all of them.
-func proxiesFor(t *testing.T, nodes []*testutil.Redis) (proxies []*env) {
+// proxy with the map of all of them, and opts applied to the i-th by
+// opts(i).
+func proxiesFor(t *testing.T, nodes []*testutil.Redis, opts ...func(i int) envOpt) (proxies []*env) {
 	m := &ClusterMap{Nodes: map[string]string{}}
 	lns := make([]net.Listener, len(nodes))
 	for i, n := range nodes {
@@ -38,6 +39,9 @@ func proxiesFor(t *testing.T, nodes []*testutil.Redis) (proxies []*env) {
 	for i, n := range nodes {
 		s := &Server{Upstream: n.URL(), Logger: quietLogger(), Cluster: m}
 		withMinSize(0)(s)
+		for _, o := range opts {
+			o(i)(s)
+		}
 		proxies = append(proxies, serveOn(t, s, lns[i], n))
 	}
 	return proxies

@@ -221,18 +221,21 @@ func TestProxy_Monitor(t *testing.T) {
 	}
 	// A new upstream connection first asks CONFIG GET proto-max-bulk-len,
 	// COMMAND INFO and COMMAND DOCS (learnCaps), and the proxy reloads the
-	// key prefixes scripts were seen to use (SMEMBERS, scriptkeys.go);
+	// key prefixes scripts were seen to use (SMEMBERS, HGETALL, and the
+	// proxy's own connections dialed again, with SUBSCRIBE: scriptshare.go);
 	// MONITOR shows the truth: a bounded number of such lines may come
 	// before the SET.
 	var lines []string
-	for range 8 {
+	for range 12 {
 		got := m.read()
 		lines = append(lines, got)
 		if strings.Contains(got, `] "SET" "monitored" "v"`) {
 			return
 		}
 		if !strings.Contains(got, `] "COMMAND" `) && !strings.Contains(got, `] "CONFIG" "GET" `) &&
-			!strings.Contains(got, `] "SMEMBERS" "squeeze:script-prefixes"`) {
+			!strings.Contains(got, `] "SMEMBERS" "squeeze:script-prefixes"`) &&
+			!strings.Contains(got, `] "HGETALL" "squeeze:script-prefixes:used"`) &&
+			!strings.Contains(got, `] "SUBSCRIBE" "squeeze:script-prefixes"`) {
 			break
 		}
 	}

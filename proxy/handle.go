@@ -188,14 +188,16 @@ func (c *client) newCall(info *cmdInfo, args [][]byte, kind shape, start time.Ti
 	}
 	if kind != shapeNone && kind != shapeSniff {
 		// The keys, for decode errors that name them (keyOf): every
-		// argument of MGET, the first of the others. Never a value:
-		// copying a 10 MB SET ... GET value here was 2% of the proxy's
-		// CPU on large documents.
-		if info.name == "MGET" {
+		// argument of MGET and of a move (its lists and ends, to undo
+		// it), the first of the others. Never a value: copying a 10 MB
+		// SET ... GET value here was 2% of the proxy's CPU on large
+		// documents.
+		if info.name == "MGET" || info.flags&rediscmd.Moves != 0 {
 			cl.saveArgs(args)
 		} else {
 			cl.saveArgs(args[:min(len(args), 2)])
 		}
+		cl.db = c.sess.db
 	}
 	return cl
 }

@@ -46,6 +46,13 @@ import (
 //     --max-memory also becomes the Go runtime's soft memory limit
 //     (debug.SetMemoryLimit, set by the squeeze command), so garbage is
 //     collected before RSS reaches the bound.
+//
+// Not counted: a client's read buffer and batch while it sends a command
+// larger than an event loop handles, each at most a quarter larger than
+// the command (internal/bufpool's size classes), and the free lists of
+// buffers, which give their memory back a second after a burst. So RSS
+// stays within MaxMemory plus about 2.5 times the command of each client
+// sending a large one (docs/design/memory.md).
 
 // Replies cannot be refused once their requests are sent, and on a shared
 // connection they come in order: a client's 300 pipelined GETs of 8 MiB

@@ -29,10 +29,14 @@ type Metrics struct {
 	passed       *prometheus.CounterVec
 	reloads      *prometheus.CounterVec
 	upstreamInfo *prometheus.GaugeVec
+	scriptPrefix *prometheus.GaugeVec   // by prefix: its last use by a script
+	scriptEvents *prometheus.CounterVec // prefixes learned and forgotten
 	// Pre-resolved children keep the hot path free of label lookups.
 	outcome  [3]prometheus.Counter
 	decodedC prometheus.Counter
 	byCmd    sync.Map // command name -> *commandStats
+	// scriptSet: the prefixes scriptPrefix has a series of.
+	scriptSet sync.Map
 	// byID holds the stats of the defined commands by cmdInfo.id,
 	// resolved on first use: no hashing of the name per command.
 	byID []atomic.Pointer[commandStats]
@@ -63,8 +67,10 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 		reloads:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_config_reloads_total", Help: "Reloads of the write policy (SIGHUP), by outcome: ok, or failed (the policy in force is unchanged)."}, []string{"outcome"}),
 		redirects:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_cluster_redirects_total", Help: "Redis Cluster redirections and topology replies, by outcome: rewritten (to name the proxy in front of the node) or refused (no proxy address for the node)."}, []string{"outcome"}),
 		upstreamInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "squeeze_proxy_upstream_info", Help: "The server behind the upstream, as INFO server names it when the proxy starts: 1 for its name (Redis, Valkey) and version."}, []string{"server", "version"}),
+		scriptPrefix: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "squeeze_proxy_script_prefix_last_use_seconds", Help: "Key prefixes whose values are stored uncompressed because scripts use them (see squeeze:script-prefixes), one series each: the Unix time a script last declared a key of it. Compressed again after --script-prefix-ttl without use."}, []string{"prefix"}),
+		scriptEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_script_prefix_changes_total", Help: "Key prefixes kept uncompressed because scripts use them, by change: learned (from then on stored uncompressed) or forgotten (unused for --script-prefix-ttl: compressed again)."}, []string{"change"}),
 	}
-	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.quarantine, m.dropped, m.upErrors, m.redirects, m.failovers, m.streams, m.streamBytes, m.passed, m.reloads, m.upstreamInfo)
+	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.quarantine, m.dropped, m.upErrors, m.redirects, m.failovers, m.streams, m.streamBytes, m.passed, m.reloads, m.upstreamInfo, m.scriptPrefix, m.scriptEvents)
 	m.outcome[codec.Compressed] = m.values.WithLabelValues("compressed")
 	m.outcome[codec.StoredRaw] = m.values.WithLabelValues("raw")
 	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
@@ -139,6 +145,46 @@ func (m *Metrics) Reloaded(ok bool) {
 	if m != nil {
 		m.reloads.WithLabelValues(map[bool]string{true: "ok", false: "failed"}[ok]).Inc()
 	}
+}
+
+// scriptPrefixLearned records a prefix kept plain for scripts, last used
+// at ms (Unix ms); a new one counts as learned.
+func (m *Metrics) scriptPrefixLearned(prefix string, ms int64) {
+	if m == nil {
+		return
+	}
+	g, err := m.scriptPrefix.GetMetricWithLabelValues(prefix)
+	if err != nil {
+		return
+	}
+	if ms > 0 {
+		g.Set(float64(ms) / 1000)
+	}
+	if !m.scriptSeen(prefix, true) {
+		m.scriptEvents.WithLabelValues("learned").Inc()
+	}
+}
+
+// scriptPrefixForgotten records a prefix compressed again.
+func (m *Metrics) scriptPrefixForgotten(prefix string) {
+	if m == nil {
+		return
+	}
+	m.scriptPrefix.DeleteLabelValues(prefix)
+	if m.scriptSeen(prefix, false) {
+		m.scriptEvents.WithLabelValues("forgotten").Inc()
+	}
+}
+
+// scriptSeen records whether prefix is kept plain and returns whether it
+// was.
+func (m *Metrics) scriptSeen(prefix string, now bool) bool {
+	if now {
+		_, was := m.scriptSet.LoadOrStore(prefix, struct{}{})
+		return was
+	}
+	_, was := m.scriptSet.LoadAndDelete(prefix)
+	return was
 }
 
 func (m *Metrics) failover() {

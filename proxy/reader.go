@@ -620,6 +620,11 @@ func (c *client) processNext(inLoop bool, off int, maxBulk int64) (int, cmdStep)
 	}
 	// SET and DELEX that compare the value run as inspect commands.
 	info := c.s.served(conditional(c.lookupCommand(args[0]), args))
+	if info.flags&doorFlags != 0 || c.s.RequireAuth && !c.sess.authed {
+		if step, done := c.atDoor(info, args); done {
+			return off + m, step
+		}
+	}
 	if inLoop && c.mustHandOff(info, args, m) {
 		return off, cmdRest
 	}

@@ -26,6 +26,11 @@ type rewriter struct {
 	// elemCmd names the queued command whose reply inside EXEC is being
 	// rewritten, "" outside EXEC.
 	elemCmd string
+	// key is the key a reply of [key, value] or [key, [values]] names
+	// (BLPOP, LMPOP: rediscmd.ReplyKeyValue, ReplyKeyValues) while its
+	// values are rewritten: the key a value that does not decode came
+	// from.
+	key []byte
 }
 
 // appendRequest appends the command args to dst as a multibulk request, with
@@ -163,12 +168,18 @@ type DecodeError struct {
 	// Kept names the quarantine key that holds the stored bytes of a value
 	// the command took out of Redis (see quarantine.go).
 	Kept string
+	// Moved says, for a command that moved the value from one list to
+	// another, whether the move was undone or where the value is.
+	Moved string
 }
 
 func (e *DecodeError) Error() string {
 	kept := ""
 	if e.Kept != "" {
 		kept = fmt.Sprintf("; its stored bytes are kept under %q", e.Kept)
+	}
+	if e.Moved != "" {
+		kept += "; " + e.Moved
 	}
 	if e.Key != nil {
 		return fmt.Sprintf("squeeze: %s: stored value of key %q cannot be decoded: %v%s", e.Cmd, e.Key, e.Err, kept)
@@ -262,13 +273,23 @@ func (r *rewriter) decode(dst, frame []byte, c *call, i int) ([]byte, error) {
 		return out, nil
 	}
 	de := err.(*DecodeError)
+	if r.key != nil {
+		de.Key = r.key
+	}
 	if r.cur != nil {
 		de.Cmd = r.cur.cmd
 		if r.elemCmd != "" {
 			de.Cmd = r.elemCmd
 		}
-		if destructive(de.Cmd) {
-			de.Kept = r.s.quarantine(de.Cmd, de.Key, frame, de.Err)
+		spec := rediscmd.LookupString(de.Cmd)
+		switch {
+		case spec == nil:
+		case spec.Has(rediscmd.Destructive):
+			de.Kept = r.s.quarantine(r.cur.db, de.Cmd, de.Key, frame, de.Err)
+		case spec.Has(rediscmd.Moves) && r.elemCmd != "":
+			de.Moved = "it was moved: the transaction ran as a whole"
+		case spec.Has(rediscmd.Moves):
+			de.Moved = r.s.undoMove(r.cur.db, r.cur, frame)
 		}
 	}
 	if !r.inAgg {
@@ -355,9 +376,9 @@ func (r *rewriter) walk(dst []byte, v resp.Value, sh shape, c *call, tx []shape)
 			return r.pairs(dst, v, c)
 		}
 	case shapeKeyValue:
-		return r.positional(dst, v, c, shapeNone, shapeValue)
+		return r.keyed(dst, v, c, shapeValue)
 	case shapeKeyValues:
-		return r.positional(dst, v, c, shapeNone, shapeValues)
+		return r.keyed(dst, v, c, shapeValues)
 	case shapeScanPairs:
 		return r.positional(dst, v, c, shapeNone, shapePairs)
 	case shapeEntries:
@@ -547,6 +568,19 @@ func (r *rewriter) exec(dst []byte, v resp.Value, c *call, tx []shape) ([]byte, 
 			return dst, err
 		}
 	}
+}
+
+// keyed rewrites v, a reply of [key, value] (second is shapeValue) or
+// [key, [values]] (shapeValues), with key set to the key it names.
+func (r *rewriter) keyed(dst []byte, v resp.Value, c *call, second shape) ([]byte, error) {
+	if v.Type.IsAggregate() && v.N >= 2 {
+		it := v.Elements()
+		if k, ok := it.Next(); ok && k.Type == resp.BulkString && k.N >= 0 {
+			r.key = k.Str
+			defer func() { r.key = nil }()
+		}
+	}
+	return r.positional(dst, v, c, shapeNone, second)
 }
 
 // positional rewrites a two-or-more element aggregate whose element 0 has

@@ -5,6 +5,8 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/squeeze-kv/squeeze/internal/luaguard"
 	"github.com/squeeze-kv/squeeze/internal/rediscmd"
@@ -41,105 +43,229 @@ func scriptKeysOf(args [][]byte) ([][]byte, bool) {
 	return args[3 : 3+n], true
 }
 
+// plainRequest returns the request that runs plainScript on keys: with
+// cands ('S') or without ('P', only looking), EVALSHA (byName) or EVAL, or
+// their _RO forms (ro: a look that must not count as a write, for a
+// read-only script or a read-only replica), asking for at most max frames.
+func plainRequest(keys [][]byte, cands []plainCand, byName, ro bool, max int) []byte {
+	n := 3 + len(keys) + 3 + 5*len(cands)
+	dst := resp.AppendArray(nil, n)
+	switch {
+	case ro && byName:
+		dst = resp.AppendBulkString(dst, "EVALSHA_RO")
+		dst = resp.AppendBulkString(dst, plainSHA)
+	case ro:
+		dst = resp.AppendBulkString(dst, "EVAL_RO")
+		dst = resp.AppendBulkString(dst, plainScript)
+	default:
+		dst = appendScript(dst, plainScript, plainSHA, byName)
+	}
+	dst = resp.AppendBulkString(dst, strconv.Itoa(len(keys)))
+	for _, k := range keys {
+		dst = resp.AppendBulk(dst, k)
+	}
+	if len(cands) == 0 {
+		dst = resp.AppendBulkString(dst, "P")
+	} else {
+		dst = resp.AppendBulkString(dst, "S")
+	}
+	dst = resp.AppendBulkString(dst, strconv.Itoa(len(cands)))
+	for _, p := range cands {
+		dst = resp.AppendBulk(dst, p.key)
+		dst = resp.AppendBulk(dst, p.kind)
+		dst = resp.AppendBulk(dst, p.at)
+		dst = resp.AppendBulk(dst, p.frame)
+		dst = resp.AppendBulk(dst, p.dec)
+	}
+	return resp.AppendBulkString(dst, strconv.Itoa(max))
+}
+
+// errReadOnly is what plainFrames returns for a reply that says the
+// server takes no writes (a read-only replica): the script's keys are
+// then decoded for it instead (decodeFor).
+var errReadOnly = &call{}
+
+// plainFrames reads a reply of plainScript into the frames it lists,
+// decoded (those whose decoded value begins with the magic, which stay
+// framed, only with keep), and releases r. done: the keys hold no frame
+// (+OK). Otherwise it returns the client's reply to cmd: Redis's own
+// error where Redis refused the keys before anything ran (the script
+// they are declared to would be refused alike: a redirection the writer
+// names the proxy in), errReadOnly for a read-only replica, else an error
+// naming the decoding step.
+func (c *client) plainFrames(cmd string, r *call, keep bool) (cands []plainCand, done bool, fail *call) {
+	defer r.release()
+	v, _, err := resp.ReadValue(r.reply)
+	if err != nil || v.Type != resp.Array {
+		if string(r.reply) == "+OK\r\n" || string(r.reply) == "$2\r\nOK\r\n" {
+			return nil, true, nil
+		}
+		reply := bytes.Clone(r.reply)
+		if refusedForKeys(reply) {
+			return nil, false, c.localCall(cmd, reply)
+		}
+		if bytes.HasPrefix(reply, []byte("-READONLY")) || bytes.Contains(reply, []byte("READONLY You can't write against a read only replica")) {
+			return nil, false, errReadOnly
+		}
+		return nil, false, c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: decoding the script's keys: "+string(bytes.TrimSpace(reply))))
+	}
+	it := v.Elements()
+	it.Next() // the magic
+	for {
+		k, ok := it.Next()
+		if !ok {
+			break
+		}
+		kind, _ := it.Next()
+		at, _ := it.Next()
+		f, _ := it.Next()
+		d, derr := c.s.decodeFrame(f.Str)
+		if derr != nil {
+			return nil, false, c.localCall(cmd, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: "EVAL", Key: bytes.Clone(k.Str), Err: derr}).Error()))
+		}
+		if bytes.HasPrefix(d, magic) && !keep {
+			// Stored plain it would read as a frame: it keeps its
+			// frame, and a script reading it gets the prologue's error.
+			continue
+		}
+		cands = append(cands, plainCand{key: bytes.Clone(k.Str), kind: bytes.Clone(kind.Str), at: bytes.Clone(at.Str), frame: bytes.Clone(f.Str), dec: d})
+	}
+	return cands, false, nil
+}
+
 // makePlain turns the frames at keys into plain values, for the client's
-// script command cmd, with rt as the round trip (the client's connection
-// outside MULTI, a shared one inside). It returns nil, or cmd's reply, an
-// error (or none and the connection's end, see scriptCall).
-func (c *client) makePlain(cmd string, keys [][]byte, rt func([]byte) *call) *call {
+// script command cmd, with rt as the round trip (decodeRT outside MULTI, a
+// shared connection inside). It returns the frames that must stay framed
+// (their decoded value begins with the magic: stored plain it would read
+// as a frame), which the script is handed decoded (luaguard.AppendDecoded),
+// and nil, or cmd's reply, an error (or none and the connection's end,
+// see scriptCall), or errReadOnly.
+func (c *client) makePlain(cmd string, keys [][]byte, rt func([]byte) *call) ([]plainCand, *call) {
 	byName := true
 	var cands []plainCand
 	for round := 0; round < maxPlainRounds; round++ {
-		req := func(byName bool) []byte {
-			n := 3 + len(keys) + 3 + 5*len(cands)
-			dst := resp.AppendArray(nil, n)
-			dst = appendScript(dst, plainScript, plainSHA, byName)
-			dst = resp.AppendBulkString(dst, strconv.Itoa(len(keys)))
-			for _, k := range keys {
-				dst = resp.AppendBulk(dst, k)
-			}
-			if len(cands) == 0 {
-				dst = resp.AppendBulkString(dst, "P")
-			} else {
-				dst = resp.AppendBulkString(dst, "S")
-			}
-			dst = resp.AppendBulkString(dst, strconv.Itoa(len(cands)))
-			for _, p := range cands {
-				dst = resp.AppendBulk(dst, p.key)
-				dst = resp.AppendBulk(dst, p.kind)
-				dst = resp.AppendBulk(dst, p.at)
-				dst = resp.AppendBulk(dst, p.frame)
-				dst = resp.AppendBulk(dst, p.dec)
-			}
-			return resp.AppendBulkString(dst, strconv.Itoa(maxPlainBatch))
-		}
+		req := func(byName bool) []byte { return plainRequest(keys, cands, byName, false, maxPlainBatch) }
 		r, ok := c.scriptCall(cmd, rt, &byName, req)
 		if !ok {
-			return r
+			return nil, r
 		}
-		v, _, err := resp.ReadValue(r.reply)
-		if err != nil || v.Type != resp.Array {
-			done := string(r.reply) == "+OK\r\n" || string(r.reply) == "$2\r\nOK\r\n"
-			reply := bytes.Clone(r.reply)
-			r.release()
-			if done {
-				return nil
-			}
-			if refusedForKeys(reply) {
-				// Redis refused the keys before anything ran (the script
-				// they are declared to would be refused alike): its own
-				// error, a redirection the writer names the proxy in.
-				return c.localCall(cmd, reply)
-			}
-			return c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: decoding the script's keys: "+string(bytes.TrimSpace(reply))))
+		found, done, fail := c.plainFrames(cmd, r, true)
+		if done {
+			return nil, nil
 		}
+		if fail != nil {
+			return nil, fail
+		}
+		var stay []plainCand
 		cands = cands[:0]
-		it := v.Elements()
-		it.Next() // the magic
-		for {
-			k, ok := it.Next()
-			if !ok {
-				break
+		for _, p := range found {
+			if bytes.HasPrefix(p.dec, magic) {
+				stay = append(stay, p)
+			} else {
+				cands = append(cands, p)
 			}
-			kind, _ := it.Next()
-			at, _ := it.Next()
-			f, _ := it.Next()
-			d, derr := c.s.decodeFrame(f.Str)
-			if derr != nil {
-				r.release()
-				return c.localCall(cmd, resp.AppendError(nil, "ERR "+(&DecodeError{Cmd: "EVAL", Key: bytes.Clone(k.Str), Err: derr}).Error()))
-			}
-			if bytes.HasPrefix(d, magic) {
-				// Stored plain it would read as a frame: it keeps its
-				// frame, and a script reading it gets the prologue's error.
-				continue
-			}
-			cands = append(cands, plainCand{key: bytes.Clone(k.Str), kind: bytes.Clone(kind.Str), at: bytes.Clone(at.Str), frame: bytes.Clone(f.Str), dec: d})
 		}
-		r.release()
 		if len(cands) == 0 {
-			return nil // only frames that must stay
+			return stay, nil // only frames that must stay
 		}
 	}
-	return c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: the script's keys kept changing under concurrent writes; try again"))
+	return nil, c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: the script's keys kept changing under concurrent writes; try again"))
 }
 
-// prepareScript learns the prefixes of the keys a script declares and makes
-// the keys not known clean plain. It returns nil, or the reply of the
-// client's script command cmd (see makePlain).
-func (c *client) prepareScript(cmd string, keys [][]byte, rt func([]byte) *call) *call {
-	if len(keys) == 0 {
-		return nil
+// maxDecodedFrames bounds the frames decodeFor hands one script.
+const maxDecodedFrames = maxPlainBatch * 64
+
+// decodeFor finds the frames at keys and decodes them for a script for
+// which the proxy writes nothing (see runScript): with plainScript's look
+// alone, sent read-only, so that nothing is written, a CLIENT PAUSE WRITE
+// does not hold it and a replica runs it. The script gets the decoded values with its arguments
+// (luaguard.AppendDecoded). It returns the pairs, or cmd's reply (see
+// makePlain).
+func (c *client) decodeFor(cmd string, keys [][]byte, rt func([]byte) *call) ([][2][]byte, *call) {
+	byName := true
+	req := func(byName bool) []byte { return plainRequest(keys, nil, byName, true, maxDecodedFrames) }
+	r, ok := c.scriptCall(cmd, rt, &byName, req)
+	if !ok {
+		return nil, r
 	}
-	c.s.learnScriptKeys(keys)
+	found, _, fail := c.plainFrames(cmd, r, true)
+	if fail == errReadOnly {
+		fail = c.localCall(cmd, resp.AppendError(nil, "ERR squeeze: decoding the script's keys: the server takes no writes, not even read-only scripts"))
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	pairs := make([][2][]byte, len(found))
+	for i, p := range found {
+		pairs[i] = [2][]byte{p.frame, p.dec}
+	}
+	return pairs, nil
+}
+
+// decodeRT returns the round trip the steps that decode a script's keys
+// take: a shared connection of the client's database, the proxy's own,
+// not the client's private one, which may carry the client's ACL user
+// (without the rights those steps need) or CLIENT TRACKING (which would
+// start tracking the keys they read, and send invalidations for their
+// writes the script never made). A script after ASKING, and a client on
+// the shared connections, use the client's round trip as it is. The
+// client's earlier commands may still be in flight on its private
+// connection: a frame one of them writes is then found by the prologue,
+// before the script writes, and the keys are decoded again (runScript).
+func (c *client) decodeRT() func([]byte) *call {
+	if c.pinned.conn == nil || c.in.asking {
+		return c.roundtripScript
+	}
+	return c.sharedRT(c.sess.db)
+}
+
+// sharedRT returns a round trip on a shared connection of database db,
+// for the proxy's own steps before a client's command (or the
+// client's round trip, if none can be had). If the client's command raised
+// an order barrier, it goes ahead of what the barrier holds, in the
+// client's place (roundtripShared); the barrier stays up for the command
+// itself.
+func (c *client) sharedRT(db int) func([]byte) *call {
+	up, err := c.s.pool.getDB(context.Background(), db, int(c.id))
+	if err != nil {
+		return c.roundtripScript
+	}
+	return func(req []byte) *call { return c.roundtripShared(up, req) }
+}
+
+// prepareScript makes the keys a script declares that are not known
+// clean plain (their prefixes noted by scriptBegin). It returns the frames
+// that must stay, as pairs for luaguard.AppendDecoded (see makePlain), and
+// nil, or the reply of the client's script command cmd, or errReadOnly.
+func (c *client) prepareScript(cmd string, keys [][]byte, rt func([]byte) *call) ([][2][]byte, *call) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
 	dirty := c.s.scriptKeys.dirty(keys)
 	if len(dirty) == 0 {
-		return nil
+		return nil, nil
 	}
-	if f := c.makePlain(cmd, dirty, rt); f != nil {
-		return f
+	stay, f := c.makePlain(cmd, dirty, rt)
+	if f != nil {
+		return nil, f
 	}
-	c.s.scriptKeys.setClean(dirty, true)
-	return nil
+	clean := dirty
+	var pairs [][2][]byte
+	if len(stay) > 0 {
+		// A key that keeps a frame is not clean: a script that declares
+		// it goes this way again, and is handed the value.
+		clean = nil
+		for _, k := range dirty {
+			if !slices.ContainsFunc(stay, func(p plainCand) bool { return bytes.Equal(p.key, k) }) {
+				clean = append(clean, k)
+			}
+		}
+		for _, p := range stay {
+			pairs = append(pairs, [2][]byte{p.frame, p.dec})
+		}
+	}
+	c.s.scriptKeys.setClean(clean, true)
+	return pairs, nil
 }
 
 // scriptArgs returns the arguments a script command goes to Redis with:
@@ -170,34 +296,107 @@ func (s *Server) scriptArgs(info *cmdInfo, args [][]byte) (out [][]byte, origSHA
 	case len(args) >= 3 && is(args[0], "FUNCTION") && is(args[1], "LOAD"):
 		out = append([][]byte(nil), args...)
 		last := len(out) - 1 // FUNCTION LOAD [REPLACE] code
-		out[last] = luaguard.Wrap(args[last], luaguard.FunctionPrologue)
+		_, function := s.scriptSHAs.prologues()
+		out[last] = luaguard.Wrap(args[last], function)
 		return out, ""
 	}
 	return args, ""
 }
 
-// isScriptAdmin reports whether args is SCRIPT LOAD or EXISTS, or FUNCTION
-// LOAD: commands whose arguments scriptArgs changes.
+// isScriptAdmin reports whether args is SCRIPT LOAD or EXISTS, FUNCTION
+// LOAD: commands whose arguments scriptArgs changes; or FUNCTION LIST
+// WITHCODE, whose reply runScript changes.
 func isScriptAdmin(args [][]byte) bool {
-	return len(args) >= 3 && ((is(args[0], "SCRIPT") && (is(args[1], "LOAD") || is(args[1], "EXISTS"))) || (is(args[0], "FUNCTION") && is(args[1], "LOAD")))
+	return len(args) >= 3 && ((is(args[0], "SCRIPT") && (is(args[1], "LOAD") || is(args[1], "EXISTS"))) || (is(args[0], "FUNCTION") && is(args[1], "LOAD")) || isFunctionListCode(args))
+}
+
+// isFunctionListCode reports whether args is FUNCTION LIST with WITHCODE:
+// its reply holds the libraries' code, which the proxy wrapped.
+func isFunctionListCode(args [][]byte) bool {
+	if len(args) < 3 || !is(args[0], "FUNCTION") || !is(args[1], "LIST") {
+		return false
+	}
+	for _, a := range args[2:] {
+		if is(a, "WITHCODE") {
+			return true
+		}
+	}
+	return false
 }
 
 // runScript runs a script command outside MULTI, synchronously on the
-// client's connection: the declared keys made plain, then the script; if
-// the prologue reports a frame at a declared key before the script wrote
-// anything (another writer compressed it since), once more after making
-// the keys plain again.
+// client's connection: the declared keys made plain (or decoded and handed
+// to the script, decodeFor, where nothing may be written: an _RO command,
+// a script or function flagged no-writes, a read-only replica, a client
+// with a private connection), then the script; if the prologue reports a frame at a
+// declared key before the script wrote anything (another writer compressed
+// it since), once more after decoding the keys again.
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
+	c.detectScriptAPI()
 	keys, ok := scriptKeysOf(args)
-	if ok && info.flags&rediscmd.Script != 0 {
-		if f := c.prepareScript(info.name, keys, c.roundtripScript); f != nil {
+	ok = ok && info.flags&rediscmd.Script != 0
+	ro := ok && (strings.HasSuffix(info.name, "_RO") || c.s.scriptSHAs.readOnly(info.name, args[1]) ||
+		info.name == "FCALL" && c.function(args[1]).noWrites)
+	// A client with a private connection may have CLIENT TRACKING on, and
+	// have read the keys before: making them plain, a write, would send it
+	// invalidations Redis does not. Its scripts are handed decoded values
+	// too, and only learn the prefixes.
+	private := c.pinned.conn != nil
+	// The keys' prefixes, learned once it ran (scriptkeys.go): not by a
+	// read-only script, for which saving them would be a write that a
+	// pause holds and a replica refuses.
+	var mark *scriptMark
+	defer func() { c.s.scriptEnd(mark, nil) }()
+	if ok && !ro {
+		mark = c.s.scriptBegin(info.name, c.sess.db, keys)
+	}
+	var pairs [][2][]byte
+	prepare := func() *call {
+		if !ro && !private {
+			var f *call
+			pairs, f = c.prepareScript(info.name, keys, c.decodeRT())
+			if f != errReadOnly {
+				return f
+			}
+			ro = true // a read-only replica: decode for the script instead
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		if len(c.s.scriptKeys.dirty(keys)) == 0 {
+			return nil
+		}
+		// A read-only script learns no prefix: saving it is a write, which
+		// a pause would hold and a replica refuse.
+		var f *call
+		pairs, f = c.decodeFor(info.name, keys, c.decodeRT())
+		if f == nil && len(pairs) == 0 {
+			c.s.scriptKeys.setClean(keys, true) // under known prefixes only
+		}
+		return f
+	}
+	if (info.name == "EVALSHA" || info.name == "EVALSHA_RO") && len(args) >= 2 {
+		// A SHA-1 this proxy has not seen: another proxy's, or NOSCRIPT.
+		if f := c.findScriptSHA(info.name, args[1]); f != nil {
 			return f
 		}
 	}
+	if ok {
+		if f := prepare(); f != nil {
+			return f
+		}
+		c.s.scriptHeld(mark)
+	}
 	sent, origSHA := c.s.scriptArgs(info, args)
-	req := resp.AppendCommand(nil, sent...)
 	var pinSeq uint64
 	for attempt := 0; ; attempt++ {
+		if len(pairs) > 0 && (info.name == "FCALL" || info.name == "FCALL_RO") && !c.function(args[1]).current {
+			pairs = nil // a library an earlier proxy loaded: it would pass them on
+		}
+		req := resp.AppendCommand(nil, sent...)
+		if len(pairs) > 0 {
+			req = resp.AppendCommand(nil, luaguard.AppendDecoded(sent, pairs)...)
+		}
 		r := c.roundtripScript(req)
 		pinSeq = max(pinSeq, r.pinSeq)
 		if r.err != nil {
@@ -210,18 +409,42 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		}
 		if ok && attempt < maxInspectRetries && bytes.HasPrefix(r.reply, []byte(luaguard.FrameErr)) && bytes.Contains(r.reply, []byte(luaguard.Retryable)) {
 			c.s.scriptKeys.setClean(keys, false)
-			if f := c.prepareScript(info.name, keys, c.roundtripScript); f != nil {
+			if f := prepare(); f != nil {
 				r.release()
 				return f
 			}
 			r.release()
 			continue
 		}
-		if origSHA != "" && len(r.reply) > 0 && r.reply[0] == '$' {
-			r.reply = resp.AppendBulkString(r.reply[:0], origSHA)
-		} else if len(r.reply) > 0 && r.reply[0] == '-' {
-			r.reply = c.s.scriptSHAs.toClient(r.reply)
+		if is(args[0], "FUNCTION") && len(r.reply) > 0 && r.reply[0] != '-' {
+			c.s.scriptSHAs.forgetFunctions() // a library loaded: its functions' prologue
 		}
+		switch {
+		case origSHA != "" && len(r.reply) > 0 && r.reply[0] == '$':
+			// Other proxies find the wrapped form of what the client
+			// may now send by its SHA-1 alone.
+			c.s.saveScriptSHA(origSHA, scriptSHA(string(sent[2])))
+			r.reply = resp.AppendBulkString(r.reply[:0], origSHA)
+		case len(r.reply) > 0 && r.reply[0] == '-':
+			r.reply = c.s.scriptSHAs.toClient(r.reply)
+			if is(args[0], "FUNCTION") && luaguard.IsLoadError(r.reply) {
+				// A callback that is not a function: the server's own
+				// text (luaguard.FunctionPrologue), which names its API.
+				q := c.roundtripScript(resp.AppendCommand(nil, []byte("FUNCTION"), []byte("LOAD"), []byte(luaguard.APIProbe)))
+				api := "redis"
+				if q.err == nil {
+					api = luaguard.ProbeAPI(q.reply)
+				}
+				pinSeq = max(pinSeq, q.pinSeq)
+				q.release()
+				r.reply = luaguard.LoadError(r.reply, api)
+			}
+		case isFunctionListCode(args):
+			// The code as the client loaded it, which loads back as it.
+			r.reply = luaguard.UnwrapReply(r.reply)
+		}
+		c.s.scriptEnd(mark, r.reply)
+		mark = nil
 		r.pinSeq = max(r.pinSeq, pinSeq)
 		r.cmd, r.local = info.name, true
 		r.notify = c.q.ready
@@ -243,9 +466,17 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 	if err != nil {
 		return
 	}
-	if f := c.prepareScript(info.name, keys, func(req []byte) *call { return c.roundtripShared(up, req) }); f != nil {
+	// Inside MULTI the prefixes are learned when the script is queued.
+	// Frames that must stay are the prologue's error at EXEC: a queued
+	// command's arguments are already sent.
+	mark := c.s.scriptBegin(info.name, c.sess.db, keys)
+	if _, f := c.prepareScript(info.name, keys, func(req []byte) *call { return c.roundtripShared(up, req) }); f != nil && f != errReadOnly {
 		f.release()
+		c.s.scriptEnd(mark, nil)
+		return
 	}
+	c.s.scriptHeld(mark)
+	c.s.scriptEnd(mark, []byte("+QUEUED\r\n"))
 }
 
 // scriptFast reports whether a script command needs no round trip first:
@@ -256,12 +487,17 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 // has not read the prefixes yet), the client gets its error, and the keys
 // are made plain before the next script that declares them (noteFastScript).
 func (s *Server) scriptFast(info *cmdInfo, args [][]byte) bool {
-	if info.flags&rediscmd.Script == 0 {
-		return false
+	if info.flags&rediscmd.Script == 0 || s.scriptSHAs.api.Load() == apiUnknown {
+		return false // the first script finds out what to shadow (detectScriptAPI)
 	}
 	keys, ok := scriptKeysOf(args)
 	if !ok {
 		return false
+	}
+	if (info.name == "EVALSHA" || info.name == "EVALSHA_RO") && len(args) >= 2 {
+		if _, known := s.scriptSHAs.lookup(args[1]); !known {
+			return false // looked up first (findScriptSHA)
+		}
 	}
 	return len(keys) == 0 || len(s.scriptKeys.dirty(keys)) == 0
 }
@@ -276,6 +512,9 @@ func (s *Server) noteFastScript(cl *call, keys [][]byte) {
 	}
 	prev := cl.onFinish
 	cl.onFinish = func() {
+		if scriptRan(cl.reply) {
+			s.scriptKeys.touchKeys(keys, time.Now().UnixMilli())
+		}
 		if len(cl.reply) > 0 && cl.reply[0] == '-' {
 			if bytes.HasPrefix(cl.reply, []byte(luaguard.FrameErr)) {
 				s.scriptKeys.setClean(keys, false)

@@ -237,8 +237,9 @@ func TestScripts_Pipeline(t *testing.T) {
 
 // TestScripts_SHAs: SCRIPT LOAD answers the SHA-1 of the script as sent;
 // EVALSHA and SCRIPT EXISTS take it; EVAL's script can be run by SHA-1
-// after; a script loaded directly on Redis runs by its own SHA-1; an
-// unknown one gets NOSCRIPT; errors name the client's SHA-1.
+// after; a script loaded directly on Redis does not run by its own SHA-1
+// (NOSCRIPT, until the client sends the body); an unknown one gets
+// NOSCRIPT; errors name the client's SHA-1.
 func TestScripts_SHAs(t *testing.T) {
 	e := startEnv(t)
 	p, direct := dialRaw(t, e.addr), dialRaw(t, e.redis.Addr)
@@ -257,9 +258,13 @@ func TestScripts_SHAs(t *testing.T) {
 		{[]string{"EVALSHA_RO", strings.ToUpper(sha1), "0"}, p, bulk("one")},
 		{[]string{"EVAL", s2, "0"}, p, bulk("two")},
 		{[]string{"EVALSHA", sha2, "0"}, p, bulk("two")},
+		// Loaded directly on Redis, unguarded: through the proxy it does
+		// not exist (issue 32), and the client sends the body.
 		{[]string{"SCRIPT", "LOAD", s3}, direct, bulk(sha3)},
+		{[]string{"EVALSHA", sha3, "0"}, p, "-NOSCRIPT squeeze: no script with SHA-1 " + sha3},
+		{[]string{"SCRIPT", "EXISTS", sha3}, p, "*1\r\n:0\r\n"},
+		{[]string{"EVAL", s3, "0"}, p, bulk("three")},
 		{[]string{"EVALSHA", sha3, "0"}, p, bulk("three")},
-		{[]string{"SCRIPT", "EXISTS", sha3}, p, "*1\r\n:1\r\n"},
 	}
 	for i, st := range steps {
 		if got := st.conn.do(st.cmd...); !strings.HasPrefix(got, st.want) {

@@ -78,34 +78,43 @@ func (s *Server) watchSentinel(addr string) error {
 		if err != nil {
 			return err
 		}
-		buf = append(buf[:0], rest...)
 		if v.Type == resp.Error {
-			return errors.New(string(v.Str))
+			return errors.New(string(v.Str)) // a copy, before buf is reused
 		}
-		// ["message", "+switch-master", "<master> <old ip> <old port> <new ip> <new port>"]
-		it := v.Elements()
-		kind, _ := it.Next()
-		_, _ = it.Next()
-		payload, _ := it.Next()
-		if bytes.Equal(kind.Str, []byte("subscribe")) {
-			// Subscribed: a switch while the proxy was not (at start,
-			// while it reconnected to a Sentinel) sent no message for it
-			// to hear, so ask where the master is now.
-			ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout())
-			addr, err := s.masterAddr(ctx)
-			cancel()
-			if err == nil {
-				s.switchMaster(addr)
-			}
-			continue
+		s.sentinelEvent(v)
+		// v lies in buf: only now, with v used, may the rest move over it
+		// (an error read after the rest had moved was the next reply's
+		// text over the end of its own).
+		buf = append(buf[:0], rest...)
+	}
+}
+
+// sentinelEvent handles one reply or message of the +switch-master
+// subscription.
+func (s *Server) sentinelEvent(v resp.Value) {
+	// ["message", "+switch-master", "<master> <old ip> <old port> <new ip> <new port>"]
+	it := v.Elements()
+	kind, _ := it.Next()
+	_, _ = it.Next()
+	payload, _ := it.Next()
+	if bytes.Equal(kind.Str, []byte("subscribe")) {
+		// Subscribed: a switch while the proxy was not (at start,
+		// while it reconnected to a Sentinel) sent no message for it
+		// to hear, so ask where the master is now.
+		ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout())
+		addr, err := s.masterAddr(ctx)
+		cancel()
+		if err == nil {
+			s.switchMaster(addr)
 		}
-		if !bytes.Equal(kind.Str, []byte("message")) {
-			continue
-		}
-		fields := bytes.Fields(payload.Str)
-		if len(fields) == 5 && string(fields[0]) == u.Master {
-			s.switchMaster(net.JoinHostPort(string(fields[3]), string(fields[4])))
-		}
+		return
+	}
+	if !bytes.Equal(kind.Str, []byte("message")) {
+		return
+	}
+	fields := bytes.Fields(payload.Str)
+	if len(fields) == 5 && string(fields[0]) == s.up.Master {
+		s.switchMaster(net.JoinHostPort(string(fields[3]), string(fields[4])))
 	}
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,6 +146,53 @@ func TestProxy_SentinelReadonly(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the proxy kept its connection %s to the replica", before[0])
+		}
+	}
+}
+
+// TestProxy_SentinelPassword: behind Sentinels that require a password,
+// the proxy with sentinel_password finds the master; with a wrong one,
+// its watcher logs the Sentinel's own error, intact (it was once the
+// next reply's text written over the end of it), and no log line shows
+// either password.
+func TestProxy_SentinelPassword(t *testing.T) {
+	master := testutil.StartRedis(t)
+	sen := testutil.StartSentinel(t, "m", master.Addr)
+	if got := dialRaw(t, sen.Addr).do("ACL", "SETUSER", "default", "resetpass", ">sentpw9"); got != "+OK\r\n" {
+		t.Fatalf("ACL SETUSER on the Sentinel: %q", got)
+	}
+	var mu sync.Mutex
+	var good, bad strings.Builder
+	e := startProxy(t, "sentinel://"+sen.Addr+"/m?sentinel_password=sentpw9", master,
+		func(s *Server) { s.Logger = newTestLogger(&mu, &good) })
+	if got := dialRaw(t, e.addr).do("SET", "k", "v"); got != "+OK\r\n" {
+		t.Fatalf("SET with the Sentinels' password: %q", got)
+	}
+	w := startProxy(t, "sentinel://"+sen.Addr+"/m?sentinel_password=wrong9", master,
+		func(s *Server) { s.Logger = newTestLogger(&mu, &bad) })
+	if got := dialRaw(t, w.addr).do("SET", "k", "v"); !strings.Contains(got, "WRONGPASS") {
+		t.Errorf("SET with a wrong Sentinel password: %q, want the Sentinel's WRONGPASS", got)
+	}
+	want := `err="WRONGPASS invalid username-password pair or user is disabled."`
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		log := bad.String()
+		mu.Unlock()
+		if strings.Contains(log, "sentinel watch lost") {
+			if !strings.Contains(log, want) {
+				t.Errorf("the watcher logs %q, want %s", log, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watcher logged nothing in 10 s: %q", log)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, log := range []string{good.String(), bad.String()} {
+		if strings.Contains(log, "sentpw9") || strings.Contains(log, "wrong9") {
+			t.Errorf("a log line shows a password: %q", log)
 		}
 	}
 }

@@ -101,6 +101,14 @@ type Server struct {
 	// an error, for teams that prefer a refusal to the handling of scripts
 	// described in scripts.go.
 	RejectScripts bool
+	// ScriptPrefixTTL is how long a key prefix stays uncompressed after
+	// the last script that declared a key of it (scriptkeys.go): then its
+	// values are compressed again. Zero means DefaultScriptPrefixTTL;
+	// negative, for ever.
+	ScriptPrefixTTL time.Duration
+	// share: the connections through which the proxies agree on those
+	// prefixes (scriptshare.go).
+	share prefixShare
 	// scriptSHAs and scriptKeys: what the proxy knows of the scripts it
 	// forwards and of the keys they use (scripts.go, scriptkeys.go).
 	scriptSHAs  scriptSHAs
@@ -119,7 +127,9 @@ type Server struct {
 	// the proxies in front of every node listen, so that -MOVED, -ASK and
 	// CLUSTER SLOTS, SHARDS, NODES and REPLICAS name them instead of the
 	// nodes (see cluster.go). Nil: those replies become errors that say to
-	// set it, so cluster clients never bypass the proxy.
+	// set it, so cluster clients never bypass the proxy. SetClusterMap
+	// replaces the map while the proxy serves (a node added to the
+	// cluster); whether there is one takes a restart.
 	Cluster *ClusterMap
 	// TLSConfig is used for a rediss:// upstream, for example to trust a
 	// private CA (RootCAs) or present a client certificate. Nil means the
@@ -153,10 +163,12 @@ type Server struct {
 
 	up       Upstream
 	policies atomic.Pointer[policies] // the write policy in force
-	dec      *codec.Decoder
-	metrics  *Metrics
-	pool     *pool
-	pollers  []*poller
+	// clusterSet is the ClusterMap SetClusterMap put in force; nil: Cluster.
+	clusterSet atomic.Pointer[ClusterMap]
+	dec        *codec.Decoder
+	metrics    *Metrics
+	pool       *pool
+	pollers    []*poller
 
 	mu        sync.Mutex
 	ln        net.Listener
@@ -173,9 +185,6 @@ type Server struct {
 	doneOnce       sync.Once // closes done
 	initErr        error
 
-	quarantineOnce sync.Once
-	quarantineQ    chan quarantined
-
 	// upstreamBulk is Redis's proto-max-bulk-len as the newest shared
 	// connection read it, 0 before any did (see MaxBulk).
 	upstreamBulk atomic.Int64
@@ -189,6 +198,10 @@ type Server struct {
 	heldTotal     atomic.Int64
 	expectedTotal atomic.Int64
 	shedding      atomic.Bool
+
+	// hostileLogged is when hostile input was last logged (UnixNano; see
+	// noteHostile).
+	hostileLogged atomic.Int64
 }
 
 // maxBulk is the bulk length limit in force for clients (see MaxBulk).
@@ -330,7 +343,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.pool.get(dctx, 0)
 	}()
 	if !s.RejectScripts {
-		s.scriptsOnce.Do(func() { go s.loadScriptPrefixes(context.Background()) })
+		s.scriptsOnce.Do(func() { go s.shareScriptPrefixes() })
 	}
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

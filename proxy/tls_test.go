@@ -42,6 +42,11 @@ func TestProxy_TLSUpstream(t *testing.T) {
 		t.Fatalf("stored value is not a compressed frame (%d bytes)", len(stored))
 	}
 
+	// The proxy's own connections for the prefixes scripts use go over
+	// TLS too: a prefix is announced and saved.
+	c.do("EVAL", "return redis.call('STRLEN', KEYS[1])", "1", "doc")
+	waitMember(t, dialRaw(t, r.Addr), ScriptPrefixesKey, "doc")
+
 	// Without the private CA the handshake fails and the client is told.
 	e2 := startProxy(t, upstream, r)
 	if got := dialRaw(t, e2.addr).do("GET", "doc"); !strings.HasPrefix(got, "-ERR") || !strings.Contains(got, "certificate") {

@@ -45,7 +45,9 @@ type Upstream struct {
 //
 // A bare host:port is read as redis://host:port. In a sentinel:// URL the
 // hosts are Sentinels (port 26379 by default), the credentials are the
-// Redis master's, and sentinel_password is the Sentinels' own.
+// Redis master's, and sentinel_password is the Sentinels' own. Any other
+// parameter is an error naming it, and errors name the URL redacted
+// (RedactURL).
 func ParseUpstream(s string) (Upstream, error) {
 	var u Upstream
 	if !strings.Contains(s, "://") {
@@ -56,7 +58,7 @@ func ParseUpstream(s string) (Upstream, error) {
 	}
 	pu, err := url.Parse(s)
 	if err != nil {
-		return u, fmt.Errorf("upstream URL %q: %w", s, err)
+		return u, fmt.Errorf("upstream URL %q: %w", RedactURL(s), plainURLError(err))
 	}
 	if pu.User != nil {
 		u.Username = pu.User.Username()
@@ -71,7 +73,7 @@ func ParseUpstream(s string) (Upstream, error) {
 	case "redis", "rediss":
 		host := pu.Host
 		if host == "" {
-			return u, fmt.Errorf("upstream URL %q: missing host", s)
+			return u, fmt.Errorf("upstream URL %q: missing host", RedactURL(s))
 		}
 		if pu.Port() == "" {
 			host = net.JoinHostPort(pu.Hostname(), "6379")
@@ -85,16 +87,19 @@ func ParseUpstream(s string) (Upstream, error) {
 		}
 	case "unix":
 		if pu.Path == "" {
-			return u, fmt.Errorf("upstream URL %q: missing socket path", s)
+			return u, fmt.Errorf("upstream URL %q: missing socket path", RedactURL(s))
 		}
 		u.Network, u.Addr = "unix", pu.Path
 	default:
-		return u, fmt.Errorf("upstream URL %q: scheme must be redis, rediss, unix or sentinel", s)
+		return u, fmt.Errorf("upstream URL %q: scheme must be redis, rediss, unix or sentinel", RedactURL(s))
+	}
+	if err := checkParams(s, pu.Scheme, pu.RawQuery); err != nil {
+		return u, err
 	}
 	if dbText != "" {
 		db, err := strconv.Atoi(dbText)
 		if err != nil || db < 0 {
-			return u, fmt.Errorf("upstream URL %q: database %q is not a number", s, dbText)
+			return u, fmt.Errorf("upstream URL %q: database %q is not a number", RedactURL(s), dbText)
 		}
 		u.DB = db
 	}
@@ -110,7 +115,7 @@ func parseSentinelURL(s, rest string) (Upstream, error) {
 	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
 		info, err := url.Parse("redis://" + authority[:at+1] + "h")
 		if err != nil {
-			return u, fmt.Errorf("upstream URL %q: %w", s, err)
+			return u, fmt.Errorf("upstream URL %q: %w", RedactURL(s), plainURLError(err))
 		}
 		u.Username = info.User.Username()
 		u.Password, _ = info.User.Password()
@@ -129,23 +134,23 @@ func parseSentinelURL(s, rest string) (Upstream, error) {
 		u.Sentinels = append(u.Sentinels, h)
 	}
 	if len(u.Sentinels) == 0 {
-		return u, fmt.Errorf("upstream URL %q: no sentinel host", s)
+		return u, fmt.Errorf("upstream URL %q: no sentinel host", RedactURL(s))
 	}
 	master, db, _ := strings.Cut(path, "/")
 	if u.Master = master; master == "" {
-		return u, fmt.Errorf("upstream URL %q: no master name (sentinel://host:26379/mymaster)", s)
+		return u, fmt.Errorf("upstream URL %q: no master name (sentinel://host:26379/mymaster)", RedactURL(s))
 	}
 	if db = strings.Trim(db, "/"); db != "" {
 		n, err := strconv.Atoi(db)
 		if err != nil || n < 0 {
-			return u, fmt.Errorf("upstream URL %q: database %q is not a number", s, db)
+			return u, fmt.Errorf("upstream URL %q: database %q is not a number", RedactURL(s), db)
 		}
 		u.DB = n
 	}
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return u, fmt.Errorf("upstream URL %q: %w", s, err)
+	if err := checkParams(s, "sentinel", query); err != nil {
+		return u, err
 	}
+	q, _ := url.ParseQuery(query) // checkParams parsed it
 	u.SentinelPassword = q.Get("sentinel_password")
 	u.Network = "tcp"
 	return u, nil

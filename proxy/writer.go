@@ -174,9 +174,11 @@ func (c *client) writeDirect(rw *rewriter) bool {
 	run, size := c.out.direct[:0], 0
 	for c.q.head < len(c.q.calls) && size < 64<<10 {
 		cl := c.q.calls[c.q.head]
-		if !cl.ready.Load() || cl.close || cl.cmd == "HELLO" || len(cl.reply) >= handOverReply || bigDecode(cl) {
+		if !cl.ready.Load() || cl.close || cl.cmd == "HELLO" || len(cl.reply) >= handOverReply || bigDecode(cl) || mayRoundTrip(cl) {
 			// Large replies: the writer goroutine writes them from their
-			// buffer, or decodes them, while this reader goes on.
+			// buffer, or decodes them, while this reader goes on; and
+			// replies that may wait for Redis (quarantine.go), which
+			// this reader must not.
 			break
 		}
 		c.q.calls[c.q.head] = nil

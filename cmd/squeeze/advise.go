@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/advise"
 	"github.com/squeeze-kv/squeeze/bench"
 	"github.com/squeeze-kv/squeeze/codec"
@@ -55,7 +58,11 @@ counts them per prefix by the codec that wrote them ("stored_codecs": what
 every reader of those keys must know). Frames this build cannot read (a
 codec from a newer squeeze, a dictionary not published in Redis) are left
 out, with a warning. The last lines print the commands that apply the
-advice.
+advice; with --cluster, a proxy beside each node of the cluster (with
+--cluster-port-offset) and compact and dict train with --cluster.
+
+A node of a Redis Cluster holds the keys of its own slots only: given one
+without --cluster, advise (as compact and dict) refuses, and says so.
 
 The Redis is --redis, else the environment variable SQUEEZE_REDIS
 (redis://host:port/db, host:port, unix:///path.sock, ...).
@@ -129,11 +136,116 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printAdvice(e, rep, redactURL(*url), time.Since(start))
+	var nodes []clusterNode
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		if nodes, err = clusterNodes(ctx, cc); err != nil {
+			return err
+		}
+	}
+	printAdvice(e, rep, redactURL(*url), time.Since(start), nodes)
 	return nil
 }
 
-func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
+// clusterNode is a node of a Redis Cluster as CLUSTER NODES names it: the
+// address it announces (host:port, an IPv6 host without brackets, as
+// --cluster-map keys on it) and its bus port.
+type clusterNode struct {
+	addr string
+	bus  int
+}
+
+// hostPort splits the node's address at its last colon.
+func (n clusterNode) hostPort() (string, int) {
+	i := strings.LastIndexByte(n.addr, ':')
+	if i < 0 {
+		return n.addr, 0
+	}
+	port, _ := strconv.Atoi(n.addr[i+1:])
+	return n.addr[:i], port
+}
+
+// clusterNodes returns the nodes of cc's cluster that have an address and
+// have not failed, masters and replicas, by address.
+func clusterNodes(ctx context.Context, cc *redis.ClusterClient) ([]clusterNode, error) {
+	text, err := cc.ClusterNodes(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER NODES: %w", err)
+	}
+	return parseClusterNodes(text), nil
+}
+
+// parseClusterNodes parses CLUSTER NODES as clusterNodes describes.
+func parseClusterNodes(text string) []clusterNode {
+	var nodes []clusterNode
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || strings.Contains(f[2], "noaddr") || strings.Contains(f[2], "handshake") || slices.Contains(strings.Split(f[2], ","), "fail") {
+			continue
+		}
+		addr, rest, _ := strings.Cut(f[1], "@")
+		bus, _, _ := strings.Cut(rest, ",")
+		n := clusterNode{addr: addr}
+		n.bus, _ = strconv.Atoi(bus)
+		if _, port := n.hostPort(); port <= 0 {
+			continue
+		}
+		nodes = append(nodes, n)
+	}
+	slices.SortFunc(nodes, func(a, b clusterNode) int { return strings.Compare(a.addr, b.addr) })
+	return nodes
+}
+
+// clusterPortOffset picks a --cluster-port-offset for the proxies beside
+// nodes: the least multiple of 1000 that puts no proxy on a node's port or
+// bus port, or past 65535.
+func clusterPortOffset(nodes []clusterNode) int {
+	taken := map[int]bool{}
+	for _, n := range nodes {
+		_, port := n.hostPort()
+		taken[port], taken[n.bus] = true, true
+	}
+	for off := 1000; off < 65535; off += 1000 {
+		ok := true
+		for _, n := range nodes {
+			_, port := n.hostPort()
+			if port+off > 65535 || taken[port+off] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return off
+		}
+	}
+	return 1000
+}
+
+// nodeURL is url with its host and port replaced by a cluster node's.
+func nodeURL(url string, n clusterNode) string {
+	host, port := n.hostPort()
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	norm, err := normalizeRedisURL(url)
+	sch := strings.Index(norm, "://")
+	if err != nil || sch < 0 {
+		return "redis://" + addr
+	}
+	// The authority (user:password@host:port) runs to the path or query;
+	// the password may be redacted (***), so the URL is not re-encoded.
+	rest := norm[sch+3:]
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	userinfo := ""
+	if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
+		userinfo = rest[:at+1]
+	}
+	return norm[:sch+3] + userinfo + addr + rest[end:]
+}
+
+// printAdvice prints the report; nodes, for a cluster (advise --cluster),
+// are its nodes, each to get a proxy beside it.
+func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes []clusterNode) {
 	w := e.Stdout
 	fmt.Fprintf(w, "sampled %d keys of %s (%d with values), %d values, %s, in %s\n\n",
 		rep.KeysScanned, url, rep.KeysSampled, rep.Values, units.FormatSize(rep.Bytes), took.Round(time.Millisecond))
@@ -181,9 +293,14 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 	}
 
 	if len(rep.ScriptPrefixes) > 0 {
-		fmt.Fprintf(w, "\nscripts use these prefixes (%s): their values stay uncompressed, whatever the advice, and squeeze compact skips them:\n", advise.ScriptPrefixesKey)
+		fmt.Fprintf(w, "\nscripts use these prefixes (%s): squeeze proxy stores their values uncompressed, whatever the advice,\n"+
+			"until no script has used them for its --script-prefix-ttl, and squeeze compact skips them:\n", advise.ScriptPrefixesKey)
 		for _, sp := range rep.ScriptPrefixes {
-			fmt.Fprintf(w, "  %s\n", sp)
+			if t, ok := rep.ScriptPrefixesLastUsed[sp]; ok {
+				fmt.Fprintf(w, "  %s (last used by a script %s)\n", sp, t.Format(time.DateTime+" MST"))
+			} else {
+				fmt.Fprintf(w, "  %s\n", sp)
+			}
 		}
 		for _, p := range rep.Prefixes {
 			if p.ScriptUsed && p.Advice.Compress {
@@ -221,11 +338,36 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 	if o.Advice.Compress {
 		base = fmt.Sprintf("%s --min-size %d", o.Advice.Write, o.Advice.MinSize)
 	}
-	fmt.Fprintf(w, "  squeeze proxy --upstream %s --codec %s", url, base)
-	for _, r := range rep.ProxyRules {
-		fmt.Fprintf(w, " \\\n      --rule %s", shellQuote(r))
+	rules := func() {
+		for _, r := range rep.ProxyRules {
+			fmt.Fprintf(w, " \\\n      --rule %s", shellQuote(r))
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
+	clusterFlag := ""
+	if nodes == nil {
+		fmt.Fprintf(w, "  squeeze proxy --upstream %s --codec %s", url, base)
+		rules()
+	} else {
+		// A proxy beside each node, masters and replicas (a replica
+		// becomes a master on failover), each at its node's address plus
+		// the offset, which tells every proxy where the others listen.
+		clusterFlag = " --cluster"
+		off := clusterPortOffset(nodes)
+		fmt.Fprintf(w, "  # a proxy beside each node of the cluster, listening at the node's port + %d (--cluster-port-offset;\n"+
+			"  # --cluster-map NODE=PROXY,... names other addresses), each on the node's own host:\n", off)
+		for _, n := range nodes {
+			host, port := n.hostPort()
+			listen := net.JoinHostPort(host, strconv.Itoa(port+off))
+			auth := ""
+			if listenReachable(listen) {
+				auth = " --client-auth require" // a proxy clients reach from other hosts: each logs in itself
+			}
+			fmt.Fprintf(w, "  squeeze proxy --listen %s --upstream %s --cluster-port-offset %d%s --codec %s",
+				listen, nodeURL(url, n), off, auth, base)
+			rules()
+		}
+	}
 	if !o.Advice.Compress && len(rep.ProxyRules) == 0 {
 		fmt.Fprintf(w, "  (values compress too little to be worth it: run squeeze without compressing, or not at all)\n")
 	}
@@ -236,25 +378,33 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration) {
 	for _, p := range rep.Prefixes {
 		switch {
 		case p.Advice.AtRest == "":
+		case p.ScriptUsed:
+			// compact skips the keys under prefixes scripts use: a
+			// command for them would rewrite none.
+			fmt.Fprintf(w, "  # %s: %s would save %.1f%% at rest, but scripts use %s, whose keys squeeze compact skips\n",
+				prefixKeys(p.Prefix), p.Advice.AtRest, p.Advice.AtRestSaved, strings.Join(advise.ScriptPrefixesOver(p.Prefix, rep.ScriptPrefixes), ", "))
 		case unprefixed(p):
 			fmt.Fprintf(w, "  # keys without a prefix: %s would save %.1f%% of them at rest, but no pattern selects them alone\n"+
 				"  # ('*' takes every key): give squeeze compact a --pattern that matches their names only\n",
 				p.Advice.AtRest, p.Advice.AtRestSaved)
 		default:
-			fmt.Fprintf(w, "  squeeze compact --redis %s --pattern %s --codec %s   # cold %s: %.1f%% saved\n",
-				url, shellQuote(p.Pattern()), p.Advice.AtRest, prefixKeys(p.Prefix), p.Advice.AtRestSaved)
+			fmt.Fprintf(w, "  squeeze compact%s --redis %s --pattern %s --codec %s   # cold %s: %.1f%% saved\n",
+				clusterFlag, url, shellQuote(p.Pattern()), p.Advice.AtRest, prefixKeys(p.Prefix), p.Advice.AtRestSaved)
 		}
 	}
 	for _, p := range rep.Prefixes {
 		switch {
 		case !p.Advice.Dict:
+		case p.ScriptUsed:
+			fmt.Fprintf(w, "  # %s: a dictionary would help them, but scripts use %s, whose values squeeze proxy stores uncompressed\n",
+				prefixKeys(p.Prefix), strings.Join(advise.ScriptPrefixesOver(p.Prefix, rep.ScriptPrefixes), ", "))
 		case p.Prefix == "":
 			// A rule cannot name the empty prefix either (advise.ProxyRules).
 			fmt.Fprintf(w, "  # keys without a prefix: a dictionary would help them, but neither a pattern nor a proxy rule selects them alone\n")
 		default:
 			// zstd:1: the level advise measured the dictionary with.
-			fmt.Fprintf(w, "  squeeze dict train --redis %s --pattern %s --codec zstd:1 --publish   # then on the proxy: --rule %s, in place of any rule for it above\n",
-				url, shellQuote(p.Pattern()), shellQuote(p.Prefix+"=zstd:1,dict=ID"))
+			fmt.Fprintf(w, "  squeeze dict train%s --redis %s --pattern %s --codec zstd:1 --publish   # then on the proxy: --rule %s, in place of any rule for it above\n",
+				clusterFlag, url, shellQuote(p.Pattern()), shellQuote(p.Prefix+"=zstd:1,dict=ID"))
 		}
 	}
 }

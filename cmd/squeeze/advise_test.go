@@ -286,3 +286,35 @@ func TestAdvise_CLI_StableAndConsistent(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvise_ScriptPrefixes: a prefix scripts use is reported with its
+// last use, and gets no compact command (compact skips its keys, so the
+// command would rewrite none of them), while the other prefixes keep theirs.
+func TestAdvise_ScriptPrefixes(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	for i := range 40 {
+		rdb.HSet(ctx, fmt.Sprintf("bull:q:%d", i), "data", bench.JSONDocument(uint64(i), 8000))
+		rdb.Set(ctx, fmt.Sprintf("page:%d", i), bench.JSONDocument(uint64(i+100), 8000), 0)
+	}
+	rdb.SAdd(ctx, "squeeze:script-prefixes", "bull:q:")
+	rdb.HSet(ctx, "squeeze:script-prefixes:used", "bull:q:", "1796428800000") // 2026-12-05 00:00 UTC
+	out, errs, code := runCLI(t, nil, "advise", "--redis", r.URL(), "--no-dict")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.Contains(out, "--pattern 'bull:") {
+		t.Errorf("a compact command for a prefix scripts use:\n%s", out)
+	}
+	for _, want := range []string{
+		"bull:q: (last used by a script 2026-12-05 00:00:00 UTC)",
+		"but scripts use bull:q:, whose keys squeeze compact skips",
+		"squeeze compact --redis " + r.URL() + " --pattern 'page:*' --codec ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -16,20 +16,20 @@ import (
 )
 
 func init() {
-	registerBench(command{Name: "archive", Summary: "single files out of a zip against a squeeze archive in Redis, by number of files (the first seed's zip study)", Run: runBenchArchive})
+	registerBench(command{Name: "archive", Summary: "single files out of a zip against a squeeze archive in Redis, by number of files (as a published Ruby zip study did)", Run: runBenchArchive})
 }
 
 const benchArchiveUsage = `
 Usage: squeeze bench archive [flags]
 
-The first seed zipped directories of 15.9 kB text files and read single
-files back out of the zip, finding that the time to read one grows with
-the number of files. This study builds archives of --files files of
+A published Ruby study zipped directories of 15.9 kB text files and read
+single files back out of the zip, finding that the time to read one grows
+with the number of files. This study builds archives of --files files of
 --file-size bytes of generated prose, each as a zip (deflate, as zip tools
 write) and as a squeeze archive (one Redis hash, package archive), and
 times reading one random file, checked against the original:
 
-  zip, opened per read   the seed's open_one: open the zip, walk the
+  zip, opened per read   the study's open_one: open the zip, walk the
                          entries until the name matches, read it
   zip, kept open         the central directory read once, entries by name
   squeeze archive        HGET of the file's field, then decode

@@ -3,16 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/bench"
+	"github.com/squeeze-kv/squeeze/internal/rediscluster"
 )
 
 func init() {
@@ -27,7 +31,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 const benchCodecsUsage = `Usage:
   squeeze bench codecs [--corpus PATH]... [--block SIZE | --whole] [--codecs LIST] [--json]
-  squeeze bench codecs --from-redis URL [--sample N] [--codecs LIST] [--json]
+  squeeze bench codecs --from-redis URL [--cluster] [--sample N] [--codecs LIST] [--json]
 
 Compresses and decompresses every value with each codec and level, checks
 that every value comes back byte for byte, and prints the table the HBase
@@ -47,6 +51,7 @@ Examples:
   squeeze bench codecs --corpus doc.json --codecs zstd:1,zstd:3,lz4,s2   # doc.json: yours, or squeeze demo --write-sample doc.json
   squeeze bench codecs --corpus ./dumps/ --block 64KiB --json > table.json
   squeeze bench codecs --from-redis redis://127.0.0.1:6379/0 --sample 500
+  squeeze bench codecs --from-redis redis://10.0.0.5:7000 --cluster   # every master of a cluster
   squeeze bench codecs --codecs all --report ./report
 
 `
@@ -61,6 +66,7 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of a table")
 	fromRedis := fs.String("from-redis", "", "sample values from this live Redis (read-only: SCAN, GET, HGETALL)")
 	sample := fs.Int("sample", 200, "with --from-redis: how many values to sample")
+	cluster := fs.Bool("cluster", false, "with --from-redis naming a node of a Redis Cluster: sample the keys of every master")
 	minTime := fs.Duration("time", 300*time.Millisecond, "measure each codec at least this long (whole rounds over the corpus)")
 	seed := fs.Uint64("seed", bench.DefaultSeed, "seed of the built-in corpus")
 	report := fs.String("report", "", "also write an HTML report with charts, JSON and CSV into this directory")
@@ -77,6 +83,9 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["sample"] && *fromRedis == "" {
 		return usageError("bench codecs: --sample needs --from-redis")
+	}
+	if *cluster && *fromRedis == "" {
+		return usageError("bench codecs: --cluster needs --from-redis")
 	}
 	if set["seed"] && (*fromRedis != "" || len(corpus) > 0) {
 		return usageError("bench codecs: --seed is for the built-in corpus, not --corpus or --from-redis")
@@ -108,13 +117,13 @@ func runBenchCodecs(ctx context.Context, e env, args []string) error {
 		if *sample <= 0 || *sample > 1_000_000 {
 			return usageError("bench codecs: --sample %d must be between 1 and 1000000", *sample)
 		}
-		rdb, err := openRedis(ctx, *fromRedis, 0)
+		rdb, err := openClusterOr(ctx, *fromRedis, *cluster)
 		if err != nil {
 			return err
 		}
 		defer rdb.Close()
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		c, err = bench.SampleRedis(sctx, rdb, *sample)
+		c, err = sampleRedis(sctx, rdb, *sample)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("sample %s: %w", redactURL(*fromRedis), err)
@@ -221,4 +230,34 @@ func checkReportDir(dir string) error {
 
 func reportPath(dir string) string {
 	return strings.TrimSuffix(dir, "/") + "/index.html"
+}
+
+// sampleRedis samples n values of a Redis, or of a cluster's masters,
+// each for its share, in the order of their addresses.
+func sampleRedis(ctx context.Context, rdb redis.UniversalClient, n int) (bench.Corpus, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return bench.SampleRedis(ctx, rdb.(*redis.Client), n)
+	}
+	masters, err := rediscluster.Masters(ctx, cc)
+	if err != nil {
+		return bench.Corpus{}, fmt.Errorf("cluster masters: %w", err)
+	}
+	slices.SortFunc(masters, func(a, b *redis.Client) int { return strings.Compare(a.Options().Addr, b.Options().Addr) })
+	all := bench.Corpus{Name: "redis"}
+	for i, m := range masters {
+		share := n*(i+1)/len(masters) - len(all.Samples)
+		if share <= 0 {
+			continue
+		}
+		c, err := bench.SampleRedis(ctx, m, share)
+		if err != nil && !errors.Is(err, bench.ErrEmptyCorpus) { // a master may hold no values
+			return bench.Corpus{}, fmt.Errorf("node %s: %w", m.Options().Addr, err)
+		}
+		all.Samples = append(all.Samples, c.Samples...)
+	}
+	if len(all.Samples) == 0 {
+		return bench.Corpus{}, fmt.Errorf("%w: no non-empty string or hash values on %d masters", bench.ErrEmptyCorpus, len(masters))
+	}
+	return all, nil
 }

@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	registerBench(command{Name: "counters", Summary: "memory and increment rate of day counters: seed list/hex Lua layouts vs packed BITFIELD", Run: runBenchCounters})
+	registerBench(command{Name: "counters", Summary: "memory and increment rate of day counters: a list or hex strings updated by Lua vs packed BITFIELD", Run: runBenchCounters})
 }
 
 const benchCountersUsage = `
@@ -32,11 +32,12 @@ database, and reports:
                      connections, one at a time, then in pipelines
                      --pipeline deep
 Layouts: list-lua (a list of decimal counters + LINDEX/LSET script),
-hex-hash-lua (the seed's 4 hex chars per day in a hash field + its script),
+hex-hash-lua (4 hex characters per day in a hash field, rewritten by a
+Lua script, as a published article on packing counters into hex strings does),
 key-per-counter (INCRBY), packed-bitfield (squeeze's counters package).
 Ratios are against hex-hash-lua, measured in the same run. Increments are
-sent by a lean client on raw connections (--driver resp), as the seed's
-redis-benchmark did, so that on a small machine the client's CPU does not hide
+sent by a lean client on raw connections (--driver resp), as the article's
+redis-benchmark runs did, so that on a small machine the client's CPU does not hide
 the server's cost per layout; --driver go-redis goes through go-redis and the
 counters package instead.
 

@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	registerBench(command{Name: "docs", Summary: "seed 001's study: upload/download time of large JSON documents per codec, loopback and a shaped link", Run: runBenchDocs})
+	registerBench(command{Name: "docs", Summary: "upload/download time of large JSON documents per codec, on loopback and a shaped link", Run: runBenchDocs})
 }
 
 const benchDocsUsage = `Usage:
@@ -27,8 +27,9 @@ const benchDocsUsage = `Usage:
       [--path library,proxy] [--shaped auto|on|off] [--rate 1gbit] [--rtt 0.5ms]
       [--quick] [--report DIR] [--json] [--targets]
 
-Reproduces seed 001 ("Large documents in redis: is it worth compressing
-them"): JSON documents from 100 kB to 20 MB are uploaded (compress + SET) and
+Repeats a published study ("Large documents in redis: is it worth
+compressing them", JSON documents of a Node service) on your machine: JSON
+documents from 100 kB to 20 MB are uploaded (compress + SET) and
 downloaded (GET + decompress) with each codec, and the size above which
 compression makes the transfer faster is reported per codec.
 
@@ -59,9 +60,9 @@ compress_ms, decompress_ms.
 
 Examples:
   squeeze bench docs --quick
-  sudo squeeze bench docs --rate 100mbit --rtt 2ms --report ./docs-report
+  squeeze bench docs --rate 100mbit --rtt 2ms --report ./docs-report   # as root: the shaped link
   squeeze bench docs --shaped off --codecs brotli:1,zstd:1 --sizes 1MB,10MB --json
-  sudo squeeze bench docs --path library,proxy --codecs s2,zstd:1,brotli:1
+  squeeze bench docs --path library,proxy --codecs s2,zstd:1,brotli:1   # as root
 
 `
 

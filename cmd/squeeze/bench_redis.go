@@ -25,7 +25,7 @@ import (
 )
 
 func init() {
-	registerBench(command{Name: "redis", Summary: "seed 000's study: read/write time and memory with and without compression", Run: runBenchRedis})
+	registerBench(command{Name: "redis", Summary: "read/write time and Redis memory with and without compression, per codec and value size", Run: runBenchRedis})
 }
 
 const benchRedisUsage = `Usage:
@@ -34,12 +34,17 @@ const benchRedisUsage = `Usage:
       [--repeat 10] [--corpus PATH] [--dict] [--compact-to zstd:9] [--quick]
       [--report DIR] [--json] [--targets]
 
-Reproduces the 2013 Ruby/zlib study (seed 000) on your machine: read-only,
-write-only and read-write (one write per read) workloads at five value sizes,
-each without compression and with each codec, timed over 1 to 1000 iterations
-and repeated; the median is reported with the slowdown against no compression
-on the same path. Memory is measured in Redis: MEMORY USAGE per key, and
-what deleting the keys frees of INFO used_memory and used_memory_dataset.
+How much slower do reads and writes get, and how much Redis memory is
+saved, when values are compressed? This study answers it on your machine.
+It repeats a published one from 2013, in which a Ruby program stored text
+files (empty, 16.6 kB, 47.5 kB, 221.9 kB and 4.2 MB) in Redis with and
+without zlib, and extends it to squeeze's codecs: read-only, write-only
+and read-write (one write per read) workloads at those five value sizes,
+each without compression and with each codec, timed over 1 to 1000
+iterations and repeated; the median is reported with the slowdown against
+no compression on the same path. Memory is measured in Redis: MEMORY
+USAGE per key, and what deleting the keys frees of INFO used_memory and
+used_memory_dataset.
 
 Paths:
   direct   go-redis alone, no squeeze (the plain baseline)
@@ -71,8 +76,8 @@ or other cuts of the --corpus file.
 The tables open with what the run recommends, as "squeeze demo" does:
 the codec to write with, what to compact cold keys to, and below which
 size a dictionary pays (with --dict). --targets adds the figures squeeze
-was built to reach, checked on this run, and the seed study's slowdowns
-beside the measured ones: for squeeze's developers. The --report always
+was built to reach, checked on this run, and the slowdowns the 2013 study
+reported beside the measured ones: for squeeze's developers. The --report always
 has them, folded, at its end.
 
 --json prints one array, a row per cell: path, codec, workload (read, write,
@@ -136,7 +141,7 @@ func parseBenchRedis(e env, args []string) (*redisRun, error) {
 	fs := newFlagSet(e, "bench redis", benchRedisUsage)
 	url := addBenchRedisFlag(fs, "measure on this Redis")
 	paths := fs.String("path", "direct,library,proxy", "paths to measure: direct, library, proxy")
-	codecs := fs.String("codecs", "s2,zstd:1,zlib:6", "codecs on the library path besides none (s2 is squeeze's default, zlib:6 the seed's approach)")
+	codecs := fs.String("codecs", "s2,zstd:1,zlib:6", "codecs on the library path besides none (s2 is squeeze's default, zlib:6 what the 2013 study used)")
 	sizes := fs.String("sizes", "0,16.6kB,47.5kB,221.9kB,4.2MB", "value sizes")
 	iters := fs.String("iterations", "1,10,100,1000", "iteration counts per timed run")
 	repeat := fs.Int("repeat", 10, "repeats per cell (the median is reported)")
@@ -147,7 +152,7 @@ func parseBenchRedis(e env, args []string) (*redisRun, error) {
 	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of tables")
 	dict := fs.Bool("dict", false, "also measure each zstd codec with a dictionary trained per size on other generated documents")
 	compactTo := fs.String("compact-to", "zstd:9", "codecs the default codec's keys are compacted to for the memory rows at rest (none: no such rows)")
-	targets := fs.Bool("targets", false, "also print the figures squeeze was built to reach and the seed study's slowdowns (for squeeze's developers)")
+	targets := fs.Bool("targets", false, "also print the figures squeeze was built to reach and the 2013 study's slowdowns (for squeeze's developers)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -476,11 +481,20 @@ func openRedis(ctx context.Context, rawURL string, ioTimeout time.Duration) (*re
 
 // openClusterOr opens a Redis Cluster client when cluster is set (the URL
 // names one node, more with ?addr=host:port; see go-redis's
-// ParseClusterURL), and otherwise what openRedis opens. Commands that walk
-// keys (advise, compact) then visit every master.
+// ParseClusterURL), and otherwise what openRedis opens, refusing a
+// cluster node (refuseClusterNode). Commands that walk keys (advise,
+// compact, dict train) then visit every master.
 func openClusterOr(ctx context.Context, rawURL string, cluster bool) (redis.UniversalClient, error) {
 	if !cluster {
-		return openRedis(ctx, rawURL, 0)
+		rdb, err := openRedis(ctx, rawURL, 0)
+		if err != nil {
+			return nil, err
+		}
+		if err := refuseClusterNode(ctx, rdb, rawURL); err != nil {
+			rdb.Close()
+			return nil, err
+		}
+		return rdb, nil
 	}
 	rawURL, err := normalizeRedisURL(rawURL)
 	if err != nil {
@@ -499,9 +513,27 @@ func openClusterOr(ctx context.Context, rawURL string, cluster bool) (redis.Univ
 	defer cancel()
 	if err := cc.ForEachMaster(pctx, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() }); err != nil {
 		cc.Close()
+		if strings.Contains(err.Error(), "cluster support disabled") {
+			return nil, usageError("--cluster: %s is not a node of a Redis Cluster (%v); drop --cluster", redactURL(rawURL), err)
+		}
 		return nil, fmt.Errorf("redis cluster at %s: %w", redactURL(rawURL), err)
 	}
 	return cc, nil
+}
+
+// refuseClusterNode returns a usage error when rdb, opened without
+// --cluster, is a node of a Redis Cluster (INFO cluster says
+// cluster_enabled:1): a node holds the keys of its own slots only, and
+// the keys squeeze itself shares (dictionaries, script prefixes) live on
+// whichever node owns their slot, so a command that walks keys or reads
+// those would see part of the data, or fail with MOVED. A server that
+// refuses INFO (an ACL without it) is taken for a plain Redis.
+func refuseClusterNode(ctx context.Context, rdb *redis.Client, rawURL string) error {
+	info, err := rdb.Info(ctx, "cluster").Result()
+	if err != nil || !strings.Contains(info, "cluster_enabled:1") {
+		return nil
+	}
+	return usageError("%s is a node of a Redis Cluster (cluster_enabled:1), which holds the keys of its own slots only: add --cluster to reach the keys of every master", redactURL(rawURL))
 }
 
 func isTimeout(err error) bool {
@@ -543,7 +575,7 @@ func printRedisTables(w io.Writer, res bench.RedisResult, targets bool) {
 	fmt.Fprintln(w, "Time per operation (median of repeats, at the largest iteration count measured)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if targets {
-		fmt.Fprintln(tw, "Workload\tSize\tPath\tCodec\tIterations\tµs/op\tSlowdown\tSeed zlib slowdown\tMemory saved\t")
+		fmt.Fprintln(tw, "Workload\tSize\tPath\tCodec\tIterations\tµs/op\tSlowdown\t2013 study, zlib\tMemory saved\t")
 	} else {
 		fmt.Fprintln(tw, "Workload\tSize\tPath\tCodec\tIterations\tµs/op\tSlowdown\tMemory saved\t")
 	}

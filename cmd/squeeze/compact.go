@@ -78,6 +78,10 @@ written since the last pass are compacted once they are --min-idle cold.
 Reading a value (GET) counts as using it: compacted keys look freshly used to
 an LRU eviction policy.
 
+In a Redis Cluster, name any node with --cluster: compact walks every
+master in turn (one compact covers the cluster). Given a cluster node
+without --cluster it refuses, as the node holds its own slots' keys only.
+
 Examples:
   squeeze compact --redis redis://127.0.0.1:6379 --dry-run
   squeeze compact --redis redis://127.0.0.1:6379 --pattern 'doc:*' --codec zstd:19 --min-idle 1h

@@ -47,7 +47,10 @@ Config.DictionaryID and Config.Rules.
 A Redis is required, named by --redis or else the environment variable
 SQUEEZE_REDIS (redis://host:port/db, host:port, unix:///path.sock, ...):
 there is no throwaway server here, the dictionary must come from and go to
-the Redis your applications use.
+the Redis your applications use. In a Redis Cluster add --cluster (with
+any node's URL): train samples the keys of every master, and the
+dictionary is stored on the node that owns its key, where every proxy
+finds it.
 
 Examples:
   squeeze dict train --redis redis://127.0.0.1:6379 --pattern 'user:*'
@@ -56,6 +59,7 @@ Examples:
   squeeze proxy --upstream redis://127.0.0.1:6379 --rule 'user:=zstd:1,dict=1690163204'
   squeeze dict list --redis redis://127.0.0.1:6379
   squeeze dict show --redis redis://127.0.0.1:6379 --out user.dict 1690163204
+  squeeze dict train --cluster --redis redis://10.0.0.5:7000 --pattern 'user:*' --publish
 
 Run "squeeze dict <train|list|show> --help" for the flags of each.
 `
@@ -80,8 +84,10 @@ func runDict(ctx context.Context, e env, args []string) error {
 	return usageError("unknown dict subcommand %q (want train, list or show)", args[0])
 }
 
-func addDictRedisFlag(fs *flag.FlagSet) *string {
-	return addRedisFlag(fs, "Redis server `URL` holding the data and the dictionaries", "none: required")
+func addDictRedisFlag(fs *flag.FlagSet) (url *string, cluster *bool) {
+	url = addRedisFlag(fs, "Redis server `URL` holding the data and the dictionaries", "none: required")
+	cluster = fs.Bool("cluster", false, "--redis names a node of a Redis Cluster: reach the keys of every master")
+	return url, cluster
 }
 
 // needRedis resolves the Redis of a dict subcommand, which has no default.
@@ -129,7 +135,7 @@ Examples:
 
 func runDictTrain(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "dict train", dictTrainUsage)
-	url := addDictRedisFlag(fs)
+	url, cluster := addDictRedisFlag(fs)
 	pattern := fs.String("pattern", "", "SCAN `GLOB` of the keys to sample (required), e.g. 'user:*'")
 	sample := fs.Int("sample", dictstore.DefaultSamples, "most values to read (a fifth is held out to measure)")
 	size := units.SizeFlag(dictstore.DefaultDictSize)
@@ -168,7 +174,7 @@ func runDictTrain(ctx context.Context, e env, args []string) error {
 	if alg.ID != codec.IDZstd {
 		return usageError("--codec %s: dictionaries work with zstd only", alg)
 	}
-	rdb, err := openRedis(ctx, *url, 0)
+	rdb, err := openClusterOr(ctx, *url, *cluster)
 	if err != nil {
 		return err
 	}
@@ -257,7 +263,7 @@ Examples:
 
 func runDictList(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "dict list", dictListUsage)
-	url := addDictRedisFlag(fs)
+	url, cluster := addDictRedisFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON for machines")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -268,7 +274,7 @@ func runDictList(ctx context.Context, e env, args []string) error {
 	if err := needRedis(url, "list"); err != nil {
 		return err
 	}
-	rdb, err := openRedis(ctx, *url, 0)
+	rdb, err := openClusterOr(ctx, *url, *cluster)
 	if err != nil {
 		return err
 	}
@@ -317,7 +323,7 @@ Examples:
 
 func runDictShow(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "dict show", dictShowUsage)
-	url := addDictRedisFlag(fs)
+	url, cluster := addDictRedisFlag(fs)
 	out := fs.String("out", "", "write the dictionary bytes to this `FILE`")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
 	pos, err := parseArgs(fs, args)
@@ -334,7 +340,7 @@ func runDictShow(ctx context.Context, e env, args []string) error {
 	if err := needRedis(url, "show"); err != nil {
 		return err
 	}
-	rdb, err := openRedis(ctx, *url, 0)
+	rdb, err := openClusterOr(ctx, *url, *cluster)
 	if err != nil {
 		return err
 	}

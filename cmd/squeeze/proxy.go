@@ -54,6 +54,9 @@ Upstream URLs:
       every dial, and on their +switch-master event (or a -READONLY from a
       master that became a replica) closes its connections, so it follows
       a failover.
+  A URL takes no other parameters than these (db, sentinel_password): an
+  unknown one is an error. Logs, errors and /debug/pprof/cmdline show the
+  URL's passwords and parameter values (but db) as ***.
 
 Every flag can also come from an environment variable, SQUEEZE_ plus the
 flag name in upper case with _ for - (SQUEEZE_UPSTREAM, SQUEEZE_MIN_SIZE), or
@@ -77,7 +80,9 @@ commands it has already read, and exits; a second signal exits at once.
 On SIGHUP it reads its settings again and puts a new write policy in
 force (--codec, --min-size, --min-gain, --dict, --rule: edit the config
 file, then kill -HUP), without dropping a connection; values already
-stored keep reading back. Other settings take a restart.
+stored keep reading back. In front of a cluster node it also takes the
+new --cluster-map and --cluster-port-offset (a node joined or left the
+cluster). Other settings take a restart.
 
 Examples:
   squeeze proxy --listen 127.0.0.1:6380 --upstream redis://127.0.0.1:6379
@@ -139,6 +144,22 @@ SELECT), prints the settings in force (--json: as one object) and exits
 an edited config file before the running proxy reloads it:
   squeeze proxy --config /etc/squeeze/proxy.conf --check && systemctl reload squeeze-proxy
 
+Scripts: a Lua script runs inside Redis and reads stored bytes, so the
+proxy decodes the keys a script declares before it runs, and a compressed
+value a script reads without declaring it is an error, never a frame
+(--scripts reject refuses every script instead). Once a script has run
+with a declared key that holds a value, that key's prefix (up to its last
+":", or to an id segment: session:5 gives session:) is stored
+uncompressed, so later scripts read its values as written without a
+decoding round trip. The proxy logs each such prefix once, counts it in
+squeeze_proxy_script_prefix_last_use_seconds, keeps it in Redis
+(squeeze:script-prefixes, with the last use in
+squeeze:script-prefixes:used) and announces it to the other proxies at once;
+"squeeze proxy --check" and "squeeze advise" list them. A prefix no script
+declared a key of for --script-prefix-ttl (default 168h) is compressed
+again; 0 keeps prefixes for ever.
+  squeeze proxy --script-prefix-ttl 24h
+
 Rules: --rule gives the keys that begin with a prefix their own codec and
 options; keys no rule matches use --codec, --min-size, --min-gain, --dict.
 The longest prefix wins; MSET values follow their own keys. Reads need no
@@ -163,6 +184,7 @@ type proxyFlags struct {
 	minGain                                                                                    float64
 	shared, procs, maxInFlight                                                                 int
 	pprof, check, jsonOut, allowRemote                                                         bool
+	scriptPrefixTTL                                                                            time.Duration
 	portable                                                                                   bool // --portable: write only codecs every language reads
 
 	dict  string   // --dict: a published dictionary id, or "none"
@@ -194,6 +216,7 @@ func newProxyFlags(e env) (*flag.FlagSet, *proxyFlags, *string) {
 	fs.StringVar(&p.metrics, "metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9121), with /healthz (the process runs) and /readyz (Redis answers, not shutting down) for probes")
 	fs.StringVar(&p.clientAuth, "client-auth", "pass", "pass (clients act with the --upstream URL's credentials) or require (each client must AUTH to Redis itself, and Redis's ACLs apply to it)")
 	fs.StringVar(&p.scripts, "scripts", "pass", "EVAL/EVALSHA/FCALL: pass (scripts run on values as written: declared keys are decoded first, prefixes scripts use stay uncompressed, a compressed value a script reads is an error) or reject")
+	fs.DurationVar(&p.scriptPrefixTTL, "script-prefix-ttl", proxy.DefaultScriptPrefixTTL, "a key prefix a script used (a key it declared held a value) is stored uncompressed, so scripts read its values as written, until no script has declared a key of it for this long; then its values are compressed again (0: never)")
 	fs.StringVar(&p.listSearch, "list-search", "exact", "LREM/LPOS/LINSERT: exact (find elements by value, whatever codec or settings stored them) or stored (Redis's own byte comparison: faster, misses elements written with other settings)")
 	fs.StringVar(&p.clusterMap, "cluster-map", "", "Redis Cluster: `NODE=PROXY,...`, each node's address as the cluster announces it and the address of the squeeze proxy in front of it, so redirections and CLUSTER SLOTS/SHARDS/NODES name proxies")
 	fs.IntVar(&p.clusterPortOffset, "cluster-port-offset", 0, "Redis Cluster: the proxy in front of node host:port listens at host:port+`N` (for nodes not in --cluster-map)")
@@ -436,6 +459,14 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 	default:
 		return nil, usageError("--scripts must be pass or reject, got %q", p.scripts)
 	}
+	switch {
+	case p.scriptPrefixTTL < 0:
+		return nil, usageError("--script-prefix-ttl must not be negative, got %s", p.scriptPrefixTTL)
+	case p.scriptPrefixTTL == 0:
+		s.ScriptPrefixTTL = -1 // for ever
+	default:
+		s.ScriptPrefixTTL = p.scriptPrefixTTL
+	}
 	switch p.clientAuth {
 	case "pass":
 	case "require":
@@ -450,22 +481,33 @@ func (p *proxyFlags) buildServer(logger *slog.Logger, reg prometheus.Registerer)
 	default:
 		return nil, usageError("--list-search must be exact or stored, got %q", p.listSearch)
 	}
-	if p.clusterMap != "" || p.clusterPortOffset != 0 {
-		s.Cluster = &proxy.ClusterMap{PortOffset: p.clusterPortOffset}
-		if p.clusterMap != "" {
-			if s.Cluster.Nodes, err = proxy.ParseClusterNodes(p.clusterMap); err != nil {
-				return nil, usageError("--cluster-map: %v", err)
-			}
-		}
-		if p.clusterPortOffset <= -65535 || p.clusterPortOffset >= 65535 {
-			return nil, usageError("--cluster-port-offset %d is out of range", p.clusterPortOffset)
-		}
+	if s.Cluster, err = p.cluster(); err != nil {
+		return nil, err
 	}
 	if reg != nil {
 		alg, _ := p.algorithm()
 		s.Metrics = proxy.NewMetrics(reg, alg)
 	}
 	return s, nil
+}
+
+// cluster returns the ClusterMap of --cluster-map and
+// --cluster-port-offset, nil without either.
+func (p *proxyFlags) cluster() (*proxy.ClusterMap, error) {
+	if p.clusterMap == "" && p.clusterPortOffset == 0 {
+		return nil, nil
+	}
+	m := &proxy.ClusterMap{PortOffset: p.clusterPortOffset}
+	if p.clusterMap != "" {
+		var err error
+		if m.Nodes, err = proxy.ParseClusterNodes(p.clusterMap); err != nil {
+			return nil, usageError("--cluster-map: %v", err)
+		}
+	}
+	if p.clusterPortOffset <= -65535 || p.clusterPortOffset >= 65535 {
+		return nil, usageError("--cluster-port-offset %d is out of range", p.clusterPortOffset)
+	}
+	return m, nil
 }
 
 func newLogger(w interface{ Write([]byte) (int, error) }, level, format string) (*slog.Logger, error) {
@@ -642,13 +684,17 @@ func runProxy(ctx context.Context, e env, args []string) error {
 	return err
 }
 
-// writeFlags are the settings a SIGHUP reloads: the write policy.
-var writeFlags = map[string]bool{"codec": true, "min-size": true, "min-gain": true, "dict": true, "rule": true, "config": true, "portable": true}
+// writeFlags are the settings a SIGHUP reloads: the write policy, and
+// the map of the proxies in front of a cluster's nodes.
+var writeFlags = map[string]bool{"codec": true, "min-size": true, "min-gain": true, "dict": true, "rule": true, "config": true, "portable": true,
+	"cluster-map": true, "cluster-port-offset": true}
 
 // reloadWritePolicy reads the settings again as at start (the config
 // file, the environment, then args) and puts the new write policy in
-// force; values written from then on follow it. Settings outside the write
-// policy need a restart: a change to them is logged, not applied.
+// force; values written from then on follow it. A proxy in front of a
+// cluster node also takes the new --cluster-map and --cluster-port-offset
+// (a node joined or left the cluster). Other settings need a restart: a
+// change to them is logged, not applied. On an error nothing changes.
 func reloadWritePolicy(ctx context.Context, e env, args []string, running *flag.FlagSet, srv *proxy.Server, logger *slog.Logger) error {
 	fs, p, _ := newProxyFlags(e)
 	if err := applySettings(fs, args, os.Getenv); err != nil {
@@ -665,10 +711,26 @@ func reloadWritePolicy(ctx context.Context, e env, args []string, running *flag.
 	if err != nil {
 		return err
 	}
+	cluster, err := p.cluster()
+	if err != nil {
+		return err
+	}
+	switch {
+	case cluster == nil && srv.Cluster != nil:
+		return errors.New("--cluster-map and --cluster-port-offset are gone: a proxy in front of a cluster node keeps one until a restart")
+	case cluster != nil && srv.Cluster == nil:
+		return errors.New("--cluster-map or --cluster-port-offset is new: putting the proxy in front of a cluster node takes a restart")
+	}
 	if err := srv.SetWritePolicy(enc, rules); err != nil {
 		return err
 	}
 	logger.Info("SIGHUP: write policy reloaded", "codec", codecLabel(enc), "dict", p.dict, "min_size", int64(p.minSize), "min_gain", p.minGain, "rules", p.rules.String())
+	if cluster != nil {
+		if err := srv.SetClusterMap(cluster); err != nil {
+			return err // not reached: checked above
+		}
+		logger.Info("SIGHUP: cluster map reloaded", "nodes", len(cluster.Nodes), "port_offset", cluster.PortOffset)
+	}
 	warnLaterCodecs(logger, enc, rules)
 	var stale []string
 	fs.VisitAll(func(f *flag.Flag) {
@@ -711,10 +773,10 @@ func listenReachable(listen string) bool {
 }
 
 // cmdlineHandler serves /debug/pprof/cmdline as net/http/pprof does (the
-// arguments, separated by NUL bytes), with the password of every URL among
-// them redacted as in the logs: --upstream redis://:secret@host would
-// otherwise hand the upstream's password to whoever reaches the metrics
-// address.
+// arguments, separated by NUL bytes), with the secrets of every URL among
+// them redacted as in the logs (redactURL: passwords, sentinel_password):
+// --upstream redis://:secret@host would otherwise hand the upstream's
+// password to whoever reaches the metrics address.
 func cmdlineHandler(args []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -727,21 +789,10 @@ func cmdlineHandler(args []string) http.HandlerFunc {
 	}
 }
 
-// redactURL hides a password in an upstream URL for logs.
-func redactURL(s string) string {
-	at := strings.LastIndexByte(s, '@')
-	sch := strings.Index(s, "://")
-	if at < 0 || sch < 0 || at < sch {
-		return s
-	}
-	user := s[sch+3 : at]
-	if i := strings.IndexByte(user, ':'); i >= 0 {
-		user = user[:i] + ":***"
-	} else {
-		user = "***"
-	}
-	return s[:sch+3] + user + s[at:]
-}
+// redactURL hides the secrets of a Redis URL for logs, errors and the
+// profiler's command line: its password and the values of its parameters
+// but db (proxy.RedactURL).
+func redactURL(s string) string { return proxy.RedactURL(s) }
 
 // logUpstreamServer logs which server the upstream is (INFO server), with
 // a warning for one older than squeeze is tested with. A server that

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -122,8 +123,14 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 		warnings = append(warnings, bulkWarning)
 	}
 
+	prefixes, err := upstreamScriptPrefixes(cctx, p, srv)
+	if err != nil {
+		warnings = append(warnings, "key prefixes scripts use: "+err.Error())
+	}
+
 	inForce, _ := srv.MaxBulkInForce()
 	res := checkResult{
+		ScriptPrefixes: prefixes, ScriptPrefixTTL: ttlString(p.scriptPrefixTTL),
 		OK: true, Listen: p.listen, ClientTLS: listenTLSLine, ClientAuth: p.clientAuth,
 		Upstream: redactURL(p.upstream), PingMicros: float64(rtt.Nanoseconds()) / 1e3, Server: serverLine, UpstreamCert: upstreamCert,
 		Codec: codecLabel(srv.Encoder), MinSizeBytes: int64(p.minSize), MinGain: p.minGain, Dict: p.dict,
@@ -160,7 +167,7 @@ func checkProxy(ctx context.Context, w io.Writer, p *proxyFlags, srv *proxy.Serv
 	row("max-bulk", bulkLine)
 	row("buffers", fmt.Sprintf("client-buffer %s (stop reading), client-buffer-limit %s (close)", p.clientBuffer.String(), sizeString(srv.ClientBufferLimitInForce())))
 	row("max-memory", maxMemoryLine(p.maxMemory))
-	row("scripts", res.Scripts)
+	row("scripts", res.Scripts+"; "+scriptPrefixesLine(prefixes, p.scriptPrefixTTL, now))
 	row("list-search", res.ListSearch)
 	row("procs", fmt.Sprint(procs))
 	if p.metrics != "" {
@@ -193,8 +200,12 @@ type checkResult struct {
 	MaxBulkBytes  int64    `json:"max_bulk_bytes"` // the limit in force
 	MaxBulk       string   `json:"max_bulk"`       // where it comes from
 	Scripts       string   `json:"scripts"`
-	ListSearch    string   `json:"list_search"`
-	Procs         int      `json:"procs"`
+	// ScriptPrefixes: the key prefixes stored uncompressed because
+	// scripts use them (squeeze:script-prefixes), with their last use.
+	ScriptPrefixes  []checkScriptPrefix `json:"script_prefixes"`
+	ScriptPrefixTTL string              `json:"script_prefix_ttl"` // "never" or a duration
+	ListSearch      string              `json:"list_search"`
+	Procs           int                 `json:"procs"`
 
 	ClientBufferBytes      int64    `json:"client_buffer_bytes"`
 	ClientBufferLimitBytes int64    `json:"client_buffer_limit_bytes"`
@@ -352,4 +363,72 @@ func maxMemoryLine(n units.SizeFlag) string {
 func sizeString(n int64) string {
 	f := units.SizeFlag(n)
 	return f.String()
+}
+
+// checkScriptPrefix is one key prefix stored uncompressed for scripts.
+type checkScriptPrefix struct {
+	Prefix   string    `json:"prefix"`
+	LastUsed time.Time `json:"last_used,omitzero"` // zero: not recorded
+}
+
+// upstreamScriptPrefixes reads the key prefixes scripts use, and when a
+// script last used each, from the upstream (through the cluster when it is
+// one), sorted.
+func upstreamScriptPrefixes(ctx context.Context, p *proxyFlags, srv *proxy.Server) ([]checkScriptPrefix, error) {
+	rdb, err := p.upstreamClient(srv)
+	if err != nil {
+		return nil, err
+	}
+	defer rdb.Close()
+	members, err := rdb.SMembers(ctx, proxy.ScriptPrefixesKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("SMEMBERS %s: %w", proxy.ScriptPrefixesKey, err)
+	}
+	used, err := rdb.HGetAll(ctx, proxy.ScriptPrefixesUsedKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("HGETALL %s: %w", proxy.ScriptPrefixesUsedKey, err)
+	}
+	out := []checkScriptPrefix{}
+	for _, m := range members {
+		sp := checkScriptPrefix{Prefix: m}
+		if ms, err := strconv.ParseInt(used[m], 10, 64); err == nil && ms > 0 {
+			sp.LastUsed = time.UnixMilli(ms).UTC()
+		}
+		out = append(out, sp)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Prefix < out[j].Prefix })
+	return out, nil
+}
+
+// ttlString says --script-prefix-ttl.
+func ttlString(d time.Duration) string {
+	if d == 0 {
+		return "never"
+	}
+	return d.String()
+}
+
+// scriptPrefixesLine says which prefixes are stored uncompressed because
+// scripts use them, and until when.
+func scriptPrefixesLine(ps []checkScriptPrefix, ttl time.Duration, now time.Time) string {
+	if len(ps) == 0 {
+		return "no key prefix is stored uncompressed for scripts"
+	}
+	var parts []string
+	for _, sp := range ps {
+		switch {
+		case sp.LastUsed.IsZero():
+			parts = append(parts, fmt.Sprintf("%q", sp.Prefix))
+		case ttl == 0:
+			parts = append(parts, fmt.Sprintf("%q (last used %s ago)", sp.Prefix, now.Sub(sp.LastUsed).Round(time.Second)))
+		default:
+			parts = append(parts, fmt.Sprintf("%q (last used %s ago, compressed again in %s without use)", sp.Prefix,
+				now.Sub(sp.LastUsed).Round(time.Second), max(0, sp.LastUsed.Add(ttl).Sub(now)).Round(time.Second)))
+		}
+	}
+	what := fmt.Sprintf("%d key prefixes stored uncompressed because scripts use them", len(ps))
+	if len(ps) == 1 {
+		what = "1 key prefix stored uncompressed because scripts use it"
+	}
+	return fmt.Sprintf("%s (--script-prefix-ttl %s): %s", what, ttlString(ttl), strings.Join(parts, ", "))
 }

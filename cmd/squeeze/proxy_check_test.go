@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/squeeze-kv/squeeze/internal/testutil"
+	"github.com/squeeze-kv/squeeze/proxy"
 )
 
 // TestProxyCheck_OK: --check against a Redis that wants a password prints
@@ -354,5 +355,37 @@ func TestProxyCheck_RemoteClients(t *testing.T) {
 	out, stderr, _ = runCLI(t, nil, "proxy", "--check", "--listen", "0.0.0.0:"+strconv.Itoa(testutil.FreePort(t)), "--upstream", r.URL(), "--client-auth", "require")
 	if strings.Contains(out, "reachable from other hosts") {
 		t.Errorf("a warning with --client-auth require:\n%s%s", out, stderr)
+	}
+}
+
+// TestProxyCheck_ScriptPrefixes: --check lists the key prefixes stored
+// uncompressed because scripts use them, with their last use and when they
+// are compressed again, in text and JSON.
+func TestProxyCheck_ScriptPrefixes(t *testing.T) {
+	r := testutil.StartRedis(t)
+	out, stderr, code := runCLI(t, nil, "proxy", "--check", "--upstream", r.URL())
+	if code != 0 || !strings.Contains(out, "pass; no key prefix is stored uncompressed for scripts") {
+		t.Fatalf("exit %d, want no script prefixes:\n%s%s", code, out, stderr)
+	}
+	used := time.Now().Add(-time.Hour).UnixMilli()
+	testutil.Do(r.Addr, "SADD", proxy.ScriptPrefixesKey, "session:", "lock:")
+	testutil.Do(r.Addr, "HSET", proxy.ScriptPrefixesUsedKey, "session:", strconv.FormatInt(used, 10))
+	out, stderr, code = runCLI(t, nil, "proxy", "--check", "--upstream", r.URL(), "--script-prefix-ttl", "24h")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{`2 key prefixes stored uncompressed because scripts use them (--script-prefix-ttl 24h0m0s)`, `"lock:"`,
+		`"session:" (last used 1h0m0s ago, compressed again in 23h0m0s without use)`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	out, _, _ = runCLI(t, nil, "proxy", "--check", "--json", "--upstream", r.URL(), "--script-prefix-ttl", "0")
+	var got checkResult
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ScriptPrefixes) != 2 || got.ScriptPrefixes[1].Prefix != "session:" || got.ScriptPrefixes[1].LastUsed.UnixMilli() != used || got.ScriptPrefixTTL != "never" {
+		t.Fatalf("JSON: %+v", got)
 	}
 }

@@ -77,6 +77,8 @@ func TestProxySettings_Errors(t *testing.T) {
 		{[]string{"--upstream", "http://x"}, "scheme must be redis"},
 		{[]string{"--scripts", "maybe"}, "--scripts must be pass or reject"},
 		{[]string{"--list-search", "fuzzy"}, "--list-search must be exact or stored"},
+		{[]string{"--script-prefix-ttl", "-1h"}, "--script-prefix-ttl must not be negative"},
+		{[]string{"--script-prefix-ttl", "a week"}, "for flag -script-prefix-ttl"},
 		{[]string{"--client-auth", "maybe"}, "--client-auth must be pass or require"},
 		{[]string{"--cluster-map", "10.0.0.1:6379"}, "--cluster-map: cluster map: \"10.0.0.1:6379\" is not node=proxy"},
 		{[]string{"--cluster-port-offset", "70000"}, "--cluster-port-offset 70000 is out of range"},
@@ -302,6 +304,33 @@ func TestProxySettings_ListSearch(t *testing.T) {
 	}
 }
 
+// TestProxySettings_ScriptPrefixTTL: --script-prefix-ttl (also from a
+// config file) reaches the server; 0 means for ever, the default a week.
+func TestProxySettings_ScriptPrefixTTL(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "p.conf")
+	os.WriteFile(conf, []byte("script-prefix-ttl = 36h\n"), 0o644)
+	for _, tt := range []struct {
+		args []string
+		want time.Duration
+	}{{nil, 7 * 24 * time.Hour}, {[]string{"--script-prefix-ttl", "2h"}, 2 * time.Hour}, {[]string{"--script-prefix-ttl=0"}, -1},
+		{[]string{"--config", conf}, 36 * time.Hour}} {
+		fs, p, _ := newProxyFlags(env{Stdout: io.Discard, Stderr: io.Discard})
+		if err := applySettings(fs, tt.args, func(string) string { return "" }); err != nil {
+			t.Fatal(err)
+		}
+		if err := parseFlags(fs, tt.args); err != nil {
+			t.Fatal(err)
+		}
+		s, err := p.buildServer(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ScriptPrefixTTL != tt.want {
+			t.Errorf("%q: ScriptPrefixTTL = %v, want %v", tt.args, s.ScriptPrefixTTL, tt.want)
+		}
+	}
+}
+
 // TestProxySettings_Cluster: --cluster-map and --cluster-port-offset (also
 // from the environment) reach the server; without them it has no map.
 func TestProxySettings_Cluster(t *testing.T) {
@@ -449,21 +478,115 @@ func TestProxyCommand_NotReady(t *testing.T) {
 	}
 }
 
+// TestProxyCommand_Secrets: a proxy behind Sentinels that require a
+// password, its upstream URL holding the master's password and
+// sentinel_password, serves clients, and neither its log nor the
+// profiler's /debug/pprof/cmdline shows either password. A parameter
+// the URL does not take is an error naming it and the accepted ones,
+// and showing no secret.
+func TestProxyCommand_Secrets(t *testing.T) {
+	const masterPW, sentinelPW = "masterpw7731", "sentinelpw9924"
+	master := testutil.StartRedis(t)
+	if out, err := testutil.Do(master.Addr, "CONFIG", "SET", "requirepass", masterPW); err != nil {
+		t.Fatalf("CONFIG SET requirepass: %v %q", err, out)
+	}
+	sen := testutil.StartSentinel(t, "m", master.Addr)
+	for _, c := range [][]string{
+		{"SENTINEL", "SET", "m", "auth-pass", masterPW},
+		{"ACL", "SETUSER", "default", "resetpass", ">" + sentinelPW},
+	} {
+		if out, err := testutil.Do(sen.Addr, c...); err != nil {
+			t.Fatalf("%q on the Sentinel: %v %q", c, err, out)
+		}
+	}
+	upstream := "sentinel://:" + masterPW + "@" + sen.Addr + "/m?sentinel_password=" + sentinelPW
+	port, mport := testutil.FreePort(t), testutil.FreePort(t)
+	args := []string{"proxy", "--listen", "127.0.0.1:" + strconv.Itoa(port), "--upstream", upstream,
+		"--metrics", "127.0.0.1:" + strconv.Itoa(mport), "--pprof", "--log-format", "json"}
+	oldArgs := os.Args // what /debug/pprof/cmdline serves: the process's command line
+	os.Args = append([]string{"squeeze"}, args...)
+	t.Cleanup(func() { os.Args = oldArgs })
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, env{Stdout: io.Discard, Stderr: &stderr}, args) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("proxy did not stop")
+		}
+	}()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1})
+	defer rdb.Close()
+	for i := 0; rdb.Set(ctx, "k", "v", 0).Err() != nil; i++ {
+		if i == 200 {
+			t.Fatalf("proxy not serving after 4s: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + "/debug/pprof/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdline, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(cmdline), "sentinel_password=***") {
+		t.Errorf("/debug/pprof/cmdline: %q, want the URL with its secrets redacted", cmdline)
+	}
+	log := stderr.String()
+	if !strings.Contains(log, `"upstream":"sentinel://:***@`+sen.Addr+`/m?sentinel_password=***"`) {
+		t.Errorf("the listening line does not name the upstream redacted: %s", log)
+	}
+	for _, pw := range []string{masterPW, sentinelPW} {
+		if strings.Contains(string(cmdline), pw) {
+			t.Errorf("/debug/pprof/cmdline shows a password: %q", cmdline)
+		}
+		if strings.Contains(log, pw) {
+			t.Errorf("the log shows a password: %s", log)
+		}
+	}
+	// A parameter the URL does not take.
+	for _, bad := range []string{
+		"sentinel://" + sen.Addr + "/m?password=" + sentinelPW,
+		"redis://:" + masterPW + "@" + master.Addr + "?password=" + masterPW,
+	} {
+		var out syncBuffer
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // a proxy that started anyway stops
+		defer cancel()
+		code := run(ctx, env{Stdout: io.Discard, Stderr: &out}, []string{"proxy",
+			"--listen", "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t)), "--upstream", bad})
+		want := `unknown parameter "password"; a sentinel:// URL accepts sentinel_password`
+		if strings.HasPrefix(bad, "redis:") {
+			want = `unknown parameter "password"; a redis:// URL accepts db`
+		}
+		if code != 2 || !strings.Contains(out.String(), want) {
+			t.Errorf("--upstream %s: exit %d, %q; want 2 and %q", redactURL(bad), code, out.String(), want)
+		}
+		if strings.Contains(out.String(), masterPW) || strings.Contains(out.String(), sentinelPW) {
+			t.Errorf("the error shows a password: %q", out.String())
+		}
+	}
+}
+
 // TestCmdlineHandler: the profiler's /debug/pprof/cmdline shows the command
 // line with the passwords of its URLs redacted, in either flag form.
 func TestCmdlineHandler(t *testing.T) {
 	args := []string{"squeeze", "proxy", "--upstream", "redis://app:s3cret@10.1.2.3:6379/0",
-		"--upstream=rediss://:hunter2@cache:6380", "--listen", "127.0.0.1:6380"}
+		"--upstream=rediss://:hunter2@cache:6380", "--upstream", "sentinel://:pw1@s1,s2/m?sentinel_password=sentpw",
+		"--listen", "127.0.0.1:6380"}
 	rec := httptest.NewRecorder()
 	cmdlineHandler(args)(rec, httptest.NewRequest("GET", "/debug/pprof/cmdline", nil))
 	got := rec.Body.String()
-	for _, secret := range []string{"s3cret", "hunter2"} {
+	for _, secret := range []string{"s3cret", "hunter2", "pw1", "sentpw"} {
 		if strings.Contains(got, secret) {
 			t.Errorf("cmdline shows the password %q: %q", secret, got)
 		}
 	}
 	want := strings.Join([]string{"squeeze", "proxy", "--upstream", "redis://app:***@10.1.2.3:6379/0",
-		"--upstream=rediss://:***@cache:6380", "--listen", "127.0.0.1:6380"}, "\x00")
+		"--upstream=rediss://:***@cache:6380", "--upstream", "sentinel://:***@s1,s2/m?sentinel_password=***",
+		"--listen", "127.0.0.1:6380"}, "\x00")
 	if got != want {
 		t.Errorf("cmdline = %q, want %q", got, want)
 	}

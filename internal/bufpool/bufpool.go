@@ -1,6 +1,10 @@
 // Package bufpool keeps large byte buffers for reuse across the process,
-// by size class (a power of two), rather than have each large value
-// allocated and zeroed anew.
+// by size class, rather than have each large value allocated and zeroed
+// anew. There are four classes to each power of two, 2^k, 1.25 x 2^k,
+// 1.5 x 2^k and 1.75 x 2^k, so that a buffer is at most a quarter larger
+// than asked for: with powers of two, a SET of a 1 MiB value took a read
+// buffer and a batch of 2 MiB each, and 200 clients that pipelined such
+// SETs had the proxy hold 800 MB for 200 MB of commands.
 //
 // Get returns an empty buffer with room for n bytes; Put gives one back
 // once nothing else points into it. Buffers of less than MinSize are
@@ -9,14 +13,20 @@
 // Up to 64 MiB of classes up to 16 MiB stay in free lists that the garbage
 // collector does not empty (a sync.Pool is emptied by every other
 // collection, and with values of megabytes collections come every request
-// or two); beyond that a sync.Pool. Larger buffers (huge: 32 MiB to 1 GiB)
-// are kept, up to 256 MiB, only while they are in use: a second after the
-// last one was asked for, they are let go and the process's free memory
-// goes back to the system (debug.FreeOSMemory). Otherwise a process that
-// once carried a 200 MiB value stayed 200 MiB larger for minutes while
-// idle: an idle process collects every two minutes, and a sync.Pool needs
-// two collections to let go. Buffers of more than 1 GiB are allocated and
-// never kept.
+// or two); beyond that a sync.Pool. Larger buffers (huge: over 16 MiB, up
+// to 1 GiB) are kept, up to 256 MiB, only while they are in use. Buffers
+// of more than 1 GiB are allocated and never kept.
+//
+// A burst gives its memory back: a second after the last Get of a
+// buffer of 1 MiB or more (bigIdle), the free lists of those classes and
+// the huge buffers are let go and, if the burst allocated 64 MiB or more
+// of large buffers (or huge ones were kept), two collections empty the
+// sync.Pools and the process's free memory goes back to the system
+// (debug.FreeOSMemory). Before, a process stayed as large as its largest
+// burst for minutes while idle: the free lists never let go, an idle
+// process collects every two minutes, a sync.Pool needs two collections
+// to let go, and after a burst the collector's goal is twice the heap the
+// burst left live.
 //
 // SetChecks(true) makes Put panic when a buffer is put back while the free
 // lists hold it already, which catches two owners of one buffer.
@@ -25,6 +35,7 @@ package bufpool
 import (
 	"fmt"
 	"math/bits"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -33,17 +44,39 @@ import (
 
 // MinSize is the least capacity the pool keeps: Get of fewer bytes
 // allocates, and Put of a smaller buffer drops it.
-const MinSize = 1 << minClass
+const MinSize = 16 << 10 // classSize(minClass)
 
-// Size classes are powers of two: class k holds buffers of 2^k bytes.
+// Size classes: class c holds buffers of classSize(c) bytes, steps
+// classes to each power of two (class steps*k is 2^k bytes).
 const (
-	minClass      = 14 // 16 KiB
-	maxClass      = 30 // 1 GiB
-	maxKeptClass  = 24 // 16 MiB
+	steps         = 4
+	minClass      = 14 * steps // 16 KiB
+	maxClass      = 30 * steps // 1 GiB
+	maxKeptClass  = 24 * steps // 16 MiB
 	keepBytes     = 64 << 20
 	hugeKeepBytes = 256 << 20
-	hugeIdle      = time.Second
+	bigClass      = 20 * steps // 1 MiB: the classes a burst's end lets go
+	bigIdle       = time.Second
+	freeAfter     = 64 << 20 // allocated in a burst: worth a FreeOSMemory at its end
 )
+
+// classSize is the capacity of the buffers of class c: (steps + c%steps)
+// / steps x 2^(c/steps).
+func classSize(c int) int { return (steps + c%steps) << (c/steps - 2) }
+
+// classUp returns the least class whose buffers hold n bytes (n of
+// MinSize or more).
+func classUp(n int) int {
+	k := bits.Len(uint(n-1)) - 1 // 2^k < n <= 2^(k+1)
+	return k*steps + (n-1<<k+1<<(k-2)-1)>>(k-2)
+}
+
+// classDown returns the greatest class whose buffers a capacity of n
+// bytes holds (n of MinSize or more).
+func classDown(n int) int {
+	k := bits.Len(uint(n)) - 1 // 2^k <= n
+	return k*steps + (n-1<<k)>>(k-2)
+}
 
 var (
 	pools  [maxKeptClass + 1]sync.Pool // of *[]byte
@@ -55,7 +88,7 @@ var (
 func keptList(k int) chan []byte {
 	keptMk.Do(func() {
 		for i := minClass; i <= maxKeptClass; i++ {
-			kept[i] = make(chan []byte, keepBytes>>i)
+			kept[i] = make(chan []byte, keepBytes/classSize(i))
 		}
 	})
 	return kept[k]
@@ -63,9 +96,12 @@ func keptList(k int) chan []byte {
 
 // Get returns an empty buffer with room for n bytes.
 func Get(n int) []byte {
-	k := bits.Len(uint(n - 1)) // 2^k >= n
-	if n < 1<<minClass || k > maxClass {
+	if n < MinSize || n > 1<<30 {
 		return make([]byte, 0, n)
+	}
+	k := classUp(n)
+	if k >= bigClass {
+		useBig(k)
 	}
 	if k > maxKeptClass {
 		return getHuge(k)
@@ -80,16 +116,19 @@ func Get(n int) []byte {
 	if p, _ := pools[k].Get().(*[]byte); p != nil {
 		return (*p)[:0]
 	}
-	return make([]byte, 0, 1<<k)
+	if k >= bigClass {
+		bigAllocated.Add(int64(classSize(k)))
+	}
+	return make([]byte, 0, classSize(k))
 }
 
 // Put keeps b for reuse; the caller must hold no other reference to it.
-// It keeps b in the class of the largest power of two within cap(b).
+// It keeps b in the greatest class that cap(b) holds.
 func Put(b []byte) {
-	k := bits.Len(uint(cap(b))) - 1 // 2^k <= cap
-	if k < minClass || k > maxClass {
+	if cap(b) < MinSize || cap(b) > 1<<30 {
 		return
 	}
+	k := classDown(cap(b))
 	b = b[:0]
 	listed(b)
 	if k > maxKeptClass {
@@ -181,21 +220,16 @@ func unlisted(b []byte) {
 }
 
 // The huge buffers kept (see the package doc), guarded by hugeMu: by
-// class, their bytes, when one was last asked for, whether a trim is due,
-// and how many trims have let buffers go.
+// class, and their bytes.
 var (
-	hugeMu      sync.Mutex
-	hugeKept    [maxClass + 1][][]byte
-	hugeKeptN   int64
-	hugeUsed    time.Time
-	hugeArmed   bool
-	hugeTrimmed int
+	hugeMu    sync.Mutex
+	hugeKept  [maxClass + 1][][]byte
+	hugeKeptN int64
 )
 
 // getHuge returns an empty buffer of class k (above maxKeptClass).
 func getHuge(k int) []byte {
 	hugeMu.Lock()
-	hugeUsed = time.Now()
 	if l := hugeKept[k]; len(l) > 0 {
 		b := l[len(l)-1]
 		l[len(l)-1] = nil
@@ -206,11 +240,12 @@ func getHuge(k int) []byte {
 		return b
 	}
 	hugeMu.Unlock()
-	return make([]byte, 0, 1<<k)
+	bigAllocated.Add(int64(classSize(k)))
+	return make([]byte, 0, classSize(k))
 }
 
-// putHuge keeps b, of class k, for reuse while huge buffers are in use,
-// and arms the trim that lets them go hugeIdle after the last use.
+// putHuge keeps b, of class k, for reuse while huge buffers are in use
+// (until the trim after the last use of a big buffer: trimBig).
 func putHuge(k int, b []byte) {
 	hugeMu.Lock()
 	defer hugeMu.Unlock()
@@ -220,34 +255,80 @@ func putHuge(k int, b []byte) {
 	} else {
 		unlisted(b) // let go
 	}
-	if !hugeArmed {
-		hugeArmed = true
-		time.AfterFunc(hugeIdle, trimHuge)
+}
+
+// The end of a burst (see the package doc): Gets of big classes since
+// the trim last looked, bytes of big buffers allocated since the last
+// FreeOSMemory, whether a trim is due, and how many trims have let
+// buffers go.
+var (
+	bigGets      atomic.Int64
+	bigAllocated atomic.Int64
+	bigArmed     atomic.Bool
+	bigTrims     atomic.Int64
+)
+
+// useBig notes a Get of class k (bigClass or more) and arms the trim that
+// runs bigIdle after the last one.
+func useBig(k int) {
+	bigGets.Add(1)
+	if !bigArmed.Load() && bigArmed.CompareAndSwap(false, true) {
+		time.AfterFunc(bigIdle, trimBig(bigGets.Load()))
 	}
 }
 
-// trimHuge lets the huge buffers go, and returns the process's free memory
-// to the system, once none was asked for in hugeIdle; until then it waits
-// again.
-func trimHuge() {
-	hugeMu.Lock()
-	if wait := hugeIdle - time.Since(hugeUsed); wait > 0 {
-		time.AfterFunc(wait, trimHuge)
-		hugeMu.Unlock()
-		return
-	}
-	hugeArmed = false
-	for k := range hugeKept {
-		for _, b := range hugeKept[k] {
-			unlisted(b)
+// trimBig returns the trim that runs bigIdle after a Get of a big class,
+// when gets was the count of those: if another came since, it waits
+// again; otherwise it lets go the free lists of the big classes and the
+// huge buffers and, after a burst that allocated freeAfter or more of big
+// buffers, returns the process's free memory to the system.
+func trimBig(gets int64) func() {
+	return func() {
+		if now := bigGets.Load(); now != gets {
+			time.AfterFunc(bigIdle, trimBig(now))
+			return
 		}
-		clear(hugeKept[k])
-		hugeKept[k] = hugeKept[k][:0]
+		bigArmed.Store(false)
+		if bigGets.Load() != gets && bigArmed.CompareAndSwap(false, true) {
+			// A Get came meanwhile, and did not arm a trim of its own.
+			time.AfterFunc(bigIdle, trimBig(bigGets.Load()))
+			return
+		}
+		for k := bigClass; k <= maxKeptClass; k++ {
+			dropKept(k)
+		}
+		hugeMu.Lock()
+		huge := hugeKeptN
+		for k := range hugeKept {
+			for _, b := range hugeKept[k] {
+				unlisted(b)
+			}
+			clear(hugeKept[k])
+			hugeKept[k] = hugeKept[k][:0]
+		}
+		hugeKeptN = 0
+		hugeMu.Unlock()
+		bigTrims.Add(1)
+		if bigAllocated.Swap(0) >= freeAfter || huge > 0 {
+			// The sync.Pools let go of what they hold in two
+			// collections: this one, and FreeOSMemory's.
+			runtime.GC()
+			debug.FreeOSMemory()
+		}
 	}
-	hugeKeptN = 0
-	hugeTrimmed++
-	hugeMu.Unlock()
-	debug.FreeOSMemory()
+}
+
+// dropKept lets go the buffers in class k's free list.
+func dropKept(k int) {
+	for {
+		select {
+		case b := <-keptList(k):
+			keptN.Add(-int64(cap(b)))
+			unlisted(b)
+		default:
+			return
+		}
+	}
 }
 
 // evictKept moves one buffer from the free list that holds the most bytes,
@@ -255,7 +336,7 @@ func trimHuge() {
 func evictKept(k int) {
 	most, from := 0, -1
 	for i := minClass; i <= maxKeptClass; i++ {
-		if n := len(keptList(i)) << i; i != k && n > most {
+		if n := len(keptList(i)) * classSize(i); i != k && n > most {
 			most, from = n, i
 		}
 	}

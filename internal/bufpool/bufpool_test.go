@@ -24,8 +24,9 @@ func drain() {
 // first is the address of b's first byte: which buffer b is.
 func first(b []byte) *byte { return &b[:1][0] }
 
-// TestGet_SizeClasses: Get gives an empty buffer of the power of two that
-// holds n from MinSize on, and of n itself below.
+// TestGet_SizeClasses: Get gives an empty buffer of the least class that
+// holds n from MinSize on (four to each power of two), and of n itself
+// below.
 func TestGet_SizeClasses(t *testing.T) {
 	tests := []struct {
 		n, cap int
@@ -34,16 +35,19 @@ func TestGet_SizeClasses(t *testing.T) {
 		{1, 1},
 		{MinSize - 1, MinSize - 1},
 		{MinSize, MinSize},
-		{MinSize + 1, 32 << 10},
-		{20 << 10, 32 << 10},
-		{100 << 10, 128 << 10},
+		{MinSize + 1, 20 << 10},
+		{20 << 10, 20 << 10},
+		{20<<10 + 1, 24 << 10},
+		{100 << 10, 112 << 10},
 		{256 << 10, 256 << 10},
-		{256<<10 + 1, 512 << 10},
-		{4_200_000, 8 << 20},
-		{10_000_000, 16 << 20},
+		{256<<10 + 1, 320 << 10},
+		{1<<20 + 40, 1280 << 10}, // a SET of 1 MiB: was 2 MiB
+		{4_200_000, 5 << 20},
+		{10_000_000, 10 << 20},
 		{16 << 20, 16 << 20},
-		{16<<20 + 1, 32 << 20}, // huge from here
-		{40 << 20, 64 << 20},
+		{16<<20 + 1, 20 << 20}, // huge from here
+		{40 << 20, 40 << 20},
+		{1 << 30, 1 << 30},
 	}
 	for _, tt := range tests {
 		b := Get(tt.n)
@@ -51,6 +55,35 @@ func TestGet_SizeClasses(t *testing.T) {
 			t.Errorf("Get(%d): len %d cap %d, want len 0 cap %d", tt.n, len(b), cap(b), tt.cap)
 		}
 		Put(b)
+	}
+}
+
+// TestClasses: classUp gives the least class that holds n, classDown the
+// greatest that a capacity holds, and classSize their sizes, for every
+// class.
+func TestClasses(t *testing.T) {
+	for c := minClass; c <= maxClass; c++ {
+		n := classSize(c)
+		if got := classUp(n); got != c {
+			t.Errorf("classUp(%d) = %d, want %d", n, got, c)
+		}
+		if got := classDown(n); got != c {
+			t.Errorf("classDown(%d) = %d, want %d", n, got, c)
+		}
+		if c > minClass {
+			if got := classUp(classSize(c-1) + 1); got != c {
+				t.Errorf("classUp(%d) = %d, want %d", classSize(c-1)+1, got, c)
+			}
+			if got := classDown(n - 1); got != c-1 {
+				t.Errorf("classDown(%d) = %d, want %d", n-1, got, c-1)
+			}
+			if n <= classSize(c-1) || n > classSize(c-1)*5/4 {
+				t.Errorf("class %d: %d bytes after %d", c, n, classSize(c-1))
+			}
+		}
+	}
+	if classSize(minClass) != MinSize || classSize(maxKeptClass) != 16<<20 || classSize(maxClass) != 1<<30 || classSize(bigClass) != 1<<20 {
+		t.Errorf("classes of %d, %d, %d and %d bytes", classSize(minClass), classSize(maxKeptClass), classSize(maxClass), classSize(bigClass))
 	}
 }
 
@@ -64,10 +97,11 @@ func TestPut_Reuse(t *testing.T) {
 		kept      int // bytes KeptBytes grows by
 		comesBack bool
 	}{
-		{"class of 8 MiB", 8 << 20, 5_000_000, 8 << 20, true},
+		{"class of 8 MiB", 8 << 20, 7_500_000, 8 << 20, true},
+		{"class below", 8 << 20, 5_000_000, 8 << 20, false},        // of 5 MiB
 		{"request below MinSize", MinSize, 10_000, MinSize, false}, // allocates
 		{"least class", MinSize, MinSize, MinSize, true},
-		{"between classes", 20 << 10, MinSize, 20 << 10, true},
+		{"between classes", 22 << 10, 18 << 10, 22 << 10, true}, // of 20 KiB
 		{"below MinSize", MinSize - 1, MinSize - 1, 0, false},
 		{"most kept class", 16 << 20, 16 << 20, 16 << 20, true},
 	}
@@ -112,7 +146,7 @@ func TestPut_EvictsOtherClass(t *testing.T) {
 	}
 	b := append(make([]byte, 0, 1<<20), 'x')
 	Put(b)
-	if got := len(keptList(20)); got != 1 {
+	if got := len(keptList(classUp(1 << 20))); got != 1 {
 		t.Errorf("the 1 MiB list holds %d buffers after a put to full lists, want 1", got)
 	}
 	if got, want := KeptBytes(), int64(keepBytes-8<<20+1<<20); got != want {
@@ -123,39 +157,67 @@ func TestPut_EvictsOtherClass(t *testing.T) {
 
 // TestHugeBuffers: a buffer above 16 MiB put back comes out again while
 // such buffers are in use, and is let go (its memory returned to the
-// system) once none was asked for in hugeIdle, so that an idle process
+// system) once none was asked for in bigIdle, so that an idle process
 // does not stay as large as the largest value it carried.
 func TestHugeBuffers(t *testing.T) {
 	b := Get(40 << 20)
-	if cap(b) != 64<<20 {
-		t.Fatalf("Get(40 MiB): cap %d, want the 64 MiB class", cap(b))
+	if cap(b) != 40<<20 {
+		t.Fatalf("Get(40 MiB): cap %d, want the 40 MiB class", cap(b))
 	}
 	b = append(b, 'x')
-	hugeMu.Lock()
-	trimmed := hugeTrimmed
-	hugeMu.Unlock()
+	trimmed := bigTrims.Load()
 	Put(b)
-	again := Get(50 << 20)
+	again := Get(38 << 20)
 	if first(again) != first(b) {
-		t.Fatal("a 64 MiB buffer put back did not come out again for the next request of its class")
+		t.Fatal("a 40 MiB buffer put back did not come out again for the next request of its class")
 	}
 	Put(again)
-	for deadline := time.Now().Add(10 * hugeIdle); ; time.Sleep(hugeIdle / 10) {
-		hugeMu.Lock()
-		kept, n := len(hugeKept[26]), hugeTrimmed
-		hugeMu.Unlock()
-		if kept == 0 && n > trimmed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d buffers of 64 MiB still kept, %d trims, %v after the last use", kept, n-trimmed, 10*hugeIdle)
-		}
-	}
+	waitTrim(t, trimmed)
 	hugeMu.Lock()
 	defer hugeMu.Unlock()
-	if hugeKeptN != 0 {
+	if hugeKeptN != 0 || len(hugeKept[classUp(40<<20)]) != 0 {
 		t.Fatalf("%d bytes of huge buffers kept after the trim", hugeKeptN)
 	}
+}
+
+// waitTrim waits until a trim after trimmed (bigTrims) ran.
+func waitTrim(t *testing.T, trimmed int64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * bigIdle); bigTrims.Load() <= trimmed; time.Sleep(bigIdle / 10) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no trim %v after the last use of a big buffer", 30*bigIdle)
+		}
+	}
+}
+
+// TestBurstLetGo: after a burst of big buffers, more than the free lists
+// keep, the lists of the big classes are emptied bigIdle after the last
+// Get of one (before, they stayed for good, and what the burst put in the
+// sync.Pools stayed until two collections had run: minutes, in an idle
+// process); the lists of smaller classes stay.
+func TestBurstLetGo(t *testing.T) {
+	drain()
+	small := Get(64 << 10)
+	var burst [][]byte
+	for range 2 * keepBytes / (2 << 20) {
+		burst = append(burst, Get(2<<20))
+	}
+	trimmed := bigTrims.Load()
+	for _, b := range burst {
+		Put(b)
+	}
+	Put(small)
+	if got := KeptBytes(); got > keepBytes {
+		t.Fatalf("KeptBytes %d after the burst, more than the lists keep (%d)", got, keepBytes)
+	}
+	waitTrim(t, trimmed)
+	if n := len(keptList(classUp(2 << 20))); n != 0 {
+		t.Errorf("the 2 MiB list holds %d buffers %v after the burst", n, bigIdle)
+	}
+	if n := len(keptList(classUp(64 << 10))); n != 1 {
+		t.Errorf("the 64 KiB list holds %d buffers after the trim, want 1: only big classes are let go", n)
+	}
+	drain()
 }
 
 // TestSetChecks_DoublePut: with the check on, a buffer put back twice

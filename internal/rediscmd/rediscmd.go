@@ -35,7 +35,7 @@ type Spec struct {
 func (s *Spec) Has(f Flag) bool { return s.Flags&f == f }
 
 // Flag is a set of facts about a command.
-type Flag uint32
+type Flag uint64
 
 const (
 	// Pin: the command changes or needs the state of its connection
@@ -91,6 +91,10 @@ const (
 	// Destructive: the reply takes a value out of Redis (popped, deleted
 	// or replaced), so the reply is its only copy.
 	Destructive
+	// Moves: the reply is the element the command moved from the list at
+	// argument 1 to the list at argument 2 (LMOVE, RPOPLPUSH and their
+	// blocking forms), between the ends MoveEnds names.
+	Moves
 	// Topology: the reply names cluster nodes (CLUSTER SLOTS, SHARDS,
 	// NODES), which a proxy rewrites to name itself.
 	Topology
@@ -116,6 +120,17 @@ const (
 	// squeeze: it carries no values, and its reply holds none (replies are
 	// still searched for frames, see ReplySniff).
 	Other
+	// Refused: a proxy answers the command with an error of its own and
+	// never sends it on: it would turn the connection it came on into
+	// something else than a client's (SYNC and PSYNC make it a replica's,
+	// which receives the database and then every write). Redis refuses
+	// these inside MULTI itself, so a transaction may pass them on.
+	Refused
+	// Hostile: not a command but the first line of an HTTP request (POST,
+	// Host:), which Redis takes for a cross-protocol attack: it logs a
+	// warning and closes the sender's connection without a reply. A proxy
+	// must close the sender the same way, never pass the line on.
+	Hostile
 )
 
 // Keys says which arguments are the keys an Inspect command reads.
@@ -183,6 +198,21 @@ func (s *Spec) ReplyFor(args [][]byte) Reply {
 		}
 	}
 	return s.Reply
+}
+
+// MoveEnds returns, for a Moves command args, the end of the source list
+// the element left and the end of the destination it went to ("LEFT" or
+// "RIGHT", as the command spelt them); ok is false for any other command,
+// or one too short to name them.
+func (s *Spec) MoveEnds(args [][]byte) (from, to []byte, ok bool) {
+	switch {
+	case s.Flags&Moves == 0:
+	case s.Name == "RPOPLPUSH" || s.Name == "BRPOPLPUSH":
+		return []byte("RIGHT"), []byte("LEFT"), len(args) >= 3
+	case len(args) >= 5: // LMOVE src dst from to, BLMOVE ... timeout
+		return args[3], args[4], true
+	}
+	return nil, nil, false
 }
 
 // Blocks reports whether the command args may block.

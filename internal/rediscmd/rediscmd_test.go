@@ -87,6 +87,28 @@ func TestSpec_BlocksAndPins(t *testing.T) {
 	}
 }
 
+// TestSpec_MoveEnds: the ends an element left and went to, for the
+// commands that move one between lists, and none for the others.
+func TestSpec_MoveEnds(t *testing.T) {
+	for _, tt := range []struct {
+		args     []string
+		from, to string
+		ok       bool
+	}{
+		{[]string{"LMOVE", "a", "b", "LEFT", "RIGHT"}, "LEFT", "RIGHT", true},
+		{[]string{"blmove", "a", "b", "right", "left", "0"}, "right", "left", true},
+		{[]string{"RPOPLPUSH", "a", "b"}, "RIGHT", "LEFT", true},
+		{[]string{"BRPOPLPUSH", "a", "b", "0"}, "RIGHT", "LEFT", true},
+		{[]string{"LMOVE", "a", "b"}, "", "", false},
+		{[]string{"LPOP", "a"}, "", "", false},
+	} {
+		from, to, ok := LookupString(tt.args[0]).MoveEnds(argv(tt.args...))
+		if string(from) != tt.from || string(to) != tt.to || ok != tt.ok {
+			t.Errorf("%q: %q, %q, %v; want %q, %q, %v", tt.args, from, to, ok, tt.from, tt.to, tt.ok)
+		}
+	}
+}
+
 // TestTable_Consistent: the facts that go together do.
 func TestTable_Consistent(t *testing.T) {
 	for _, s := range All() {

@@ -55,13 +55,13 @@ var specs = []Spec{
 	{Name: "LINDEX", Reply: ReplyValue},
 	{Name: "LPOP", Reply: ReplyValue, Flags: Destructive},
 	{Name: "RPOP", Reply: ReplyValue, Flags: Destructive},
-	{Name: "LMOVE", Reply: ReplyValue},
-	{Name: "RPOPLPUSH", Reply: ReplyValue},
+	{Name: "LMOVE", Reply: ReplyValue, Flags: Moves},
+	{Name: "RPOPLPUSH", Reply: ReplyValue, Flags: Moves},
 	{Name: "LMPOP", Reply: ReplyKeyValues, Flags: Destructive},
 	{Name: "BLPOP", Reply: ReplyKeyValue, Flags: Pin | Blocking | Destructive},
 	{Name: "BRPOP", Reply: ReplyKeyValue, Flags: Pin | Blocking | Destructive},
-	{Name: "BLMOVE", Reply: ReplyValue, Flags: Pin | Blocking},
-	{Name: "BRPOPLPUSH", Reply: ReplyValue, Flags: Pin | Blocking},
+	{Name: "BLMOVE", Reply: ReplyValue, Flags: Pin | Blocking | Moves},
+	{Name: "BRPOPLPUSH", Reply: ReplyValue, Flags: Pin | Blocking | Moves},
 	{Name: "BLMPOP", Reply: ReplyKeyValues, Flags: Pin | Blocking | Destructive},
 	// Streams.
 	{Name: "XADD", Values: ValuesXadd},
@@ -182,10 +182,10 @@ var others = []string{
 	GEODIST GEOHASH GEOPOS GEORADIUSBYMEMBER_RO GEORADIUS_RO GEOSEARCHSTORE
 	HDEL HEXISTS HINCRBY HLEN INCR INCRBY INFO LASTSAVE LATENCY LLEN LOLWUT
 	LTRIM MEMORY MIGRATE MODULE MOVE OBJECT PERSIST PEXPIRE PEXPIREAT
-	PEXPIRETIME PFADD PFCOUNT PFDEBUG PFMERGE PFSELFTEST PING PSYNC PUBLISH
+	PEXPIRETIME PFADD PFCOUNT PFDEBUG PFMERGE PFSELFTEST PING PUBLISH
 	REPLCONF REPLICAOF RESTORE RESTORE-ASKING ROLE SADD SAVE SCARD
 	SDIFFSTORE SHUTDOWN SINTERCARD SINTERSTORE SISMEMBER SLAVEOF SLOWLOG
-	SMISMEMBER SMOVE SPUBLISH SREM SUNIONSTORE SWAPDB SYNC TIME TOUCH TYPE
+	SMISMEMBER SMOVE SPUBLISH SREM SUNIONSTORE SWAPDB TIME TOUCH TYPE
 	UNLINK XACK XDEL XGROUP XLEN XPENDING XSETID XTRIM ZADD ZCARD ZCOUNT
 	ZDIFFSTORE ZINCRBY ZINTERCARD ZINTERSTORE ZLEXCOUNT ZMSCORE ZRANGESTORE
 	ZRANK ZREM ZREMRANGEBYLEX ZREMRANGEBYRANK ZREMRANGEBYSCORE ZREVRANK ZSCORE
@@ -206,6 +206,11 @@ var otherFacts = map[string]Flag{
 	"COPY": Copies, "RENAME": Copies, "RENAMENX": Copies,
 	"TTL": TimeToLive, "PTTL": TimeToLive, "HTTL": TimeToLive, "HPTTL": TimeToLive,
 	"SCRIPT": LoadsScripts, "FUNCTION": LoadsScripts,
+	"SYNC": Refused, "PSYNC": Refused,
+	// Not commands: Redis closes the connection of a client that sends
+	// them (see Hostile), before it checks the name, the arguments or
+	// the login.
+	"POST": Hostile, "HOST:": Hostile,
 }
 
 var (

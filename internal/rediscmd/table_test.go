@@ -68,7 +68,8 @@ func commands(t *testing.T, addr string) []serverCommand {
 // tests) and fails on a command the table does not know, so a newer
 // server's commands are classified before squeeze claims to serve it. It
 // also holds the table's facts against the server's own: arity, blocking,
-// writes and undefined reply order.
+// writes, undefined reply order, refused commands that the server itself
+// refuses inside MULTI, and HTTP lines that are no command of the server.
 func TestTable_ClassifiesEveryCommand(t *testing.T) {
 	srv := testutil.StartRedis(t)
 	var missing []string
@@ -93,6 +94,12 @@ func TestTable_ClassifiesEveryCommand(t *testing.T) {
 		}
 		if spec.Has(rediscmd.ReadOnly) && !has("readonly") {
 			t.Errorf("%s: the table says it only reads, the server does not", sc.name)
+		}
+		if spec.Has(rediscmd.Refused) && !has("no_multi") {
+			t.Errorf("%s: the table refuses it, but the server would queue it in MULTI, where a proxy passes it on", sc.name)
+		}
+		if spec.Has(rediscmd.Hostile) {
+			t.Errorf("%s: the table takes it for an HTTP line, the server for a command", sc.name)
 		}
 		if spec.Has(rediscmd.Unordered) && len(sc.tips) > 0 && !slices.Contains(sc.tips, "nondeterministic_output_order") {
 			t.Errorf("%s: the table says its reply's order is undefined, the server does not (tips %q)", sc.name, sc.tips)
