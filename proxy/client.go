@@ -602,6 +602,7 @@ func (c *client) pin() error {
 	c.pinned.mu.Lock()
 	c.pinned.conn = up
 	c.pinned.mu.Unlock()
+	c.in.pass.setPrivate()
 	return nil
 }
 

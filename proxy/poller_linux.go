@@ -240,10 +240,15 @@ func (p *poller) step(c *client, fd int32, hup bool, held []*upConn) []*upConn {
 		p.handoffs.Add(1)
 	}
 	switch {
-	case end == endToGoroutine:
+	case end == endToGoroutine && c.in.pass.isPrivate():
 		// What the loop sent for c must reach Redis before the
-		// goroutine sends more. The client stays in the set, so that
-		// input it sends meanwhile keeps its place (passState).
+		// goroutine sends more. A client with a private connection
+		// stays in the set, so that input it sends meanwhile keeps its
+		// place (passState); one of the shared connections leaves it, as
+		// below, and is read by its goroutine until it comes back (its
+		// commands go out in the order it reads them, and it reads only
+		// as it has room, which bounds what a flood of large commands
+		// holds).
 		p.srv.pool.releaseWrites(held)
 		held = held[:0]
 		c.in.pass.handOver(fd, c.in.readFull || hup || c.in.inputEnds)

@@ -338,6 +338,27 @@ type passState struct {
 	came    bool
 	gone    bool
 	pending *orderHold
+	// private: the client has a private connection (setPrivate); only
+	// then does the poller raise a barrier for input that came (a client
+	// of the shared connections sends there in the order it read, and a
+	// barrier raised before it compresses a large value would hold the
+	// others meanwhile).
+	private bool
+}
+
+// isPrivate reports whether the client has a private connection.
+func (ps *passState) isPrivate() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.private
+}
+
+// setPrivate notes that the client has a private connection now. Client's
+// goroutine only.
+func (ps *passState) setPrivate() {
+	ps.mu.Lock()
+	ps.private = true
+	ps.mu.Unlock()
 }
 
 // handOver gives the client on descriptor fd to its goroutine, busy with
@@ -373,7 +394,7 @@ func (ps *passState) reserve(p *pool) bool {
 		return false
 	}
 	ps.came = true
-	if !ps.busy && !ps.gone && ps.pending == nil {
+	if ps.private && !ps.busy && !ps.gone && ps.pending == nil {
 		ps.pending = p.raiseOrder()
 	}
 	return true

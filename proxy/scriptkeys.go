@@ -90,6 +90,16 @@ type scriptMark struct {
 	prefixes  []string // distinct, of keys
 	tentative []string // those not known when the script began
 	held      []string // tentative ones of which a key held a value before
+	// clean are the keys the script's preparation found or made plain
+	// (prepareScript): noted clean once their prefix is known (scriptEnd).
+	clean [][]byte
+}
+
+// noteClean notes keys m's preparation found or made plain; m may be nil.
+func (m *scriptMark) noteClean(keys [][]byte) {
+	if m != nil {
+		m.clean = append(m.clean, keys...)
+	}
 }
 
 // begin notes the prefixes of a script's keys before it runs: a prefix
@@ -389,7 +399,7 @@ func (s *Server) scriptEnd(m *scriptMark, reply []byte) {
 		return
 	}
 	var clean [][]byte
-	for _, key := range m.keys {
+	for _, key := range m.clean {
 		if slices.Contains(added, string(ScriptPrefix(key))) {
 			clean = append(clean, key)
 		}

@@ -237,7 +237,7 @@ func (c *client) sharedRT(db int) func([]byte) *call {
 // clean plain (their prefixes noted by scriptBegin). It returns the frames
 // that must stay, as pairs for luaguard.AppendDecoded (see makePlain), and
 // nil, or the reply of the client's script command cmd, or errReadOnly.
-func (c *client) prepareScript(cmd string, keys [][]byte, rt func([]byte) *call) ([][2][]byte, *call) {
+func (c *client) prepareScript(cmd string, keys [][]byte, m *scriptMark, rt func([]byte) *call) ([][2][]byte, *call) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -265,6 +265,7 @@ func (c *client) prepareScript(cmd string, keys [][]byte, rt func([]byte) *call)
 		}
 	}
 	c.s.scriptKeys.setClean(clean, true)
+	m.noteClean(clean)
 	return pairs, nil
 }
 
@@ -354,7 +355,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	prepare := func() *call {
 		if !ro && !private {
 			var f *call
-			pairs, f = c.prepareScript(info.name, keys, c.decodeRT())
+			pairs, f = c.prepareScript(info.name, keys, mark, c.decodeRT())
 			if f != errReadOnly {
 				return f
 			}
@@ -372,6 +373,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		pairs, f = c.decodeFor(info.name, keys, c.decodeRT())
 		if f == nil && len(pairs) == 0 {
 			c.s.scriptKeys.setClean(keys, true) // under known prefixes only
+			mark.noteClean(keys)
 		}
 		return f
 	}
@@ -470,7 +472,7 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 	// Frames that must stay are the prologue's error at EXEC: a queued
 	// command's arguments are already sent.
 	mark := c.s.scriptBegin(info.name, c.sess.db, keys)
-	if _, f := c.prepareScript(info.name, keys, func(req []byte) *call { return c.roundtripShared(up, req) }); f != nil && f != errReadOnly {
+	if _, f := c.prepareScript(info.name, keys, mark, func(req []byte) *call { return c.roundtripShared(up, req) }); f != nil && f != errReadOnly {
 		f.release()
 		c.s.scriptEnd(mark, nil)
 		return
