@@ -222,15 +222,6 @@ func TestProxyCommand_ClusterMapReload(t *testing.T) {
 	}
 }
 
-func mustDo(t *testing.T, addr string, args ...string) string {
-	t.Helper()
-	r, err := testutil.Do(addr, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // TestProxyCommand_ClusterPortOffsetScaleOut: with --cluster-port-offset,
 // as the proxy guide says, a node added to the cluster needs only its own
 // proxy with the same offset: the running proxies name it in CLUSTER

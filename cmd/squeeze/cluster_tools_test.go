@@ -79,3 +79,13 @@ func TestCluster_ToolsRefuseNode(t *testing.T) {
 		t.Fatalf("compact --cluster on a plain Redis: exit %d, %q", code, errs)
 	}
 }
+
+// mustDo sends one command to addr and returns the raw reply.
+func mustDo(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	r, err := testutil.Do(addr, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
