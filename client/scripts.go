@@ -489,5 +489,13 @@ func fixLoadError(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder) 
 	if next(ctx, probe) != nil && probe.Err() != nil {
 		api = luaguard.ProbeAPI([]byte(probe.Err().Error()))
 	}
+	// A server whose scripts reach the API as server too (Valkey) names it
+	// so in these errors, whatever the probe's error says.
+	if api == "redis" {
+		alias := redis.NewStringCmd(ctx, "eval_ro", "return type(rawget(_G, 'server'))", 0)
+		if next(ctx, alias) == nil && alias.Val() == "table" {
+			api = "server"
+		}
+	}
 	cmd.SetErr(loadError(luaguard.LoadError([]byte(err.Error()), api)))
 }
