@@ -31,6 +31,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 			c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: cannot open a private upstream connection for "+info.name+": "+err.Error())))
 			return true
 		}
+		if c.pollable() && !c.in.pass.isKept() {
+			c.in.poller.keepAway(c) // its next commands in their place
+		}
 	}
 	switch p.path {
 	case pathLost:

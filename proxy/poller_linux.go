@@ -137,6 +137,28 @@ func (p *poller) run(c *client) readEnd {
 	return <-c.in.handback
 }
 
+// keepAway puts c, which its goroutine has and which just got a private
+// connection, in the set (passState): from now on what it sends keeps its
+// place among the others' (order.go), where joining the set once the
+// goroutine gives it back would read it after input other clients sent
+// meanwhile. Client's goroutine only, while the client is in no set.
+func (p *poller) keepAway(c *client) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.raw.Control(func(sysfd uintptr) {
+		fd := int32(sysfd)
+		// Away before the poller can see it: it holds p.mu to look it up.
+		// Input may have come before the set had it: read it (more).
+		c.in.pass.handOver(fd, true)
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: fd}
+		if syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, int(sysfd), &ev) != nil {
+			c.in.pass.dropped()
+			return
+		}
+		p.clients[fd] = c
+	})
+}
+
 // unregisterKept removes c from the set for its goroutine, which is done
 // with it while the poller kept it (passState.leave: the poller no longer
 // touches it).

@@ -445,11 +445,12 @@ func (ps *passState) leave() bool {
 	return kept
 }
 
-// dropped notes that the poller took the client out of its set. Poller
-// only, while the client is not away.
+// dropped notes that the client is out of the poller's set. Poller
+// only, while the client is not away; or keepAway.
 func (ps *passState) dropped() {
 	ps.mu.Lock()
-	ps.kept = false
+	ps.kept, ps.came = false, false
+	ps.away.Store(false)
 	ps.mu.Unlock()
 }
 

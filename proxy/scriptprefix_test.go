@@ -286,7 +286,7 @@ func TestScriptPrefixes_Cluster(t *testing.T) {
 		t.Fatalf("EVAL on the owner's proxy = %q", got)
 	}
 	for i, pr := range proxies {
-		waitFor(t, time.Second, "a proxy does not keep queue: plain", func() bool { return contains(pr.srv.ScriptPrefixes(), "queue:") })
+		waitFor(t, 5*time.Second, "a proxy does not keep queue: plain", func() bool { return contains(pr.srv.ScriptPrefixes(), "queue:") })
 		_ = i
 	}
 	for i := range 30 {
