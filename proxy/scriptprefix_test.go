@@ -247,6 +247,15 @@ func TestScriptPrefixes_Cluster(t *testing.T) {
 	logs := make([]*lockedBuffer, len(nodes))
 	proxies := proxiesFor(t, nodes, func(i int) envOpt { logs[i] = &lockedBuffer{}; return withLog(logs[i]) })
 	ctx := context.Background()
+	// Each proxy listens for the others' prefixes on its own node: wait
+	// until all three listen (a busy machine starts them late), so that
+	// what is checked below is the announcement, not the periodic read.
+	for i, n := range nodes {
+		waitFor(t, 10*time.Second, "proxy "+strconv.Itoa(i)+" listens for prefixes", func() bool {
+			r, _ := testutil.Do(n.Addr, "PUBSUB", "NUMSUB", ScriptPrefixesKey)
+			return !strings.HasSuffix(r, ":0\r\n")
+		})
+	}
 	// A script sent to a proxy whose node does not own the key: -MOVED,
 	// and no prefix anywhere.
 	ownerOf := func(key string) int {
