@@ -118,10 +118,18 @@ func TestInterop_ScriptPrefixAnnounced(t *testing.T) {
 	}
 	viaProxy := redis.NewClient(&redis.Options{Addr: startProxy(t, r, enc)})
 	defer viaProxy.Close()
-	viaProxy.Ping(ctx) // the proxy is up and has subscribed
-	time.Sleep(100 * time.Millisecond)
+	viaProxy.Ping(ctx) // the proxy is up
 	plain := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer plain.Close()
+	// and listens for prefixes (a busy machine starts the listener late).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if plain.PubSubNumSub(ctx, ScriptPrefixesKey).Val()[ScriptPrefixesKey] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the proxy does not listen for script prefixes after 10 s")
+		}
+	}
 	lib := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer lib.Close()
 	if _, err := Install(lib, Config{Encoder: enc}); err != nil {

@@ -211,7 +211,11 @@ func TestScriptPrefixes_TwoProxies(t *testing.T) {
 	// Both proxies have read the (empty) set: the old code read it again
 	// only 10 s later.
 	waitFor(t, 5*time.Second, "the proxies did not start", func() bool { return pa.do("PING") == "+PONG\r\n" && pb.do("PING") == "+PONG\r\n" })
-	time.Sleep(100 * time.Millisecond)
+	// Both listen for the other's prefixes (a busy machine starts the
+	// listeners late).
+	waitFor(t, 10*time.Second, "the proxies do not listen for prefixes", func() bool {
+		return strings.HasSuffix(direct.do("PUBSUB", "NUMSUB", ScriptPrefixesKey), ":2\r\n")
+	})
 	token := compressible(300, 6)
 	for i := range 20 {
 		// Acquire and release through A: A learns lock: and knows
