@@ -421,30 +421,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		if is(args[0], "FUNCTION") && len(r.reply) > 0 && r.reply[0] != '-' {
 			c.s.scriptSHAs.forgetFunctions() // a library loaded: its functions' prologue
 		}
-		switch {
-		case origSHA != "" && len(r.reply) > 0 && r.reply[0] == '$':
-			// Other proxies find the wrapped form of what the client
-			// may now send by its SHA-1 alone.
-			c.s.saveScriptSHA(origSHA, scriptSHA(string(sent[2])))
-			r.reply = resp.AppendBulkString(r.reply[:0], origSHA)
-		case len(r.reply) > 0 && r.reply[0] == '-':
-			r.reply = c.s.scriptSHAs.toClient(r.reply)
-			if is(args[0], "FUNCTION") && luaguard.IsLoadError(r.reply) {
-				// A callback that is not a function: the server's own
-				// text (luaguard.FunctionPrologue), which names its API.
-				q := c.roundtripScript(resp.AppendCommand(nil, []byte("FUNCTION"), []byte("LOAD"), []byte(luaguard.APIProbe)))
-				api := "redis"
-				if q.err == nil {
-					api = luaguard.ProbeAPI(q.reply)
-				}
-				pinSeq = max(pinSeq, q.pinSeq)
-				q.release()
-				r.reply = luaguard.LoadError(r.reply, api)
-			}
-		case isFunctionListCode(args):
-			// The code as the client loaded it, which loads back as it.
-			r.reply = luaguard.UnwrapReply(r.reply)
-		}
+		pinSeq = max(pinSeq, c.scriptReply(r, args, sent, origSHA))
 		c.s.scriptEnd(mark, r.reply)
 		mark = nil
 		r.pinSeq = max(r.pinSeq, pinSeq)
@@ -453,6 +430,40 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		r.finish()
 		return r
 	}
+}
+
+// scriptReply turns the reply r of a script command into the client's: a
+// SCRIPT LOAD's SHA-1 the client's (and saved for other proxies), an
+// error naming the client's SHA-1 and, for a library refused for a
+// callback that is not a function, the server's own text; FUNCTION LIST
+// WITHCODE's code as loaded. It returns the pinSeq of a round trip it
+// made, if any.
+func (c *client) scriptReply(r *call, args, sent [][]byte, origSHA string) (pinSeq uint64) {
+	switch {
+	case origSHA != "" && len(r.reply) > 0 && r.reply[0] == '$':
+		// Other proxies find the wrapped form of what the client may now
+		// send by its SHA-1 alone.
+		c.s.saveScriptSHA(origSHA, scriptSHA(string(sent[2])))
+		r.reply = resp.AppendBulkString(r.reply[:0], origSHA)
+	case len(r.reply) > 0 && r.reply[0] == '-':
+		r.reply = c.s.scriptSHAs.toClient(r.reply)
+		if is(args[0], "FUNCTION") && luaguard.IsLoadError(r.reply) {
+			// A callback that is not a function: the server's own text
+			// (luaguard.FunctionPrologue), which names its API.
+			q := c.roundtripScript(resp.AppendCommand(nil, []byte("FUNCTION"), []byte("LOAD"), []byte(luaguard.APIProbe)))
+			api := "redis"
+			if q.err == nil {
+				api = luaguard.ProbeAPI(q.reply)
+			}
+			pinSeq = q.pinSeq
+			q.release()
+			r.reply = luaguard.LoadError(r.reply, api)
+		}
+	case isFunctionListCode(args):
+		// The code as the client loaded it, which loads back as it.
+		r.reply = luaguard.UnwrapReply(r.reply)
+	}
+	return pinSeq
 }
 
 // queueScriptPrep, for a script queued in MULTI, makes its declared keys
