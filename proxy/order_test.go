@@ -280,3 +280,36 @@ func TestOrder_NamedClientWriteThenRead(t *testing.T) {
 		}
 	}
 }
+
+func TestOrder_KeyedBarrier(t *testing.T) {
+	// STRLEN of a compressed value waits for a script under a barrier
+	// that holds only the requests on its key (orderscope.go): an MSET
+	// that touches the key, sent right after, still runs after it, and a
+	// GET of the MSET's other key, sent after the MSET, sees the MSET's
+	// value, while another client's PING passes.
+	for _, tg := range orderTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			v := compressible(3000, 3)
+			setup := dialRaw(t, tg.addr)
+			for i := range 30 {
+				k, j := fmt.Sprintf("keyed:%d", i), fmt.Sprintf("other:%d", i)
+				if got := setup.do("SET", k, v); got != "+OK\r\n" {
+					t.Fatalf("SET = %q", got)
+				}
+				a, b, c := dialWarm(t, tg.addr), dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+				a.send([]string{"STRLEN", k})
+				b.send([]string{"MSET", j, "new", k, "small"})
+				c.send([]string{"GET", j})
+				if got := c.read(); got != bulk("new") {
+					t.Fatalf("round %d: GET of the MSET's other key = %q, want the MSET's value (it came after it)", i, got)
+				}
+				if got := a.read(); got != fmt.Sprintf(":%d\r\n", len(v)) {
+					t.Fatalf("round %d: STRLEN = %q, want the length before the MSET (it came first)", i, got)
+				}
+				if got := b.read(); got != "+OK\r\n" {
+					t.Fatalf("round %d: MSET = %q", i, got)
+				}
+			}
+		})
+	}
+}
