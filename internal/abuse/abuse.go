@@ -49,7 +49,7 @@ type Config struct {
 }
 
 // PartNames are the parts of the suite, in the order they run.
-var PartNames = []string{"faults", "memory", "leaks"}
+var PartNames = []string{"faults", "memory", "flood", "pause", "hostile", "leaks"}
 
 // long reports whether the long form was asked for.
 func (c Config) long() bool { return c.Duration > 0 }
@@ -71,7 +71,8 @@ func Run(ctx context.Context, w io.Writer, cfg Config) error {
 		parts = PartNames
 	}
 	run := map[string]func(context.Context, io.Writer, *environment) ([]string, error){
-		"faults": runFaults, "memory": runMemory, "leaks": runLeaks,
+		"faults": runFaults, "memory": runMemory, "flood": runFlood,
+		"pause": runPause, "hostile": runHostile, "leaks": runLeaks,
 	}
 	for _, p := range parts {
 		if run[p] == nil {
