@@ -131,5 +131,3 @@ func summarizeHeld(held []string) string {
 	}
 	return fmt.Sprintf("%s (the first of %d)", held[0], len(held))
 }
-
-func runHostile(ctx context.Context, w io.Writer, e *environment) ([]string, error) { return nil, nil }
