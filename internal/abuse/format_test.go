@@ -53,9 +53,9 @@ func TestClip(t *testing.T) {
 	}
 }
 
-// TestSendHostile: the watcher tells a server that answers and closes (a
-// plain listener: what is tested is the watching, not a server)
-// from one that keeps the connection (after hostileWatch).
+// TestSendHostile: the watcher tells a server that answers and closes
+// from one that keeps the connection (after hostileWatch). The server is
+// a plain listener: what is tested is the watching.
 func TestSendHostile(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
