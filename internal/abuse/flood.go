@@ -31,7 +31,7 @@ func (c Config) floodLoad() floodLoad {
 	if c.long() {
 		return floodLoad{clients: 200, commands: 50, size: 1 << 20, hold: c.Duration, settle: 10 * time.Second, maxMemory: 1 << 30}
 	}
-	return floodLoad{clients: 20, commands: 10, size: 1 << 20, hold: 3 * time.Second, settle: 2 * time.Second, maxMemory: 128 << 20}
+	return floodLoad{clients: 20, commands: 10, size: 1 << 20, hold: time.Second, settle: 2 * time.Second, maxMemory: 128 << 20}
 }
 
 // floodReplyWait bounds the flooders' reading of their replies after the
