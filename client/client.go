@@ -312,6 +312,10 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			h.finish(cmd, p)
 			return cmd.Err()
 		}
+		if p.op != nil {
+			h.runValueOp(ctx, next, cmd, p.op)
+			return cmd.Err()
+		}
 		if p.guarded {
 			sub, err := h.runGuarded(ctx, next, cmd, p.sub)
 			if err != nil {
@@ -461,7 +465,8 @@ type prepared struct {
 	first    savedArg   // the first arg replaced by a frame (most commands have one)
 	more     []savedArg // the others
 	nsaved   int
-	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN, GETRANGE, SUBSTR, guarded ones)
+	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN, GETRANGE, SUBSTR, guarded ones, op's in a pipeline)
+	op       *valueOp   // run in one of the proxy's scripts (inspect.go)
 	refused  bool
 	guarded  bool // runs inside guardScript: it compares or hashes the stored value
 	noDecode bool // the command's key is raw
@@ -624,27 +629,21 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 			return p, nil
 		}
 		p.guarded = true
-	case "append", "setrange", "setbit", "getbit", "bitcount", "bitpos",
-		"bitfield", "bitfield_ro", "linsert", "lrem", "lpos", "sort", "sort_ro":
-		if !h.isRaw(key) {
-			p.refused = true
-			return p, &Error{Command: p.name, Key: key, Err: ErrUnsupported}
+	case "append", "setrange", "setbit", "getbit", "bitcount", "bitpos", "bitfield", "bitfield_ro",
+		"lcs", "bitop", "linsert", "lrem", "lpos", "sort", "sort_ro":
+		// Run in the proxy's scripts (inspect.go), unless every key is raw
+		// or Redis refuses the call: then as it is.
+		if p.op = h.prepareValueOp(p.name, args); p.op != nil {
+			p.sub = p.op.pipelined(ctx)
+			return p, nil
+		}
+		if p.name == "sort" || p.name == "sort_ro" {
+			if h.isRaw(key) {
+				p.noDecode = true
+			}
+			return p, nil // numeric: its GET values are decoded
 		}
 		p.noDecode = true
-	case "lcs":
-		for _, a := range args[1:min(3, len(args))] {
-			if k := argString(a); !h.isRaw(k) {
-				p.refused = true
-				return p, &Error{Command: p.name, Key: k, Err: ErrUnsupported}
-			}
-		}
-	case "bitop":
-		for _, a := range args[2:] {
-			if k := argString(a); !h.isRaw(k) {
-				p.refused = true
-				return p, &Error{Command: p.name, Key: k, Err: ErrUnsupported}
-			}
-		}
 	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function":
 		if h.allowScripts {
 			return p, nil // as it is: the script sees stored bytes
@@ -893,6 +892,10 @@ func (h *Hook) finish(cmd redis.Cmder, p prepared) {
 	}
 	if p.zeroCopySub != nil {
 		h.finishZeroCopy(cmd.(*redis.ZeroCopyStringCmd), p.zeroCopySub)
+		return
+	}
+	if p.op != nil {
+		h.finishValueOp(cmd, p.op, p.sub)
 		return
 	}
 	if p.sub != nil {
