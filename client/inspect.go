@@ -256,7 +256,7 @@ var errContended = errors.New("the keys kept changing under concurrent writes; t
 func (h *Hook) runInspect(r *scriptRunner, op *valueOp) (*redis.Cmd, error) {
 	var cands []valuescript.Candidate
 	rmin := -1
-	if w := op.inspect.Written; w != nil {
+	if w := op.inspect.Written; w != nil && !h.isRaw(string(w)) {
 		if enc := h.encoderFor(string(w)); enc.Algorithm().ID != codec.IDNone {
 			rmin = enc.MinSize()
 		}
