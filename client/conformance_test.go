@@ -19,7 +19,7 @@ import (
 var conformanceDifferences = map[string]string{
 	// Refused by the same check as through the proxy: ALPHA would order
 	// compressed bytes.
-	"SORT ALPHA": "refused with ErrUnsupported where the elements are compressed",
+	"SORT ALPHA":   "refused with ErrUnsupported where the elements are compressed",
 	"DoRaw GET":    "fails with ErrUndecoded on a compressed value: the reply's bytes are handed over as Redis sent them",
 	"DoRawWriteTo": "refused where the reply may hold a value: written out before the hook sees it",
 	// They show physical storage, as through the proxy.
@@ -280,9 +280,15 @@ func conformanceCalls(v1, v2 string) []struct {
 			n, err := c.BitOpOr(ctx, "r:bodest", "r:bo").Result()
 			return r(fmt.Sprint(n, c.Get(ctx, "r:bodest").Val() == v1), err)
 		}},
-		{"BITOP AND", func(ctx context.Context, c *redis.Client) string { return r(c.BitOpAnd(ctx, "r:boand", "r:bo", "r:bc").Result()) }},
-		{"BITOP XOR", func(ctx context.Context, c *redis.Client) string { return r(c.BitOpXor(ctx, "r:boxor", "r:bo", "r:new").Result()) }},
-		{"BITOP NOT", func(ctx context.Context, c *redis.Client) string { return r(c.BitOpNot(ctx, "r:bonot", "r:bo").Result()) }},
+		{"BITOP AND", func(ctx context.Context, c *redis.Client) string {
+			return r(c.BitOpAnd(ctx, "r:boand", "r:bo", "r:bc").Result())
+		}},
+		{"BITOP XOR", func(ctx context.Context, c *redis.Client) string {
+			return r(c.BitOpXor(ctx, "r:boxor", "r:bo", "r:new").Result())
+		}},
+		{"BITOP NOT", func(ctx context.Context, c *redis.Client) string {
+			return r(c.BitOpNot(ctx, "r:bonot", "r:bo").Result())
+		}},
 		{"LCS", func(ctx context.Context, c *redis.Client) string {
 			c.Set(ctx, "r:lcs1", v1, 0)
 			c.Set(ctx, "r:lcs2", v2, 0)
