@@ -46,8 +46,9 @@
 // ErrUnsupported, never answered wrong: STRLEN and HSTRLEN are served exactly
 // (from the frame header, atomically, with a small script), and so are
 // GETRANGE and SUBSTR (from the decoded value); APPEND, SETRANGE, the bit
-// commands, LCS, LINSERT, LREM, LPOS and SORT are refused unless Config.Raw
-// says every key they touch is stored uncompressed. Scripts (EVAL, EVALSHA,
+// commands, LCS, LINSERT, LREM, LPOS and SORT run in the proxy's own Lua
+// scripts, on the values (see inspect.go), and SORT with ALPHA, BY or GET
+// patterns over compressed elements is refused. Scripts (EVAL, EVALSHA,
 // FCALL, redis.NewScript) run on values as written: see scripts.go. SET and DELEX with IFEQ,
 // IFNE, IFDEQ or IFDNE (Redis 8.4, Valkey 8.1), DIGEST (Redis 8.4) and
 // DELIFEQ (Valkey 9) are served exactly and atomically, inside a small
@@ -146,7 +147,10 @@ type Rule struct {
 const dictionaryLoadTimeout = 10 * time.Second
 
 // ErrUnsupported is wrapped by the error of a command that cannot be served
-// exactly on compressed values. Such a command is never sent.
+// exactly on compressed values. Such a command changes nothing: it is
+// refused before it is sent, or (in a pipeline or transaction, where a
+// compressed value would need decoding first; SORT over compressed
+// elements) the script it runs in changes nothing.
 var ErrUnsupported = errors.New("client: command cannot be served exactly on compressed values")
 
 // Error is the error of a command the hook refused or whose reply it could
