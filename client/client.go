@@ -184,6 +184,10 @@ type Hook struct {
 	allowScripts bool
 	scripts      scriptState    // scripts.go
 	plainEnc     *codec.Encoder // keys scripts use: stored as written
+	// resp3: the client Install added the hook to speaks RESP3, where a
+	// reply a script hands over in RESP2's form (LCS ... IDX's map) is
+	// put back in RESP3's (inspect.go).
+	resp3 bool
 }
 
 var _ redis.Hook = (*Hook)(nil)
@@ -275,6 +279,14 @@ func Install(rdb interface{ AddHook(redis.Hook) }, cfg Config) (*Hook, error) {
 	h, err := NewHook(cfg)
 	if err != nil {
 		return nil, err
+	}
+	switch c := rdb.(type) {
+	case interface{ Options() *redis.Options }:
+		h.resp3 = c.Options().Protocol != 2
+	case interface{ Options() *redis.ClusterOptions }:
+		h.resp3 = c.Options().Protocol != 2
+	case interface{ Options() *redis.RingOptions }:
+		h.resp3 = c.Options().Protocol != 2
 	}
 	rdb.AddHook(h)
 	return h, nil

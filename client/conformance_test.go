@@ -301,6 +301,9 @@ func conformanceCalls(v1, v2 string) []struct {
 			m, err := c.LCS(ctx, &redis.LCSQuery{Key1: "r:lcs1", Key2: "r:lcs2", Idx: true, MinMatchLen: 3, WithMatchLen: true}).Result()
 			return r(fmt.Sprintf("%+v", m), err)
 		}},
+		{"Do LCS IDX", func(ctx context.Context, c *redis.Client) string {
+			return r(c.Do(ctx, "LCS", "r:lcs1", "r:lcs2", "IDX", "MINMATCHLEN", 3).Result())
+		}},
 		{"LPOS", func(ctx context.Context, c *redis.Client) string {
 			c.RPush(ctx, "r:lp", v1, v2, v1)
 			return r(c.LPos(ctx, "r:lp", v2, redis.LPosArgs{}).Result())

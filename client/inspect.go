@@ -406,6 +406,9 @@ func (h *Hook) finishValueOp(cmd redis.Cmder, op *valueOp, sub *redis.Cmd) {
 	if exact, ok := marker(sub, valuescript.BitfieldMarker); ok {
 		v = exactBitfield(exact)
 	}
+	if _, ok := cmd.(*redis.Cmd); ok && h.resp3 && op.name == "lcs" {
+		v = lcsMap(v)
+	}
 	if err := setReply(cmd, v); err != nil {
 		cmd.SetErr(op.error(err))
 		return
@@ -541,6 +544,16 @@ func lcsMatch(v any) (*redis.LCSMatch, error) {
 		return m, nil
 	}
 	return nil, fmt.Errorf("unexpected LCS reply %T", v)
+}
+
+// lcsMap returns LCS ... IDX's reply, which a script hands over as an
+// array ["matches", [...], "len", n], as the map RESP3 replies with.
+func lcsMap(v any) any {
+	a, ok := v.([]any)
+	if !ok || len(a) != 4 || a[0] != "matches" || a[2] != "len" {
+		return v
+	}
+	return map[any]any{a[0]: a[1], a[2]: a[3]}
 }
 
 func lcsPosition(v any) redis.LCSPosition {
