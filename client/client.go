@@ -298,6 +298,9 @@ func (h *Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook implements redis.Hook for single commands.
 func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !h.allowScripts && h.scripts.api.Load() == apiUnknown && wrapsBody(cmd.Name()) {
+			h.detectAPI(ctx, next) // Valkey's server, shadowed too (scripts.go)
+		}
 		p, err := h.prepare(ctx, cmd)
 		if err != nil {
 			cmd.SetErr(err)

@@ -89,6 +89,72 @@ type scriptState struct {
 	clean    map[string]struct{}
 	wrapped  map[string]string // client's SHA-1 -> wrapped form's
 	orig     map[string]string
+	// api says whether the server's scripts reach redis as server too
+	// (Valkey), which the prologue must then shadow as well: apiUnknown
+	// until a script sent alone finds out (detectAPI).
+	api atomic.Int32
+}
+
+// What scripts reach redis as (scriptState.api), as the proxy tells.
+const (
+	apiUnknown = iota
+	apiRedis   // redis only
+	apiServer  // redis and server (Valkey)
+)
+
+// prologues returns the EVAL and FUNCTION LOAD prologues for the server:
+// on Valkey they shadow server too, else a script's server.call would read
+// frames unguarded.
+func (s *scriptState) prologues() (eval, function string) {
+	if s.api.Load() == apiServer {
+		return luaguard.ServerEvalPrologue, luaguard.ServerFunctionPrologue
+	}
+	return luaguard.EvalPrologue, luaguard.FunctionPrologue
+}
+
+// wrapsBody reports whether the command name (lower case) sends a script
+// body the hook wraps: EVAL, EVAL_RO, SCRIPT and FUNCTION (their LOAD).
+func wrapsBody(name string) bool {
+	switch name {
+	case "eval", "eval_ro", "script", "function":
+		return true
+	}
+	return false
+}
+
+// detectAPI finds out, once, whether the server's scripts reach redis as
+// server too (Valkey), before a script body is wrapped for a command sent
+// alone: read-only, so a replica or a pause does not hold it. An error
+// reply (a server without EVAL_RO) means redis only; a failed round trip
+// leaves it unknown, for the next script. Pipelines do not wait for it:
+// until it is known they get the redis prologue.
+func (h *Hook) detectAPI(ctx context.Context, next redis.ProcessHook) {
+	s := &h.scripts
+	if s.api.Load() != apiUnknown {
+		return
+	}
+	c := redis.NewCmd(ctx, "eval_ro", "return type(rawget(_G, 'server'))", 0)
+	_ = next(ctx, c)
+	api := int32(apiRedis)
+	switch v, err := c.Result(); {
+	case err == nil && v == "table":
+		api = apiServer
+	case err != nil && !isRedisError(err):
+		return
+	}
+	if s.api.CompareAndSwap(apiUnknown, api) && api == apiServer {
+		// Scripts wrapped before (in pipelines) had the other prologue.
+		s.mu.Lock()
+		s.wrapped, s.orig = nil, nil
+		s.mu.Unlock()
+	}
+}
+
+// isRedisError reports whether err is an error reply of the server, not a
+// failed round trip.
+func isRedisError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 func sha1hex(s string) string {
@@ -156,7 +222,8 @@ func (s *scriptState) setClean(keys []string, clean bool) {
 // wrap returns the wrapped form of an EVAL or SCRIPT LOAD body and notes
 // the SHA-1s.
 func (s *scriptState) wrap(body string) (wrapped, origSHA, wrappedSHA string) {
-	wrapped = string(luaguard.Wrap([]byte(body), luaguard.EvalPrologue))
+	eval, _ := s.prologues()
+	wrapped = string(luaguard.Wrap([]byte(body), eval))
 	origSHA, wrappedSHA = sha1hex(body), sha1hex(wrapped)
 	s.note(origSHA, wrappedSHA)
 	return wrapped, origSHA, wrappedSHA
@@ -244,7 +311,8 @@ func (h *Hook) prepareScript(ctx context.Context, args []any, p *prepared) bool 
 		return true
 	case p.name == "function" && len(args) >= 3 && strings.EqualFold(argString(args[1]), "load"):
 		last := len(args) - 1
-		p.swap(args, last, string(luaguard.Wrap([]byte(argString(args[last])), luaguard.FunctionPrologue)))
+		_, function := h.scripts.prologues()
+		p.swap(args, last, string(luaguard.Wrap([]byte(argString(args[last])), function)))
 		return true
 	}
 	switch p.name {

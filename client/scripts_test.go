@@ -156,3 +156,34 @@ func TestScripts_Undeclared(t *testing.T) {
 		t.Error("scripts are no longer refused")
 	}
 }
+
+// TestScripts_ValkeyServer: where scripts reach redis as server too
+// (Valkey), server.call is guarded as redis.call is: a declared key reads
+// decoded, a compressed value at an undeclared key is an error naming it,
+// in scripts and in functions. Elsewhere it skips (scripts/test-valkey9.sh
+// runs it).
+func TestScripts_ValkeyServer(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	if p.plain.EvalRO(ctx, "return type(rawget(_G, 'server'))", nil).Val() != "table" {
+		t.Skip("the server's scripts have no server global")
+	}
+	h := p.hooked
+	v := big("valkey")
+	h.Set(ctx, "doc", v, 0)
+	h.Set(ctx, "other", v, 0)
+	mustFramed(t, p.plain.Get(ctx, "other").Val(), "SET")
+	if got, err := h.Eval(ctx, "return server.call('GET', KEYS[1])", []string{"doc"}).Text(); err != nil || got != v {
+		t.Errorf("server.call GET of a declared key = %.40q, %v", got, err)
+	}
+	if err := h.Eval(ctx, "return server.call('GET', 'other')", nil).Err(); err == nil || !strings.Contains(err.Error(), "other") {
+		t.Errorf("server.call GET of an undeclared compressed value: %v, want the guard's error", err)
+	}
+	lib := "#!lua name=vk\nserver.register_function('vk_get', function(keys) return server.call('GET', 'other') end)"
+	if err := h.FunctionLoad(ctx, lib).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.FCall(ctx, "vk_get", nil).Err(); err == nil || !strings.Contains(err.Error(), "other") {
+		t.Errorf("a function's server.call of an undeclared compressed value: %v, want the guard's error", err)
+	}
+}
