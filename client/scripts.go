@@ -472,6 +472,9 @@ func (h *Hook) makePlain(ctx context.Context, next redis.ProcessHook, keys []str
 // wrote anything.
 func (h *Hook) runScript(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder, p prepared) error {
 	keys := p.scriptKeys
+	if c, ok := cmd.(*redis.Cmd); ok && len(keys) > 0 && (p.name == "eval_ro" || p.name == "evalsha_ro") {
+		return h.runReadOnly(ctx, next, c, keys)
+	}
 	if len(keys) > 0 {
 		h.learnScriptKeys(ctx, next, keys)
 	}
@@ -494,6 +497,80 @@ func (h *Hook) runScript(ctx context.Context, next redis.ProcessHook, cmd redis.
 		h.scripts.setClean(keys, false)
 		cmd.SetErr(nil)
 	}
+}
+
+// maxDecodedFrames bounds the frames decodeFor hands one script (the
+// proxy's bound).
+const maxDecodedFrames = maxPlainBatch * 64
+
+// runReadOnly runs EVAL_RO or EVALSHA_RO, sent alone, as the proxy does:
+// it writes nothing (a replica runs it, a pause does not hold it, and its
+// keys' prefixes are not learned): the frames at the declared keys are
+// found read-only and handed to the script decoded, after its arguments
+// (luaguard.AppendDecoded), where the prologue reads them in their place.
+// If the prologue finds another frame at a declared key (another client
+// wrote it since), it decodes again.
+func (h *Hook) runReadOnly(ctx context.Context, next redis.ProcessHook, cmd *redis.Cmd, keys []string) error {
+	for attempt := 0; ; attempt++ {
+		var pairs [][2][]byte
+		if attempt > 0 || len(h.scripts.dirty(keys)) > 0 { // else plain under a prefix scripts use
+			var err error
+			if pairs, err = h.decodeFor(ctx, next, keys); err != nil {
+				return err
+			}
+		}
+		send := cmd
+		if len(pairs) > 0 {
+			args := make([][]byte, len(cmd.Args()))
+			for i, a := range cmd.Args() {
+				args[i] = []byte(argString(a))
+			}
+			send = redis.NewCmd(ctx, anyWords(luaguard.AppendDecoded(args, pairs))...)
+		}
+		if err := next(ctx, send); err != nil && send.Err() == nil {
+			send.SetErr(err)
+		}
+		e := send.Err()
+		if e != nil && attempt < maxGuardRetries && strings.HasPrefix("-"+e.Error(), luaguard.FrameErr) && strings.Contains(e.Error(), luaguard.Retryable) {
+			continue
+		}
+		if send != cmd {
+			cmd.SetVal(send.Val())
+			cmd.SetErr(e)
+		}
+		return nil
+	}
+}
+
+// decodeFor returns the frames at keys and their decoded values, found
+// with luaguard.PlainScript's look alone, sent read-only (EVAL_RO).
+func (h *Hook) decodeFor(ctx context.Context, next redis.ProcessHook, keys []string) ([][2][]byte, error) {
+	a := []any{"eval_ro", luaguard.PlainScript, len(keys)}
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	c := redis.NewCmd(ctx, append(a, "P", 0, maxDecodedFrames)...)
+	if err := next(ctx, c); err != nil && c.Err() == nil {
+		c.SetErr(err)
+	}
+	if err := c.Err(); err != nil {
+		return nil, fmt.Errorf("decoding the script's keys: %w", err)
+	}
+	list, ok := c.Val().([]any)
+	if !ok {
+		return nil, nil // "OK": no frame
+	}
+	var pairs [][2][]byte
+	for i := 1; i+3 < len(list); i += 4 {
+		k, _ := list[i].(string)
+		f, _ := list[i+3].(string)
+		d, err := h.decodeString(f)
+		if err != nil {
+			return nil, &Error{Command: "eval_ro", Key: k, Err: err}
+		}
+		pairs = append(pairs, [2][]byte{[]byte(f), []byte(d)})
+	}
+	return pairs, nil
 }
 
 // scriptPrefixes returns the prefixes of keys (luaguard.Prefix).

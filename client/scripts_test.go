@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -185,5 +186,43 @@ func TestScripts_ValkeyServer(t *testing.T) {
 	}
 	if err := h.FCall(ctx, "vk_get", nil).Err(); err == nil || !strings.Contains(err.Error(), "other") {
 		t.Errorf("a function's server.call of an undeclared compressed value: %v, want the guard's error", err)
+	}
+}
+
+// TestScripts_ReadOnlyDecoded: EVAL_RO and EVALSHA_RO write nothing, as
+// through the proxy: the values at their declared keys are handed to the
+// script decoded, the stored frames stay, and no prefix is learned (saving
+// it would be a write).
+func TestScripts_ReadOnlyDecoded(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range exactConfigs {
+		t.Run(cfg.name, func(t *testing.T) {
+			p := newPair(t, cfg.cfg)
+			h := p.hooked
+			v := big("readonly")
+			h.Set(ctx, "ro:doc", v, 0)
+			h.HSet(ctx, "ro:h", "f", v)
+			stored := p.plain.Get(ctx, "ro:doc").Val()
+			mustFramed(t, stored, "SET")
+			get := "return {redis.call('GET', KEYS[1]), redis.call('HGET', KEYS[2], 'f'), ARGV[1], #ARGV}"
+			want := fmt.Sprint([]any{v, v, "arg", int64(1)})
+			if got, err := h.EvalRO(ctx, get, []string{"ro:doc", "ro:h"}, "arg").Result(); err != nil || fmt.Sprint(got) != want {
+				t.Errorf("EVAL_RO = %.80q, %v", fmt.Sprint(got), err)
+			}
+			sha := h.ScriptLoad(ctx, get).Val()
+			if got, err := h.EvalShaRO(ctx, sha, []string{"ro:doc", "ro:h"}, "arg").Result(); err != nil || fmt.Sprint(got) != want {
+				t.Errorf("EVALSHA_RO = %.80q, %v", fmt.Sprint(got), err)
+			}
+			if p.plain.Get(ctx, "ro:doc").Val() != stored {
+				t.Error("a read-only script's key was rewritten")
+			}
+			if p.plain.SIsMember(ctx, ScriptPrefixesKey, "ro:").Val() {
+				t.Error("a read-only script's prefix was learned")
+			}
+			// An undeclared compressed value is still the guard's error.
+			if err := h.EvalRO(ctx, "return redis.call('GET', 'ro:doc')", nil).Err(); err == nil || !strings.Contains(err.Error(), "ro:doc") {
+				t.Errorf("EVAL_RO of an undeclared key: %v", err)
+			}
+		})
 	}
 }
