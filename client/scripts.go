@@ -27,8 +27,12 @@ import (
 //     gets the prologue of package luaguard: a compressed value a script
 //     reads raises an error naming the key, never reaches the script;
 //   - a script sent alone first has the frames at its declared keys made
-//     plain, under compare-and-set (luaguard.PlainScript); in a pipeline
-//     or transaction it does not, and a frame there is the prologue's error;
+//     plain, under compare-and-set (luaguard.PlainScript); EVAL_RO and
+//     EVALSHA_RO, which must write nothing, are handed them decoded
+//     instead (luaguard.AppendDecoded); in a pipeline or transaction
+//     neither happens, and a frame there is the prologue's error;
+//   - on Valkey, whose scripts reach redis as server too, the prologue
+//     shadows server as well (detectAPI);
 //   - the prefixes of the keys scripts declare (luaguard.Prefix) are kept
 //     in ScriptPrefixesKey and values under them are stored uncompressed
 //     from then on, by this hook and by the proxy.
