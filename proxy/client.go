@@ -515,20 +515,17 @@ func (c *client) roundtripScript(req []byte) *call {
 		}
 		c.sendOn(up, req, calls, nil)
 		// A barrier that holds only the command's keys lasts until the
-		// script ran (its reply), and past a NOSCRIPT, after which the
-		// script goes again by its text: requests on those keys must
-		// not run in between (orderscope.go). One that holds everything
-		// ends now that the script is written.
-		keyed := c.pinned.held.keyed()
-		if !keyed {
+		// command is done (process ends it): past a NOSCRIPT, after which
+		// the script goes again by its text, and between the round trips
+		// of a command that makes several (APPEND probes, then writes),
+		// requests on those keys must not run (orderscope.go). One that
+		// holds everything ends now that the script is written.
+		if !c.pinned.held.keyed() {
 			c.endPinOrder() // if a command waited, it is written now
 		}
 		c.in.one[0] = nil
 		awaitAsking(ask)
 		<-cl.done
-		if keyed && !isNoScript(cl.reply) {
-			c.endPinOrder()
-		}
 		return cl
 	}
 	// A connection that receives pushes: a PING goes first, in the same

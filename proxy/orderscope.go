@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -162,6 +161,3 @@ func touchesOf(spec *rediscmd.Spec) rediscmd.Touches {
 // keyed reports whether h holds only the requests on its command's keys
 // (nil: no barrier).
 func (h *orderHold) keyed() bool { return h != nil && h.scope != nil && !h.scope.any }
-
-// isNoScript reports whether reply is Redis's NOSCRIPT error.
-func isNoScript(reply []byte) bool { return bytes.HasPrefix(reply, []byte("-NOSCRIPT")) }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // pool holds the shared upstream connections and redials dead ones.
@@ -21,6 +22,9 @@ type pool struct {
 	// watching: the watcher runs.
 	spares, parked []*upConn
 	watching       bool
+	// spareAt is when a spare was last taken or kept: spares idle for
+	// spareIdle close (recycleParked).
+	spareAt time.Time
 	// closed is set by closeAll: no connection is dialed after it.
 	closed bool
 	// order keeps the order barriers (proxy/order.go).

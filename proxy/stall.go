@@ -40,8 +40,13 @@ const stallAfter = 15 * time.Millisecond
 // stallRecheck spaces the questions about one connection.
 const stallRecheck = 100 * time.Millisecond
 
-// maxSpares bounds the idle shared connections kept for parking.
-const maxSpares = 2
+// maxSpares bounds the idle shared connections kept for parking; they
+// close after spareIdle unused (a proxy that saw no pause for that long
+// holds no more connections than before).
+const (
+	maxSpares = 2
+	spareIdle = time.Second
+)
 
 // stallState is what the watcher saw of one shared connection.
 type stallState struct {
@@ -129,6 +134,7 @@ func (p *pool) spare() (*upConn, error) {
 	for len(p.spares) > 0 {
 		sp := p.spares[len(p.spares)-1]
 		if !sp.isDead() {
+			p.spareAt = time.Now()
 			p.mu.Unlock()
 			return sp, nil
 		}
@@ -146,6 +152,7 @@ func (p *pool) spare() (*upConn, error) {
 		return nil, ErrServerClosed
 	}
 	p.spares = append(p.spares, sp)
+	p.spareAt = time.Now()
 	return sp, nil
 }
 
@@ -249,7 +256,8 @@ func callsFree(calls []*call) bool {
 }
 
 // recycleParked makes parked connections whose calls have all had their
-// replies spares again (up to maxSpares; the others close).
+// replies spares again (up to maxSpares; the others stay parked until
+// their clients move on), and closes spares unused for spareIdle.
 func (p *pool) recycleParked() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -261,6 +269,7 @@ func (p *pool) recycleParked() {
 			kept = append(kept, c)
 		case len(p.spares) < maxSpares:
 			p.spares = append(p.spares, c)
+			p.spareAt = time.Now()
 		default:
 			// A client that sent on it last has had every reply: it
 			// moves to the pool's connection with its next request.
@@ -269,6 +278,13 @@ func (p *pool) recycleParked() {
 	}
 	clear(p.parked[len(kept):])
 	p.parked = kept
+	if len(p.spares) > 0 && time.Since(p.spareAt) > spareIdle {
+		for _, c := range p.spares {
+			c.close() // dead first: a client that sent on it last moves on (sharedConn)
+		}
+		clear(p.spares)
+		p.spares = p.spares[:0]
+	}
 }
 
 // conn returns the shared connection for the client's next batch: the
