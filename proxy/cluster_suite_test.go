@@ -499,9 +499,13 @@ func TestProxy_ClusterReshardFailover(t *testing.T) {
 		return strings.Contains(info, "role:master")
 	})
 	failover = time.Since(killedAt)
-	// Both loads go on until neither has seen an error for 2 s (at most
-	// 40 s after the kill): the recovery is the last error's time.
+	// Both loads go on for 2 s after the promotion and until neither has
+	// seen an error for 2 s (at most 40 s after the kill): the recovery is
+	// the last error's time.
 	quiet := func() bool {
+		if time.Since(killedAt) < failover+2*time.Second {
+			return false
+		}
 		for _, l := range []*clusterLoad{through, direct} {
 			if time.Since(time.Unix(0, l.lastErrAt.Load())) < 2*time.Second {
 				return false
