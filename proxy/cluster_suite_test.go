@@ -105,6 +105,7 @@ type clusterLoad struct {
 	lastErrAt       atomic.Int64 // Unix nanoseconds
 	mu              sync.Mutex
 	samples         [phases]string // an error of each phase, for the log
+	lastErr         string
 	lost            []lostWrite
 	wrongSample     string
 }
@@ -142,6 +143,7 @@ func (l *clusterLoad) failed(err error) {
 	if l.samples[p] == "" {
 		l.samples[p] = err.Error()
 	}
+	l.lastErr = err.Error()
 	l.mu.Unlock()
 }
 
@@ -594,6 +596,7 @@ func TestProxy_ClusterReshardFailover(t *testing.T) {
 				t.Logf("%s, an error in the %s: %s", l.name, phaseNames[p], l.samples[p])
 			}
 		}
+		t.Logf("%s, the last error: %s", l.name, l.lastErr)
 	}
 
 	for _, l := range []*clusterLoad{through, direct} {
