@@ -21,10 +21,10 @@ import (
 	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
-// ClusterLongEnv names the environment variable that makes the cluster
+// clusterLongEnv names the environment variable that makes the cluster
 // suite's load longer and its key spaces and reshard larger
 // (scripts/test-cluster.sh sets it for LONG=1).
-const ClusterLongEnv = "SQUEEZE_CLUSTER_LONG"
+const clusterLongEnv = "SQUEEZE_CLUSTER_LONG"
 
 // clusterSuiteSize is how much the cluster suite does.
 type clusterSuiteSize struct {
@@ -34,8 +34,10 @@ type clusterSuiteSize struct {
 	steady  time.Duration // load before the reshard, and between reshard and kill
 }
 
+// clusterSuiteSizes returns the long form's sizes when clusterLongEnv is
+// set, a smaller form under the race detector, and the short form else.
 func clusterSuiteSizes() clusterSuiteSize {
-	if os.Getenv(ClusterLongEnv) != "" {
+	if os.Getenv(clusterLongEnv) != "" {
 		return clusterSuiteSize{keys: 3000, slots: 1000, workers: 8, steady: 10 * time.Second}
 	}
 	if raceEnabled {
@@ -110,6 +112,9 @@ type clusterLoad struct {
 	wrongSample     string
 }
 
+// newClusterLoad returns a load of n keys named prefix and a number, for
+// a ClusterClient given addrs, that counts its errors in the phase that
+// phase holds.
 func newClusterLoad(name, prefix string, addrs []string, n int, phase *atomic.Int32) *clusterLoad {
 	l := &clusterLoad{
 		name: name,
@@ -135,6 +140,7 @@ func newClusterLoad(name, prefix string, addrs []string, n int, phase *atomic.In
 	return l
 }
 
+// failed counts an error of the current phase.
 func (l *clusterLoad) failed(err error) {
 	p := l.phase.Load()
 	l.errs[p].Add(1)
@@ -147,6 +153,7 @@ func (l *clusterLoad) failed(err error) {
 	l.mu.Unlock()
 }
 
+// wrongValue counts a value that was never written.
 func (l *clusterLoad) wrongValue(k *suiteKey, what string) {
 	l.wrong.Add(1)
 	l.mu.Lock()
@@ -194,8 +201,9 @@ func (redirectCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return next
 }
 
-// check compares what a GET of k returned (nil: no such key) with the
-// versions written, and reports whether the read could be checked.
+// check compares what a GET of k returned (missing: no such key) with
+// the versions written, and counts it verified, wrong (never written) or
+// lost (older than the last acknowledged).
 func (l *clusterLoad) check(k *suiteKey, got string, missing bool) {
 	v := 0
 	if !missing {
@@ -226,6 +234,7 @@ func (l *clusterLoad) check(k *suiteKey, got string, missing bool) {
 	}
 }
 
+// get reads k and checks what it holds.
 func (l *clusterLoad) get(ctx context.Context, k *suiteKey) {
 	l.ops[l.phase.Load()].Add(1)
 	got, err := l.cc.Get(ctx, k.name).Result()
@@ -430,7 +439,7 @@ func reshard(t *testing.T, src, dst *testutil.Redis, others []*testutil.Redis, s
 // recovery after the kill for each side, and fails on a wrong value, an
 // acknowledged write lost other than to the killed master's asynchronous
 // replication, or errors and recovery through the proxies far worse than
-// directly. scripts/test-cluster.sh runs it; LONG=1 there (ClusterLongEnv)
+// directly. scripts/test-cluster.sh runs it; LONG=1 there (clusterLongEnv)
 // makes the load longer.
 func TestProxy_ClusterReshardFailover(t *testing.T) {
 	// go-redis logs every failed dial of its pools: the errors are counted.
