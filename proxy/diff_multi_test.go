@@ -27,3 +27,26 @@ func TestDifferential_MultiClient(t *testing.T) {
 		t.Fatalf("after %d scenes: %v", n, err)
 	}
 }
+
+// TestDifferential_Order plays seeded order scenes: clients SELECT (the
+// same database as others or another), run CLIENT SETNAME and HELLO 3,
+// subscribe, unsubscribe and subscribe again while others PUBLISH, block
+// in BRPOPLPUSH while others LPUSH, and write and read keys the others
+// read and write, each sending without waiting for its replies. Redis
+// plays each scene settled (each command run before the next is sent);
+// the proxy gets it as sent and must run the commands in the order they
+// reached it (docs/design/ordering.md), so that every client receives the
+// same replies and messages.
+func TestDifferential_Order(t *testing.T) {
+	seed := diffSeedFor(t)
+	direct := testutil.StartRedis(t)
+	e := startEnv(t)
+	scenes := 80
+	if testing.Short() {
+		scenes = 25
+	}
+	n, err := difftest.RunOrder(direct.Addr, e.addr, difftest.MultiConfig{Seed: seed, Scenes: scenes})
+	if err != nil {
+		t.Fatalf("after %d scenes: %v", n, err)
+	}
+}

@@ -34,6 +34,8 @@ type action struct {
 	blocked int
 	// hello: the reply to record is only its type (HELLO names the server).
 	hello bool
+	// settle: what a send brings whom, for order scenes (order.go).
+	settle *settle
 }
 
 // scene is a named list of actions over clients connections.
