@@ -280,3 +280,76 @@ func TestOrder_NamedClientWriteThenRead(t *testing.T) {
 		}
 	}
 }
+
+// The cases below have a client send a command that gives it a private
+// connection, or SELECT, and, without waiting for its reply, one more
+// command; another client's command sent after both must run after both.
+// known names what the proxy does not order yet.
+var pinningFirst = []struct {
+	cmd        []string
+	knownPop   string // known to fail TestOrder_PinThenBlockingPopUnanswered
+	knownWrite string // known to fail TestOrder_PinThenWriteUnanswered
+}{
+	{[]string{"SELECT", "0"},
+		"known: a command sent right after an unanswered SELECT is overtaken by another client's BRPOPLPUSH sent after it, in most rounds (SELECT runs as a round trip of its own, selectNow)",
+		"known: a SET sent right after an unanswered SELECT is overtaken by another client's GET sent after it, in most rounds (SELECT runs as a round trip of its own, selectNow)"},
+	{[]string{"CLIENT", "SETNAME", "first"},
+		"known: a BRPOPLPUSH sent right after the unanswered command that pins the client is overtaken by another client's BRPOPLPUSH sent after it (within 20 rounds)", ""},
+	{[]string{"HELLO", "3"},
+		"known: a BRPOPLPUSH sent right after the unanswered command that pins the client is overtaken by another client's BRPOPLPUSH sent after it (within 20 rounds)", ""},
+}
+
+func TestOrder_PinThenBlockingPopUnanswered(t *testing.T) {
+	// The first client's BRPOPLPUSH, sent right after its unanswered
+	// pinning command, blocks before the other client's: the first element
+	// pushed goes to the first client.
+	for _, tg := range orderTargets(t) {
+		for _, first := range pinningFirst {
+			t.Run(tg.name+"/"+strings.Join(first.cmd, "_"), func(t *testing.T) {
+				if first.knownPop != "" {
+					t.Skip(first.knownPop)
+				}
+				pusher := dialWarm(t, tg.addr)
+				for i := range 20 {
+					src := fmt.Sprintf("pinpop:src:%d", i)
+					a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+					a.send(first.cmd)
+					a.send([]string{"BRPOPLPUSH", src, "dst:a", "0"})
+					b.send([]string{"BRPOPLPUSH", src, "dst:b", "0"})
+					pusher.do("LPUSH", src, "first")
+					a.read() // the pinning command's reply
+					pusher.do("LPUSH", src, "second")
+					ga, gb := a.read(), b.read()
+					if ga != bulk("first") {
+						t.Fatalf("round %d: the client that blocked first (right after its unanswered %s) got %q, the other %q; want the first element", i, first.cmd[0], ga, gb)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestOrder_PinThenWriteUnanswered(t *testing.T) {
+	// The first client's SET, sent right after its unanswered pinning
+	// command, runs before the other client's GET sent after it.
+	for _, tg := range orderTargets(t) {
+		for _, first := range pinningFirst {
+			t.Run(tg.name+"/"+strings.Join(first.cmd, "_"), func(t *testing.T) {
+				if first.knownWrite != "" {
+					t.Skip(first.knownWrite)
+				}
+				for i := range 20 {
+					key := fmt.Sprintf("pinset:%d", i)
+					a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+					a.send(first.cmd)
+					a.send([]string{"SET", key, "v"})
+					if got := b.do("GET", key); got != bulk("v") {
+						t.Fatalf("round %d: GET right after another client's SET (sent right after its unanswered %s) = %q, want the value", i, first.cmd[0], got)
+					}
+					a.read()
+					a.read()
+				}
+			})
+		}
+	}
+}
