@@ -22,6 +22,14 @@ type MultiConfig struct {
 	Scenes   int
 	MaxValue int           // largest generated value (default 64 kB)
 	Timeout  time.Duration // per read (default 10 s)
+	// Order scenes avoid what the proxy is known not to order yet
+	// (TestOrder_PinThen*, TestOrder_SharedWriteThenPinnedRead) unless
+	// these are set. SendAfterPin lets a client send on before the reply
+	// to SELECT, HELLO or its first command that gives it a private
+	// connection through the proxy (CLIENT, SUBSCRIBE ..., BRPOPLPUSH).
+	// PrivateAfterShared lets a client with a private connection send
+	// while a client on the shared connection has replies outstanding.
+	SendAfterPin, PrivateAfterShared bool
 }
 
 // action is one thing a scene does on one side.

@@ -56,7 +56,8 @@ func runOrder(ref, target string, cfg MultiConfig, playTarget func(string, scene
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	g := &orderGen{multiGen{r: newMultiRand(cfg.Seed ^ 0x0dde5), max: cfg.MaxValue}}
+	g := &orderGen{multiGen: multiGen{r: newMultiRand(cfg.Seed ^ 0x0dde5), max: cfg.MaxValue},
+		sendAfterPin: cfg.SendAfterPin, privateAfterShared: cfg.PrivateAfterShared}
 	for i := 0; i < cfg.Scenes; i++ {
 		sc := g.scene(i)
 		ta, err := playSettled(ref, sc, cfg.Timeout)
@@ -176,7 +177,11 @@ func playSettled(addr string, sc scene, timeout time.Duration) ([]string, error)
 	return out, nil
 }
 
-type orderGen struct{ multiGen }
+type orderGen struct {
+	multiGen
+	// See MultiConfig.
+	sendAfterPin, privateAfterShared bool
+}
 
 // orderKinds are the scene kinds, each with the weight of every op.
 var orderKinds = []struct {
@@ -231,7 +236,9 @@ func (g *orderGen) scene(i int) scene {
 					break
 				}
 			}
+			wasPinned := m.clients[c].pinned
 			if !m.clients[c].blocked && m.do(c, op) {
+				m.afterSend(c, op, wasPinned)
 				break
 			}
 		}
@@ -251,6 +258,7 @@ type orderClient struct {
 	channels map[string]bool
 	pattern  string
 	blocked  bool
+	pinned   bool // it sent a command that gives it a private connection through the proxy
 	// owed are the items the client will receive that the scene has not
 	// read yet; true marks HELLO's reply.
 	owed []bool
@@ -290,6 +298,13 @@ func (m *orderModel) name(kind string, j int) string {
 
 // emit sends args from client c and notes what it brings whom.
 func (m *orderModel) emit(c int, st settle, hello bool, args ...string) {
+	if m.clients[c].pinned && !m.g.privateAfterShared {
+		for o, other := range m.clients {
+			if !other.pinned {
+				m.readAll(o)
+			}
+		}
+	}
 	m.sc.acts = append(m.sc.acts, action{client: c, send: args, settle: &st})
 	for range st.replies {
 		m.clients[c].owed = append(m.clients[c].owed, hello)
@@ -309,12 +324,39 @@ func (m *orderModel) readAll(c int) {
 	m.clients[c].owed = nil
 }
 
+// afterSend has client c read its replies after SELECT, HELLO or the
+// command that pinned it, unless the scenes may send on.
+func (m *orderModel) afterSend(c int, op string, wasPinned bool) {
+	cl := m.clients[c]
+	if m.g.sendAfterPin || cl.blocked || op != "select" && op != "hello" && (wasPinned || !cl.pinned) {
+		return
+	}
+	m.readAll(c)
+}
+
 // do adds op by client c to the scene, if c may send it now.
 func (m *orderModel) do(c int, op string) bool {
-	g, cl := m.g, m.clients[c]
+	cl := m.clients[c]
 	if cl.subscribedRESP2() && !strings.HasSuffix(op, "subscribe") {
 		return false
 	}
+	// Through the proxy these give the client a private connection; emit
+	// needs to know before it sends.
+	wasPinned := cl.pinned
+	switch op {
+	case "select", "setname", "getname", "hello", "pop", "subscribe", "unsubscribe", "psubscribe", "punsubscribe":
+		cl.pinned = true
+	}
+	if !m.doOp(c, op) {
+		cl.pinned = wasPinned
+		return false
+	}
+	return true
+}
+
+// doOp is do once c may send op.
+func (m *orderModel) doOp(c int, op string) bool {
+	g, cl := m.g, m.clients[c]
 	key := m.name("k", g.r.IntN(2))
 	listKey := strconv.Itoa(cl.db) + " " + m.name("src", 0)
 	one := settle{replies: 1}
