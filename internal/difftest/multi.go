@@ -29,7 +29,13 @@ type MultiConfig struct {
 	// connection through the proxy (CLIENT, SUBSCRIBE ..., BRPOPLPUSH).
 	// PrivateAfterShared lets a client with a private connection send
 	// while a client on the shared connection has replies outstanding.
-	SendAfterPin, PrivateAfterShared bool
+	// LargeCommands lets commands pass 16 KiB, one read of the proxy and of
+	// Redis (TestOrder_LargeCommandThenOtherClient): values are then up to
+	// MaxValue, else up to 4 KiB.
+	// Inspect lets other clients send before the reply to APPEND or
+	// GETRANGE, which the proxy runs as a script
+	// (TestOrder_AppendThenOtherClientRead).
+	SendAfterPin, PrivateAfterShared, LargeCommands, Inspect bool
 }
 
 // action is one thing a scene does on one side.

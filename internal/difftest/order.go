@@ -50,14 +50,18 @@ func RunOrder(ref, target string, cfg MultiConfig) (int, error) {
 // runOrder is RunOrder with the target's player: play, or playSettled to
 // check the harness on two servers that do not order as the proxy does.
 func runOrder(ref, target string, cfg MultiConfig, playTarget func(string, scene, time.Duration) ([]string, error)) (int, error) {
-	if cfg.MaxValue == 0 {
-		cfg.MaxValue = 16 << 10
+	switch {
+	case !cfg.LargeCommands:
+		// Three values of up to 4 KiB and some: an LPUSH stays under 16 KiB.
+		cfg.MaxValue = 4 << 10
+	case cfg.MaxValue == 0:
+		cfg.MaxValue = 64 << 10
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
 	g := &orderGen{multiGen: multiGen{r: newMultiRand(cfg.Seed ^ 0x0dde5), max: cfg.MaxValue},
-		sendAfterPin: cfg.SendAfterPin, privateAfterShared: cfg.PrivateAfterShared}
+		sendAfterPin: cfg.SendAfterPin, privateAfterShared: cfg.PrivateAfterShared, inspect: cfg.Inspect}
 	for i := 0; i < cfg.Scenes; i++ {
 		sc := g.scene(i)
 		ta, err := playSettled(ref, sc, cfg.Timeout)
@@ -180,7 +184,7 @@ func playSettled(addr string, sc scene, timeout time.Duration) ([]string, error)
 type orderGen struct {
 	multiGen
 	// See MultiConfig.
-	sendAfterPin, privateAfterShared bool
+	sendAfterPin, privateAfterShared, inspect bool
 }
 
 // orderKinds are the scene kinds, each with the weight of every op.
@@ -324,10 +328,15 @@ func (m *orderModel) readAll(c int) {
 	m.clients[c].owed = nil
 }
 
-// afterSend has client c read its replies after SELECT, HELLO or the
-// command that pinned it, unless the scenes may send on.
+// afterSend has client c read its replies after SELECT, HELLO, the
+// command that pinned it, APPEND or GETRANGE, unless the scenes may send
+// on.
 func (m *orderModel) afterSend(c int, op string, wasPinned bool) {
 	cl := m.clients[c]
+	if !m.g.inspect && (op == "append" || op == "getrange") {
+		m.readAll(c)
+		return
+	}
 	if m.g.sendAfterPin || cl.blocked || op != "select" && op != "hello" && (wasPinned || !cl.pinned) {
 		return
 	}

@@ -14,7 +14,7 @@ import (
 // waits for an item the model promised and the server never sent.
 func TestOrderScenes_SettledSameOnTwoServers(t *testing.T) {
 	a, b := testutil.StartRedis(t), testutil.StartRedis(t)
-	g := &orderGen{multiGen{r: newMultiRand(42), max: 4 << 10}, true, true}
+	g := &orderGen{multiGen{r: newMultiRand(42), max: 4 << 10}, true, true, true}
 	for i := range 60 {
 		sc := g.scene(i)
 		ta, err := playSettled(a.Addr, sc, 10*time.Second)
@@ -35,7 +35,7 @@ func TestOrderScenes_SettledSameOnTwoServers(t *testing.T) {
 // every kind and op, and commands sent before an earlier command of
 // another client has been answered, so that the order decides.
 func TestOrderScenes_Cover(t *testing.T) {
-	g := &orderGen{multiGen{r: newMultiRand(7), max: 1024}, false, false}
+	g := &orderGen{multiGen{r: newMultiRand(7), max: 1024}, false, false, false}
 	kinds := map[string]bool{}
 	sent := map[string]int{}
 	overlapping := 0
