@@ -128,7 +128,7 @@ func (c *call) taken() {
 	}
 	if h := c.endsOrder; h != nil {
 		c.endsOrder = nil
-		h.end()
+		h.endPart()
 	}
 }
 

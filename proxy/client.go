@@ -288,9 +288,17 @@ func (c *client) sendPrivate(up *upConn, req []byte, calls []*call, tail *batchT
 	if h == nil {
 		h = c.s.pool.raiseOrder()
 	}
-	if !h.awaited {
-		c.s.pool.awaitOrder(h)
+	c.s.pool.awaitOrderTaken(h)
+	// More commands read with these follow (a SELECT whose reply the
+	// reader waits for, then the SET sent with it): they came before what
+	// other clients sent since, so the barrier carries on to them, and
+	// ends once Redis has taken the last batch (parts). Ended already
+	// (behind a blocked command, or by the sweeper), it carries nothing.
+	carry := !c.in.lastFlush && !h.ended.Load()
+	if carry && h.parts.Load() == 0 {
+		h.parts.Add(1) // the goroutine's, until the last batch (endPinOrder)
 	}
+	h.parts.Add(1) // this batch's
 	atWrite := c.endWhenTaken(h, calls, tail)
 	if c.in.lastFlush && c.in.pass.kept {
 		// The goroutine waits for nothing more in this batch: input that
@@ -299,7 +307,13 @@ func (c *client) sendPrivate(up *upConn, req []byte, calls []*call, tail *batchT
 	}
 	up.send(req, calls)
 	if atWrite {
-		h.end()
+		h.endPart()
+	}
+	switch {
+	case carry:
+		c.pinned.held = h
+	case h.parts.Load() > 1:
+		h.endPart() // the goroutine's: this is the last batch
 	}
 }
 
@@ -353,7 +367,7 @@ var pingRequest = resp.AppendCommand(nil, []byte("PING"))
 // it over (sendPrivate): once the command is written.
 func (c *client) endPinOrder() {
 	if c.pinned.held != nil {
-		c.pinned.held.end()
+		c.pinned.held.endPart() // the goroutine's part, if it had one
 		c.pinned.held = nil
 	}
 }
@@ -411,7 +425,9 @@ func (c *client) roundtrip(req []byte) *call {
 		calls = []*call{ask, cl}
 	}
 	c.sendOn(up, req, calls, nil)
-	c.endPinOrder() // if a command waited, it is written now
+	if up.onPush == nil {
+		c.endPinOrder() // if a command waited, it is written now
+	} // (on a private connection sendPrivate ended it, or carries it on)
 	c.in.one[0] = nil
 	stop := c.watchGone()
 	awaitAsking(ask)

@@ -43,7 +43,21 @@ type orderHold struct {
 	conns   []*upConn
 	scope   *reqScope   // what its command touches; nil: anything (orderscope.go)
 	awaited bool        // awaitOrder returned: it is this barrier's turn
+	taken   bool        // awaitOrderTaken returned
 	ended   atomic.Bool // endOrder ran
+	// parts counts what must be taken before the barrier ends when it
+	// covers several batches of one read (client.sendPrivate): each batch
+	// sent under it, and the goroutine's own while more may follow; 0:
+	// the barrier ends at its first end (endPart).
+	parts atomic.Int32
+}
+
+// endPart ends one part of h (see parts): h ends with its last, or at
+// once when it has none.
+func (h *orderHold) endPart() {
+	if h != nil && h.parts.Add(-1) <= 0 {
+		h.end()
+	}
 }
 
 // end lowers h (pool.endOrder); nil does nothing.
@@ -158,6 +172,22 @@ func (p *pool) awaitOrder(h *orderHold) {
 	h.awaited = true
 }
 
+// awaitOrderTaken is awaitOrder for a command that goes on a private
+// connection: it also waits until Redis has answered what the shared
+// connections sent before it (upConn.awaitTaken).
+func (p *pool) awaitOrderTaken(h *orderHold) {
+	if !h.awaited {
+		p.awaitOrder(h)
+	}
+	if h.taken {
+		return
+	}
+	for _, c := range h.conns {
+		c.awaitTaken()
+	}
+	h.taken = true
+}
+
 // endOrder lowers a barrier: on each connection, the requests held since it
 // was raised join those of the barrier before it, or, for the oldest, are
 // no longer held: they go out in the order they came, at once if another
@@ -239,6 +269,7 @@ func (c *upConn) endSeg(ticket uint64) {
 	calls := c.afterCalls[:endCall]
 	c.releaseHeld(calls, endKey, endAny)
 	c.inflight = append(c.inflight, calls...)
+	c.queuedTotal += uint64(len(calls))
 	c.wbuf = append(c.wbuf, c.after[:end]...)
 	c.queued += int64(len(calls))
 	c.awaiting.Add(int64(len(calls)))
@@ -300,6 +331,7 @@ func (c *upConn) sendAhead(req []byte, calls []*call) {
 		return
 	}
 	c.inflight = append(c.inflight, calls...)
+	c.queuedTotal += uint64(len(calls))
 	if !c.writing && len(c.wbuf) == 0 {
 		// Nothing queued: write req without copying it (a large value).
 		c.awaiting.Add(int64(len(calls)))
@@ -571,3 +603,23 @@ const (
 	confirmUnsub
 	confirmRefused // an error reply: Redis took the command and refused it
 )
+
+// awaitTaken waits until Redis has answered every request queued on c so
+// far (c a shared connection): the requests of other clients written
+// before a barrier's command, which goes on a private connection
+// (sendPrivate). Written is not enough there either: Redis reads its
+// sockets in an order of its own, and a GET sent on a private connection
+// right after another client's SET was written on the shared one ran
+// first in about one round of six. Nothing to wait for costs a lock.
+func (c *upConn) awaitTaken() {
+	c.mu.Lock()
+	target := c.queuedTotal
+	if c.delivered.Load() < target {
+		c.takenWait.Add(1)
+		for !c.dead && c.delivered.Load() < target {
+			c.written.Wait()
+		}
+		c.takenWait.Add(-1)
+	}
+	c.mu.Unlock()
+}

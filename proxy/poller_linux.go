@@ -159,6 +159,17 @@ func (p *poller) keepAway(c *client) {
 	})
 }
 
+// rearm asks the kernel to announce c's descriptor again if it has input:
+// modifying an edge-triggered entry puts it on the ready list when it is
+// readable, behind the descriptors already there, so the loop reads it in
+// its place. Client's goroutine, having given c back (passState.comeBack).
+func (p *poller) rearm(c *client) {
+	c.raw.Control(func(sysfd uintptr) {
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: int32(sysfd)}
+		syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_MOD, int(sysfd), &ev)
+	})
+}
+
 // unregisterKept removes c from the set for its goroutine, which is done
 // with it while the poller kept it (passState.leave: the poller no longer
 // touches it).

@@ -23,6 +23,8 @@ func (p *poller) unregisterKept(c *client, fd int32) {}
 
 func (p *poller) keepAway(c *client) {}
 
+func (p *poller) rearm(c *client) {}
+
 func (c *client) readOnce(b []byte) (int, error) {
 	return 0, errors.New("no event loop on this system")
 }

@@ -182,10 +182,19 @@ func (c *client) readLoop() readEnd {
 				c.dropReadBuf()
 				c.trimReader()
 			}
-			if h, came := c.in.pass.comeBack(); came {
+			h, came, rearm := c.in.pass.comeBack()
+			if came {
 				c.adoptHold(h)
 				rerr = c.readWaiting()
 				continue
+			}
+			if rearm {
+				// Input came while this goroutine was busy, and no barrier
+				// was raised for it: the poller reads it, in its place
+				// among what other clients sent meanwhile (read here, it
+				// could overtake a command another client sent before it
+				// that the poller had not read yet).
+				c.in.poller.rearm(c)
 			}
 			return endToLoop
 		}
@@ -236,6 +245,26 @@ func (c *client) loopStep() readEnd {
 	if !c.loopable() {
 		return c.passStep()
 	}
+	for reads := 1; ; reads++ {
+		end, again := c.loopRead()
+		// A command longer than one read (over the loop's 16 KiB) is read
+		// on at once, up to maxLoopReads reads: left for the next round,
+		// its last bytes came after those of clients read in this one,
+		// whose commands then ran first although it came first.
+		if !again || reads >= maxLoopReads {
+			return end
+		}
+	}
+}
+
+// maxLoopReads bounds the reads of one client in one turn of the loop
+// (loopStep): enough for a command as large as the loop handles.
+const maxLoopReads = maxLoopCommand/readBufSize + 1
+
+// loopRead is one read and its commands, for loopStep; again: the read
+// filled the buffer and left part of a command, which the socket may
+// hold the rest of.
+func (c *client) loopRead() (end readEnd, again bool) {
 	// With nothing pending, read into the loop's buffer: an idle client
 	// then holds no read buffer (as Redis's clients share one query
 	// buffer), and the loop reads every such client into the same memory.
@@ -269,16 +298,16 @@ func (c *client) loopStep() readEnd {
 		c.trimReader()
 	}
 	if !ok {
-		return c.stopped()
+		return c.stopped(), false
 	}
 	switch {
 	case err != nil:
-		return endGone
+		return endGone, false
 	case !c.loopable() || c.in.handOff:
 		c.in.handOff = false
-		return endToGoroutine
+		return endToGoroutine, false
 	}
-	return endStay
+	return endStay, c.in.readFull && len(c.in.rbuf) > 0
 }
 
 // passStep is the poller's turn with a client it reads but does not
@@ -420,18 +449,26 @@ func (ps *passState) resume() *orderHold {
 }
 
 // comeBack gives the client back to the poller, unless input came
-// meanwhile: then it reports true with the barrier raised for it (see
-// resume), and the goroutine keeps the client and reads it. Client's
-// goroutine only.
-func (ps *passState) comeBack() (*orderHold, bool) {
+// meanwhile under a barrier the poller raised for it: then it reports
+// came with that barrier (see resume), and the goroutine keeps the client
+// and reads it. Input that came without one (the goroutine was busy, or
+// the socket may hold more than the poller read) goes back to the poller
+// with the client (rearm: the caller asks the kernel to announce it
+// again, behind what other sockets announced before). Client's goroutine
+// only.
+func (ps *passState) comeBack() (h *orderHold, came, rearm bool) {
 	ps.mu.Lock()
-	if !ps.came {
+	if !ps.came || ps.pending == nil {
+		// Input that came without its barrier (the goroutine was busy)
+		// goes back to the poller too: rearm it.
+		rearm = ps.came
+		ps.came = false
 		ps.away.Store(false)
 		ps.mu.Unlock()
-		return nil, false
+		return nil, false, rearm
 	}
 	ps.mu.Unlock()
-	return ps.resume(), true
+	return ps.resume(), true, false
 }
 
 // leave marks the client done, lowering a pending barrier, and reports

@@ -246,6 +246,11 @@ type upConn struct {
 	// stall watcher's (stall.go).
 	redisID   int64
 	delivered atomic.Uint64
+	// queuedTotal counts the calls ever queued to be sent (under mu), and
+	// takenWait the goroutines waiting until delivered reaches a count
+	// of it (awaitTaken): deliver wakes them.
+	queuedTotal uint64
+	takenWait   atomic.Int32
 	// inflight holds the calls sent (or queued to be sent) whose replies the
 	// reader has not taken yet, oldest first (guarded by mu). The reader
 	// takes them all at once into taking, and hands them out from there
@@ -555,6 +560,7 @@ func (c *upConn) sendScoped(req []byte, calls []*call, scope *reqScope) {
 		return
 	}
 	c.inflight = append(c.inflight, calls...)
+	c.queuedTotal += uint64(len(calls))
 	if c.onPush != nil {
 		for _, cl := range calls {
 			c.sent++
@@ -593,6 +599,7 @@ func (c *upConn) sendHeld(by *poller, req []byte, calls []*call, scope *reqScope
 		return
 	}
 	c.inflight = append(c.inflight, calls...)
+	c.queuedTotal += uint64(len(calls))
 	c.awaiting.Add(int64(len(calls)))
 	buf := c.wbuf
 	c.wbuf = c.spare[:0]
@@ -1085,6 +1092,11 @@ func (c *upConn) deliver(b *replyBatch) {
 		c.awaiting.Add(-b.replied)
 		c.delivered.Add(uint64(b.replied))
 		b.replied = 0
+		if c.takenWait.Load() > 0 {
+			c.mu.Lock()
+			c.written.Broadcast()
+			c.mu.Unlock()
+		}
 	}
 	if b.held != 0 || b.expected != 0 {
 		c.srv.expectedTotal.Add(b.expected)
