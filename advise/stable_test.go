@@ -28,25 +28,36 @@ func TestWriteCodec(t *testing.T) {
 		fits              []fit
 		eligible          func(int) bool
 		choice, incumbent int
+		def               codec.Algorithm // zero: codec.DefaultAlgorithm
 	}{
 		{"another codec a point ahead: s2 stays", algs("s2", "lz4"),
-			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 61, Fast: true}}, all, 0, 0},
+			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 61, Fast: true}}, all, 0, 0, codec.Algorithm{}},
 		{"just under the margin: s2 stays", algs("lz4", "s2"),
-			[]fit{{SavedPct: 62.9, Fast: true}, {SavedPct: 60, Fast: true}}, all, 1, 1},
+			[]fit{{SavedPct: 62.9, Fast: true}, {SavedPct: 60, Fast: true}}, all, 1, 1, codec.Algorithm{}},
 		{"at the margin: the other", algs("s2", "lz4"),
-			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 63, Fast: true}}, all, 1, 0},
+			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 63, Fast: true}}, all, 1, 0, codec.Algorithm{}},
 		{"a slow codec saving more does not count", algs("s2", "zstd:9"),
-			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 80}}, all, 0, 0},
+			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 80}}, all, 0, 0, codec.Algorithm{}},
 		{"no s2: the first fast candidate is the incumbent", algs("zstd:9", "lz4", "snappy"),
-			[]fit{{SavedPct: 80}, {SavedPct: 60, Fast: true}, {SavedPct: 62, Fast: true}}, all, 1, 1},
+			[]fit{{SavedPct: 80}, {SavedPct: 60, Fast: true}, {SavedPct: 62, Fast: true}}, all, 1, 1, codec.Algorithm{}},
 		{"an ineligible codec is never chosen", algs("s2", "minlz"),
-			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 70, Fast: true}}, func(i int) bool { return i == 0 }, 0, 0},
+			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 70, Fast: true}}, func(i int) bool { return i == 0 }, 0, 0, codec.Algorithm{}},
 		{"no eligible fast codec: the fastest eligible", algs("minlz", "zstd:9", "zstd:3"),
 			[]fit{{SavedPct: 60, Fast: true, EncodeMBs: 900}, {SavedPct: 80, EncodeMBs: 40}, {SavedPct: 78, EncodeMBs: 200}},
-			func(i int) bool { return i > 0 }, 2, 2},
+			func(i int) bool { return i > 0 }, 2, 2, codec.Algorithm{}},
+		{"portable: snappy is the incumbent, s2 not eligible", algs("s2", "lz4", "snappy"),
+			[]fit{{SavedPct: 61, Fast: true}, {SavedPct: 62, Fast: true}, {SavedPct: 60, Fast: true}},
+			func(i int) bool { return i > 0 }, 2, 2, codec.PortableDefault},
+		{"portable: another portable codec at the margin", algs("s2", "lz4", "snappy"),
+			[]fit{{SavedPct: 61, Fast: true}, {SavedPct: 63, Fast: true}, {SavedPct: 60, Fast: true}},
+			func(i int) bool { return i > 0 }, 1, 2, codec.PortableDefault},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			choice, incumbent := writeCodec(c.fits, c.cands, c.eligible)
+			def := c.def
+			if def == (codec.Algorithm{}) {
+				def = codec.DefaultAlgorithm
+			}
+			choice, incumbent := writeCodec(c.fits, c.cands, c.eligible, def)
 			if choice != c.choice || incumbent != c.incumbent {
 				t.Fatalf("choice %d, incumbent %d; want %d, %d", choice, incumbent, c.choice, c.incumbent)
 			}
