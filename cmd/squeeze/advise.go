@@ -35,9 +35,9 @@ elements or entries of each), and so is the advice. For each prefix it
 says:
 
   write      the codec for writes (squeeze proxy --codec, the library's
-             codec): s2, the default, unless another of the fast codecs
-             here (at least half the fastest one's speed) saves at least 3
-             points more memory; "raw" when even that saves less than
+             codec): s2, the default (snappy with --portable), unless
+             another of the fast codecs here (at least half the fastest
+             one's speed) saves at least 3 points more memory; "raw" when even that saves less than
              --min-gain (images, archives)
   min-size   the size from which every size class of values gains at least
              --min-gain (squeeze proxy --min-size)
