@@ -37,8 +37,9 @@ says:
   write      the codec for writes (squeeze proxy --codec, the library's
              codec): s2, the default (snappy with --portable), unless
              another of the fast codecs here (at least half the fastest
-             one's speed) saves at least 3 points more memory; "raw" when even that saves less than
-             --min-gain (images, archives)
+             one's speed) saves at least 3 points more memory; "raw"
+             when even that saves less than --min-gain (images,
+             archives)
   min-size   the size from which every size class of values gains at least
              --min-gain (squeeze proxy --min-size)
   at rest    a stronger codec for cold keys (squeeze compact), when it
