@@ -71,7 +71,7 @@ func classOf(cmd redis.Cmder) cmdClass {
 		*redis.GeoLocationCmd, *redis.GeoSearchLocationCmd, *redis.StringStructMapCmd,
 		*redis.XAutoClaimJustIDCmd, *redis.XPendingCmd, *redis.XPendingExtCmd,
 		*redis.XInfoGroupsCmd, *redis.XInfoConsumersCmd, *redis.MapStringIntCmd,
-		*redis.LCSCmd, // LCS is refused on compressed keys (see prepare)
+		*redis.LCSCmd, // LCS runs on the decoded values (inspect.go)
 		*redis.KeyFlagsCmd, *redis.ClusterSlotsCmd, *redis.ClusterShardsCmd,
 		*redis.ClusterLinksCmd, *redis.CommandsInfoCmd, *redis.ClientInfoCmd,
 		*redis.ACLLogCmd, *redis.LatencyCmd, *redis.HotKeysCmd, *redis.FunctionStatsCmd,

@@ -46,8 +46,9 @@
 // ErrUnsupported, never answered wrong: STRLEN and HSTRLEN are served exactly
 // (from the frame header, atomically, with a small script), and so are
 // GETRANGE and SUBSTR (from the decoded value); APPEND, SETRANGE, the bit
-// commands, LCS, LINSERT, LREM, LPOS and SORT are refused unless Config.Raw
-// says every key they touch is stored uncompressed. Scripts (EVAL, EVALSHA,
+// commands, LCS, LINSERT, LREM, LPOS and SORT run in the proxy's own Lua
+// scripts, on the values (see inspect.go), and SORT with ALPHA, BY or GET
+// patterns over compressed elements is refused. Scripts (EVAL, EVALSHA,
 // FCALL, redis.NewScript) run on values as written: see scripts.go. SET and DELEX with IFEQ,
 // IFNE, IFDEQ or IFDNE (Redis 8.4, Valkey 8.1), DIGEST (Redis 8.4) and
 // DELIFEQ (Valkey 9) are served exactly and atomically, inside a small
@@ -146,7 +147,10 @@ type Rule struct {
 const dictionaryLoadTimeout = 10 * time.Second
 
 // ErrUnsupported is wrapped by the error of a command that cannot be served
-// exactly on compressed values. Such a command is never sent.
+// exactly on compressed values. Such a command changes nothing: it is
+// refused before it is sent, or (in a pipeline or transaction, where a
+// compressed value would need decoding first; SORT over compressed
+// elements) the script it runs in changes nothing.
 var ErrUnsupported = errors.New("client: command cannot be served exactly on compressed values")
 
 // Error is the error of a command the hook refused or whose reply it could
@@ -180,6 +184,10 @@ type Hook struct {
 	allowScripts bool
 	scripts      scriptState    // scripts.go
 	plainEnc     *codec.Encoder // keys scripts use: stored as written
+	// resp3: the client Install added the hook to speaks RESP3, where a
+	// reply a script hands over in RESP2's form (LCS ... IDX's map) is
+	// put back in RESP3's (inspect.go).
+	resp3 bool
 }
 
 var _ redis.Hook = (*Hook)(nil)
@@ -272,6 +280,14 @@ func Install(rdb interface{ AddHook(redis.Hook) }, cfg Config) (*Hook, error) {
 	if err != nil {
 		return nil, err
 	}
+	switch c := rdb.(type) {
+	case interface{ Options() *redis.Options }:
+		h.resp3 = c.Options().Protocol != 2
+	case interface{ Options() *redis.ClusterOptions }:
+		h.resp3 = c.Options().Protocol != 2
+	case interface{ Options() *redis.RingOptions }:
+		h.resp3 = c.Options().Protocol != 2
+	}
 	rdb.AddHook(h)
 	return h, nil
 }
@@ -282,6 +298,9 @@ func (h *Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook implements redis.Hook for single commands.
 func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !h.allowScripts && h.scripts.api.Load() == apiUnknown && wrapsBody(cmd.Name()) {
+			h.detectAPI(ctx, next) // Valkey's server, shadowed too (scripts.go)
+		}
 		p, err := h.prepare(ctx, cmd)
 		if err != nil {
 			cmd.SetErr(err)
@@ -310,6 +329,10 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				return err
 			}
 			h.finish(cmd, p)
+			return cmd.Err()
+		}
+		if p.op != nil {
+			h.runValueOp(ctx, next, cmd, p.op)
 			return cmd.Err()
 		}
 		if p.guarded {
@@ -461,7 +484,8 @@ type prepared struct {
 	first    savedArg   // the first arg replaced by a frame (most commands have one)
 	more     []savedArg // the others
 	nsaved   int
-	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN, GETRANGE, SUBSTR, guarded ones)
+	sub      *redis.Cmd // command sent instead (STRLEN, HSTRLEN, GETRANGE, SUBSTR, guarded ones, op's in a pipeline)
+	op       *valueOp   // run in one of the proxy's scripts (inspect.go)
 	refused  bool
 	guarded  bool // runs inside guardScript: it compares or hashes the stored value
 	noDecode bool // the command's key is raw
@@ -624,27 +648,21 @@ func (h *Hook) prepare(ctx context.Context, cmd redis.Cmder) (prepared, error) {
 			return p, nil
 		}
 		p.guarded = true
-	case "append", "setrange", "setbit", "getbit", "bitcount", "bitpos",
-		"bitfield", "bitfield_ro", "linsert", "lrem", "lpos", "sort", "sort_ro":
-		if !h.isRaw(key) {
-			p.refused = true
-			return p, &Error{Command: p.name, Key: key, Err: ErrUnsupported}
+	case "append", "setrange", "setbit", "getbit", "bitcount", "bitpos", "bitfield", "bitfield_ro",
+		"lcs", "bitop", "linsert", "lrem", "lpos", "sort", "sort_ro":
+		// Run in the proxy's scripts (inspect.go), unless every key is raw
+		// or Redis refuses the call: then as it is.
+		if p.op = h.prepareValueOp(p.name, args); p.op != nil {
+			p.sub = p.op.pipelined(ctx)
+			return p, nil
+		}
+		if p.name == "sort" || p.name == "sort_ro" {
+			if h.isRaw(key) {
+				p.noDecode = true
+			}
+			return p, nil // numeric: its GET values are decoded
 		}
 		p.noDecode = true
-	case "lcs":
-		for _, a := range args[1:min(3, len(args))] {
-			if k := argString(a); !h.isRaw(k) {
-				p.refused = true
-				return p, &Error{Command: p.name, Key: k, Err: ErrUnsupported}
-			}
-		}
-	case "bitop":
-		for _, a := range args[2:] {
-			if k := argString(a); !h.isRaw(k) {
-				p.refused = true
-				return p, &Error{Command: p.name, Key: k, Err: ErrUnsupported}
-			}
-		}
 	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function":
 		if h.allowScripts {
 			return p, nil // as it is: the script sees stored bytes
@@ -893,6 +911,10 @@ func (h *Hook) finish(cmd redis.Cmder, p prepared) {
 	}
 	if p.zeroCopySub != nil {
 		h.finishZeroCopy(cmd.(*redis.ZeroCopyStringCmd), p.zeroCopySub)
+		return
+	}
+	if p.op != nil {
+		h.finishValueOp(cmd, p.op, p.sub)
 		return
 	}
 	if p.sub != nil {

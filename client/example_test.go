@@ -31,20 +31,19 @@ func Example() {
 	fmt.Println(got == doc, n)
 }
 
-// Commands that would act on the compressed bytes are refused before they
-// are sent, so this example needs no server.
+// A reply the hook could not decode before the caller sees it is refused
+// before the command is sent, so this example needs no server.
 func ExampleInstall_refused() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}) // never dialed here
 	defer rdb.Close()
 	if _, err := client.Install(rdb, client.Config{}); err != nil {
 		panic(err)
 	}
-	err := rdb.Append(context.Background(), "doc", "more").Err()
+	var out strings.Builder
+	err := rdb.DoRawWriteTo(context.Background(), &out, "GET", "doc").Err()
 	fmt.Println(errors.Is(err, client.ErrUnsupported))
-	fmt.Println(err)
 	// Output:
 	// true
-	// client: command cannot be served exactly on compressed values: APPEND on key "doc" would act on the stored (compressed) bytes; mark the key raw with Config.Raw to store it uncompressed
 }
 
 // Keys that byte-level commands must see as stored, such as packed counters

@@ -27,8 +27,12 @@ import (
 //     gets the prologue of package luaguard: a compressed value a script
 //     reads raises an error naming the key, never reaches the script;
 //   - a script sent alone first has the frames at its declared keys made
-//     plain, under compare-and-set (luaguard.PlainScript); in a pipeline
-//     or transaction it does not, and a frame there is the prologue's error;
+//     plain, under compare-and-set (luaguard.PlainScript); EVAL_RO and
+//     EVALSHA_RO, which must write nothing, are handed them decoded
+//     instead (luaguard.AppendDecoded); in a pipeline or transaction
+//     neither happens, and a frame there is the prologue's error;
+//   - on Valkey, whose scripts reach redis as server too, the prologue
+//     shadows server as well (detectAPI);
 //   - the prefixes of the keys scripts declare (luaguard.Prefix) are kept
 //     in ScriptPrefixesKey and values under them are stored uncompressed
 //     from then on, by this hook and by the proxy.
@@ -89,6 +93,72 @@ type scriptState struct {
 	clean    map[string]struct{}
 	wrapped  map[string]string // client's SHA-1 -> wrapped form's
 	orig     map[string]string
+	// api says whether the server's scripts reach redis as server too
+	// (Valkey), which the prologue must then shadow as well: apiUnknown
+	// until a script sent alone finds out (detectAPI).
+	api atomic.Int32
+}
+
+// What scripts reach redis as (scriptState.api), as the proxy tells.
+const (
+	apiUnknown = iota
+	apiRedis   // redis only
+	apiServer  // redis and server (Valkey)
+)
+
+// prologues returns the EVAL and FUNCTION LOAD prologues for the server:
+// on Valkey they shadow server too, else a script's server.call would read
+// frames unguarded.
+func (s *scriptState) prologues() (eval, function string) {
+	if s.api.Load() == apiServer {
+		return luaguard.ServerEvalPrologue, luaguard.ServerFunctionPrologue
+	}
+	return luaguard.EvalPrologue, luaguard.FunctionPrologue
+}
+
+// wrapsBody reports whether the command name (lower case) sends a script
+// body the hook wraps: EVAL, EVAL_RO, SCRIPT and FUNCTION (their LOAD).
+func wrapsBody(name string) bool {
+	switch name {
+	case "eval", "eval_ro", "script", "function":
+		return true
+	}
+	return false
+}
+
+// detectAPI finds out, once, whether the server's scripts reach redis as
+// server too (Valkey), before a script body is wrapped for a command sent
+// alone: read-only, so a replica or a pause does not hold it. An error
+// reply (a server without EVAL_RO) means redis only; a failed round trip
+// leaves it unknown, for the next script. Pipelines do not wait for it:
+// until it is known they get the redis prologue.
+func (h *Hook) detectAPI(ctx context.Context, next redis.ProcessHook) {
+	s := &h.scripts
+	if s.api.Load() != apiUnknown {
+		return
+	}
+	c := redis.NewCmd(ctx, "eval_ro", "return type(rawget(_G, 'server'))", 0)
+	_ = next(ctx, c)
+	api := int32(apiRedis)
+	switch v, err := c.Result(); {
+	case err == nil && v == "table":
+		api = apiServer
+	case err != nil && !isRedisError(err):
+		return
+	}
+	if s.api.CompareAndSwap(apiUnknown, api) && api == apiServer {
+		// Scripts wrapped before (in pipelines) had the other prologue.
+		s.mu.Lock()
+		s.wrapped, s.orig = nil, nil
+		s.mu.Unlock()
+	}
+}
+
+// isRedisError reports whether err is an error reply of the server, not a
+// failed round trip.
+func isRedisError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 func sha1hex(s string) string {
@@ -156,7 +226,8 @@ func (s *scriptState) setClean(keys []string, clean bool) {
 // wrap returns the wrapped form of an EVAL or SCRIPT LOAD body and notes
 // the SHA-1s.
 func (s *scriptState) wrap(body string) (wrapped, origSHA, wrappedSHA string) {
-	wrapped = string(luaguard.Wrap([]byte(body), luaguard.EvalPrologue))
+	eval, _ := s.prologues()
+	wrapped = string(luaguard.Wrap([]byte(body), eval))
 	origSHA, wrappedSHA = sha1hex(body), sha1hex(wrapped)
 	s.note(origSHA, wrappedSHA)
 	return wrapped, origSHA, wrappedSHA
@@ -244,7 +315,8 @@ func (h *Hook) prepareScript(ctx context.Context, args []any, p *prepared) bool 
 		return true
 	case p.name == "function" && len(args) >= 3 && strings.EqualFold(argString(args[1]), "load"):
 		last := len(args) - 1
-		p.swap(args, last, string(luaguard.Wrap([]byte(argString(args[last])), luaguard.FunctionPrologue)))
+		_, function := h.scripts.prologues()
+		p.swap(args, last, string(luaguard.Wrap([]byte(argString(args[last])), function)))
 		return true
 	}
 	switch p.name {
@@ -404,6 +476,9 @@ func (h *Hook) makePlain(ctx context.Context, next redis.ProcessHook, keys []str
 // wrote anything.
 func (h *Hook) runScript(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder, p prepared) error {
 	keys := p.scriptKeys
+	if c, ok := cmd.(*redis.Cmd); ok && len(keys) > 0 && (p.name == "eval_ro" || p.name == "evalsha_ro") {
+		return h.runReadOnly(ctx, next, c, keys)
+	}
 	if len(keys) > 0 {
 		h.learnScriptKeys(ctx, next, keys)
 	}
@@ -426,6 +501,80 @@ func (h *Hook) runScript(ctx context.Context, next redis.ProcessHook, cmd redis.
 		h.scripts.setClean(keys, false)
 		cmd.SetErr(nil)
 	}
+}
+
+// maxDecodedFrames bounds the frames decodeFor hands one script (the
+// proxy's bound).
+const maxDecodedFrames = maxPlainBatch * 64
+
+// runReadOnly runs EVAL_RO or EVALSHA_RO, sent alone, as the proxy does:
+// it writes nothing (a replica runs it, a pause does not hold it, and its
+// keys' prefixes are not learned): the frames at the declared keys are
+// found read-only and handed to the script decoded, after its arguments
+// (luaguard.AppendDecoded), where the prologue reads them in their place.
+// If the prologue finds another frame at a declared key (another client
+// wrote it since), it decodes again.
+func (h *Hook) runReadOnly(ctx context.Context, next redis.ProcessHook, cmd *redis.Cmd, keys []string) error {
+	for attempt := 0; ; attempt++ {
+		var pairs [][2][]byte
+		if attempt > 0 || len(h.scripts.dirty(keys)) > 0 { // else plain under a prefix scripts use
+			var err error
+			if pairs, err = h.decodeFor(ctx, next, keys); err != nil {
+				return err
+			}
+		}
+		send := cmd
+		if len(pairs) > 0 {
+			args := make([][]byte, len(cmd.Args()))
+			for i, a := range cmd.Args() {
+				args[i] = []byte(argString(a))
+			}
+			send = redis.NewCmd(ctx, anyWords(luaguard.AppendDecoded(args, pairs))...)
+		}
+		if err := next(ctx, send); err != nil && send.Err() == nil {
+			send.SetErr(err)
+		}
+		e := send.Err()
+		if e != nil && attempt < maxGuardRetries && strings.HasPrefix("-"+e.Error(), luaguard.FrameErr) && strings.Contains(e.Error(), luaguard.Retryable) {
+			continue
+		}
+		if send != cmd {
+			cmd.SetVal(send.Val())
+			cmd.SetErr(e)
+		}
+		return nil
+	}
+}
+
+// decodeFor returns the frames at keys and their decoded values, found
+// with luaguard.PlainScript's look alone, sent read-only (EVAL_RO).
+func (h *Hook) decodeFor(ctx context.Context, next redis.ProcessHook, keys []string) ([][2][]byte, error) {
+	a := []any{"eval_ro", luaguard.PlainScript, len(keys)}
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	c := redis.NewCmd(ctx, append(a, "P", 0, maxDecodedFrames)...)
+	if err := next(ctx, c); err != nil && c.Err() == nil {
+		c.SetErr(err)
+	}
+	if err := c.Err(); err != nil {
+		return nil, fmt.Errorf("decoding the script's keys: %w", err)
+	}
+	list, ok := c.Val().([]any)
+	if !ok {
+		return nil, nil // "OK": no frame
+	}
+	var pairs [][2][]byte
+	for i := 1; i+3 < len(list); i += 4 {
+		k, _ := list[i].(string)
+		f, _ := list[i+3].(string)
+		d, err := h.decodeString(f)
+		if err != nil {
+			return nil, &Error{Command: "eval_ro", Key: k, Err: err}
+		}
+		pairs = append(pairs, [2][]byte{[]byte(f), []byte(d)})
+	}
+	return pairs, nil
 }
 
 // scriptPrefixes returns the prefixes of keys (luaguard.Prefix).

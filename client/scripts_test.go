@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -154,5 +155,74 @@ func TestScripts_Undeclared(t *testing.T) {
 	}
 	if errors.Is(c3.Err(), ErrUnsupported) {
 		t.Error("scripts are no longer refused")
+	}
+}
+
+// TestScripts_ValkeyServer: where scripts reach redis as server too
+// (Valkey), server.call is guarded as redis.call is: a declared key reads
+// decoded, a compressed value at an undeclared key is an error naming it,
+// in scripts and in functions. Elsewhere it skips (scripts/test-valkey9.sh
+// runs it).
+func TestScripts_ValkeyServer(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, Config{})
+	if p.plain.EvalRO(ctx, "return type(rawget(_G, 'server'))", nil).Val() != "table" {
+		t.Skip("the server's scripts have no server global")
+	}
+	h := p.hooked
+	v := big("valkey")
+	h.Set(ctx, "doc", v, 0)
+	h.Set(ctx, "other", v, 0)
+	mustFramed(t, p.plain.Get(ctx, "other").Val(), "SET")
+	if got, err := h.Eval(ctx, "return server.call('GET', KEYS[1])", []string{"doc"}).Text(); err != nil || got != v {
+		t.Errorf("server.call GET of a declared key = %.40q, %v", got, err)
+	}
+	if err := h.Eval(ctx, "return server.call('GET', 'other')", nil).Err(); err == nil || !strings.Contains(err.Error(), "other") {
+		t.Errorf("server.call GET of an undeclared compressed value: %v, want the guard's error", err)
+	}
+	lib := "#!lua name=vk\nserver.register_function('vk_get', function(keys) return server.call('GET', 'other') end)"
+	if err := h.FunctionLoad(ctx, lib).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.FCall(ctx, "vk_get", nil).Err(); err == nil || !strings.Contains(err.Error(), "other") {
+		t.Errorf("a function's server.call of an undeclared compressed value: %v, want the guard's error", err)
+	}
+}
+
+// TestScripts_ReadOnlyDecoded: EVAL_RO and EVALSHA_RO write nothing, as
+// through the proxy: the values at their declared keys are handed to the
+// script decoded, the stored frames stay, and no prefix is learned (saving
+// it would be a write).
+func TestScripts_ReadOnlyDecoded(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range exactConfigs {
+		t.Run(cfg.name, func(t *testing.T) {
+			p := newPair(t, cfg.cfg)
+			h := p.hooked
+			v := big("readonly")
+			h.Set(ctx, "ro:doc", v, 0)
+			h.HSet(ctx, "ro:h", "f", v)
+			stored := p.plain.Get(ctx, "ro:doc").Val()
+			mustFramed(t, stored, "SET")
+			get := "return {redis.call('GET', KEYS[1]), redis.call('HGET', KEYS[2], 'f'), ARGV[1], #ARGV}"
+			want := fmt.Sprint([]any{v, v, "arg", int64(1)})
+			if got, err := h.EvalRO(ctx, get, []string{"ro:doc", "ro:h"}, "arg").Result(); err != nil || fmt.Sprint(got) != want {
+				t.Errorf("EVAL_RO = %.80q, %v", fmt.Sprint(got), err)
+			}
+			sha := h.ScriptLoad(ctx, get).Val()
+			if got, err := h.EvalShaRO(ctx, sha, []string{"ro:doc", "ro:h"}, "arg").Result(); err != nil || fmt.Sprint(got) != want {
+				t.Errorf("EVALSHA_RO = %.80q, %v", fmt.Sprint(got), err)
+			}
+			if p.plain.Get(ctx, "ro:doc").Val() != stored {
+				t.Error("a read-only script's key was rewritten")
+			}
+			if p.plain.SIsMember(ctx, ScriptPrefixesKey, "ro:").Val() {
+				t.Error("a read-only script's prefix was learned")
+			}
+			// An undeclared compressed value is still the guard's error.
+			if err := h.EvalRO(ctx, "return redis.call('GET', 'ro:doc')", nil).Err(); err == nil || !strings.Contains(err.Error(), "ro:doc") {
+				t.Errorf("EVAL_RO of an undeclared key: %v", err)
+			}
+		})
 	}
 }

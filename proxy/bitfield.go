@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"bytes"
-	"strconv"
 
+	"github.com/squeeze-kv/squeeze/internal/valuescript"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -28,111 +28,27 @@ import (
 // EXEC is read the same way: the bulk string "\xC1SQB", then per
 // subcommand nil (an OVERFLOW FAIL) or [high u32, low u32, type].
 
-// maxExactBitOffset bounds the bit offsets of the exact path, so that the
-// reads 64 bits past a field stay within every server's limit (512 MiB).
-const maxExactBitOffset = 1<<32 - 64
-
-// bitfieldOp is one subcommand of an exact BITFIELD.
-type bitfieldOp struct {
-	op       string // GET, SET or INCRBY
-	signed   bool
-	width    uint
-	bitOff   int64
-	typ, off []byte
-	val      []byte
-	overflow string
-}
+// maxExactBitOffset is valuescript.MaxExactBitOffset.
+const maxExactBitOffset = valuescript.MaxExactBitOffset
 
 // exactBitfield returns the exact form of a BITFIELD or BITFIELD_RO command
-// (its cmdInfo and the script's arguments), or ok false
-// where the command runs as it is.
+// (its cmdInfo and the script's arguments, see valuescript.ExactBitfield),
+// or ok false where the command runs as it is.
 func exactBitfield(info *cmdInfo, args [][]byte) (ex *cmdInfo, sargs [][]byte, ok bool) {
-	var ops []bitfieldOp
-	ro := info == bitfieldROCmd
-	if (info != bitfieldCmd && !ro) || len(args) < 3 {
+	if info != bitfieldCmd && info != bitfieldROCmd {
 		return nil, nil, false
 	}
-	overflow, wide := "WRAP", false
-	for i := 2; i < len(args); {
-		switch {
-		case is(args[i], "GET") && i+2 < len(args):
-			o, ok := parseBitfieldField("GET", args[i+1], args[i+2], nil, overflow)
-			if !ok {
-				return nil, nil, false
-			}
-			ops, wide, i = append(ops, o), wide || o.width > 53, i+3
-		case !ro && (is(args[i], "SET") || is(args[i], "INCRBY")) && i+3 < len(args):
-			name := "SET"
-			if is(args[i], "INCRBY") {
-				name = "INCRBY"
-			}
-			if _, ok := resp.ParseInt(args[i+3]); !ok {
-				return nil, nil, false
-			}
-			o, ok := parseBitfieldField(name, args[i+1], args[i+2], args[i+3], overflow)
-			if !ok {
-				return nil, nil, false
-			}
-			ops, wide, i = append(ops, o), wide || o.width > 53, i+4
-		case !ro && is(args[i], "OVERFLOW") && i+1 < len(args):
-			switch {
-			case is(args[i+1], "WRAP"):
-				overflow = "WRAP"
-			case is(args[i+1], "SAT"):
-				overflow = "SAT"
-			case is(args[i+1], "FAIL"):
-				overflow = "FAIL"
-			default:
-				return nil, nil, false
-			}
-			i += 2
-		default:
-			return nil, nil, false
-		}
-	}
-	if !wide {
+	if sargs, ok = valuescript.ExactBitfield(args); !ok {
 		return nil, nil, false
 	}
-	sargs = append(sargs, args[0], args[1])
-	for _, o := range ops {
-		sargs = append(sargs, []byte(o.op), o.typ, o.off, o.val, []byte(o.overflow), strconv.AppendInt(nil, o.bitOff, 10))
-	}
-	if ro {
+	if info == bitfieldROCmd {
 		return bitfieldROExact, sargs, true
 	}
 	return bitfieldExact, sargs, true
 }
 
-// parseBitfieldField checks a type (i1..i64, u1..u63) and an offset (N or
-// #N, plain digits) as Redis accepts them.
-func parseBitfieldField(op string, typ, off, val []byte, overflow string) (bitfieldOp, bool) {
-	o := bitfieldOp{op: op, typ: typ, off: off, val: val, overflow: overflow}
-	if len(typ) < 2 || len(typ) > 3 || (typ[0] != 'i' && typ[0] != 'I' && typ[0] != 'u' && typ[0] != 'U') {
-		return o, false
-	}
-	w, ok := plainOffset(typ[1:])
-	o.signed = typ[0] == 'i' || typ[0] == 'I'
-	if !ok || w < 1 || (o.signed && w > 64) || (!o.signed && w > 63) {
-		return o, false
-	}
-	o.width = uint(w)
-	mul := int64(1)
-	if len(off) > 0 && off[0] == '#' {
-		off, mul = off[1:], w
-	}
-	n, ok := plainOffset(off)
-	if !ok || n > maxExactBitOffset/mul {
-		return o, false
-	}
-	o.bitOff = n * mul
-	if o.bitOff > maxExactBitOffset {
-		return o, false
-	}
-	return o, true
-}
-
 // bitfieldMagic begins the script's reply for an exact BITFIELD.
-var bitfieldMagic = []byte("\xC1SQB")
+var bitfieldMagic = []byte(valuescript.BitfieldMarker)
 
 // isBitfieldMarker reports whether v is the script's exact BITFIELD reply.
 func isBitfieldMarker(v resp.Value) bool {
@@ -169,15 +85,9 @@ func exactBitfieldReply(reply []byte, proto int) []byte {
 		typ, _ := h.Next()
 		hv, ok1 := resp.ParseInt(hi.Str)
 		lv, ok2 := resp.ParseInt(lo.Str)
-		o, ok3 := parseBitfieldField("GET", typ.Str, []byte("0"), nil, "")
+		n, ok3 := valuescript.BitfieldValue(hv, lv, typ.Str)
 		if hi.Type != resp.Integer || lo.Type != resp.Integer || !ok1 || !ok2 || !ok3 {
 			return reply
-		}
-		bits := uint64(uint32(hv))<<32 | uint64(uint32(lv))
-		shift := 64 - o.width
-		n := int64(bits >> shift)
-		if o.signed {
-			n = int64(bits) >> shift // arithmetic: the sign bit extends
 		}
 		out = resp.AppendInt(out, n)
 	}

@@ -248,7 +248,7 @@ func (c *client) conn() (*upConn, error) {
 	if c.pinned.conn != nil {
 		return c.pinned.conn, nil
 	}
-	return c.s.pool.get(context.Background(), int(c.id))
+	return c.sharedConn()
 }
 
 // sendOn sends requests on up in the order they came among all clients'
@@ -267,9 +267,11 @@ func (c *client) sendOn(up *upConn, req []byte, calls []*call, tail *batchTail) 
 		}
 		up.sendAhead(req, calls)
 	case c.in.looping && len(req) >= forwardAsIsMin:
-		up.sendHeld(c.in.poller, req, calls)
+		c.in.scope.heldBack = &c.pinned.heldBack
+		up.sendHeld(c.in.poller, req, calls, &c.in.scope)
 	default:
-		up.send(req, calls)
+		c.in.scope.heldBack = &c.pinned.heldBack
+		up.sendScoped(req, calls, &c.in.scope)
 	}
 }
 
@@ -376,6 +378,7 @@ func (c *client) flush() {
 		c.sendOn(up, c.in.req, c.in.batch, &c.in.tail)
 	}
 	c.in.tail = batchTail{}
+	c.in.scope.reset()
 	for i := range c.in.batch {
 		c.in.batch[i] = nil
 	}
@@ -511,7 +514,15 @@ func (c *client) roundtripScript(req []byte) *call {
 			calls = []*call{ask, cl}
 		}
 		c.sendOn(up, req, calls, nil)
-		c.endPinOrder() // if a command waited, it is written now
+		// A barrier that holds only the command's keys lasts until the
+		// command is done (process ends it): past a NOSCRIPT, after which
+		// the script goes again by its text, and between the round trips
+		// of a command that makes several (APPEND probes, then writes),
+		// requests on those keys must not run (orderscope.go). One that
+		// holds everything ends now that the script is written.
+		if !c.pinned.held.keyed() {
+			c.endPinOrder() // if a command waited, it is written now
+		}
 		c.in.one[0] = nil
 		awaitAsking(ask)
 		<-cl.done

@@ -113,6 +113,12 @@ type reader struct {
 	// tail is how Redis will show that it took the batch's last command
 	// (sendPrivate).
 	tail batchTail
+	// scope is what the batch touches, for the order barriers
+	// (orderscope.go).
+	scope reqScope
+	// sharedUp is the shared connection the last batch went to
+	// (client.sharedConn).
+	sharedUp *upConn
 	// asking: the command being handled came after the client's ASKING
 	// and the proxy runs it itself: each round trip it makes for it
 	// sends ASKING first (plan.asking, askingFirst).
@@ -184,6 +190,10 @@ type pinning struct {
 	// connection whose replies have not come (call.blocker): Redis runs
 	// what the client sends after them only once they return.
 	blockers atomic.Int32
+	// heldBack counts the client's calls held behind order barriers on
+	// the shared connections (upConn.holdBatch, releaseHeld): while it is
+	// above zero its later requests hold too (orderscope.go).
+	heldBack atomic.Int32
 	// confirms: the confirmations the client's subscription commands
 	// that get no reply still owe (order.go).
 	confirms confirmations

@@ -29,6 +29,9 @@ type cmdInfo struct {
 	// negative. Inspect commands with a wrong count pass through, so the
 	// client gets Redis's own arity error.
 	arity int
+	// touches: the keys the command reads and writes, for the order
+	// barriers (orderscope.go).
+	touches rediscmd.Touches
 }
 
 // commandTable holds the proxy's entries by lower-case name.
@@ -43,14 +46,14 @@ var commandCount int
 // entry that counts and behaves as unknownCmd but keeps their facts.
 func infoOf(spec *rediscmd.Spec) *cmdInfo {
 	if spec.Has(rediscmd.Other) {
-		return &cmdInfo{spec: spec, name: unknownCmd.name, reply: shapeSniff, flags: spec.Flags}
+		return &cmdInfo{spec: spec, name: unknownCmd.name, reply: shapeSniff, flags: spec.Flags, touches: touchesOf(spec)}
 	}
 	commandCount++
 	return &cmdInfo{
 		spec: spec, name: spec.Name, id: int32(commandCount),
 		vals: spec.Values, reply: shape(spec.Reply), flags: spec.Flags, keys: spec.Keys,
 		headOnly: spec.Has(rediscmd.HeadOnly), readOnly: spec.Has(rediscmd.ReadOnly),
-		compare: spec.Has(rediscmd.Compare), arity: spec.Arity,
+		compare: spec.Has(rediscmd.Compare), arity: spec.Arity, touches: touchesOf(spec),
 	}
 }
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"flag"
 	"testing"
 
 	"github.com/squeeze-kv/squeeze/internal/difftest"
@@ -25,5 +26,58 @@ func TestDifferential_MultiClient(t *testing.T) {
 	n, err := difftest.RunMulti(direct.Addr, e.addr, difftest.MultiConfig{Seed: seed, Scenes: scenes})
 	if err != nil {
 		t.Fatalf("after %d scenes: %v", n, err)
+	}
+}
+
+var diffOrderKnown = flag.Bool("diff.order-known", false, "run the order scenes the proxy is known to fail")
+
+// TestDifferential_Order plays seeded order scenes: clients SELECT (the
+// same database as others or another), run CLIENT SETNAME and HELLO 3,
+// subscribe, unsubscribe and subscribe again while others PUBLISH, block
+// in BRPOPLPUSH while others LPUSH, and write and read keys the others
+// read and write, each sending without waiting for its replies. Redis
+// plays each scene settled (each command run before the next is sent);
+// the proxy gets it as sent and must run the commands in the order they
+// reached it (docs/design/ordering.md), so that every client receives the
+// same replies and messages. The scenes of the first subtest avoid what
+// the proxy is known not to order yet (difftest.MultiConfig); the others,
+// which do not, skip as known (TestOrder_PinThen*,
+// TestOrder_SharedWriteThenPinnedRead, TestOrder_LargeCommandThenOtherClient,
+// TestOrder_AppendThenOtherClientRead); so does the first, for now, unless
+// -diff.order-known is given.
+func TestDifferential_Order(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   difftest.MultiConfig
+		known string
+	}{
+		{name: "known-limits-avoided",
+			known: "known: also with the gaps below avoided, most seeds still diverge within 30 scenes (a PUBLISH counting a subscriber whose change a later command of its client made, a SET ... GET or a blocking pop overtaken by another client's later command); run with -diff.order-known"},
+		{name: "send-after-pin", cfg: difftest.MultiConfig{SendAfterPin: true},
+			known: "known: a command sent right after an unanswered SELECT or HELLO, or right after the unanswered command that pins its client, may be overtaken by other clients' commands sent after it (TestOrder_PinThen*)"},
+		{name: "private-after-shared", cfg: difftest.MultiConfig{PrivateAfterShared: true},
+			known: "known: a command on a private connection may overtake another client's command sent before it on the shared connection (TestOrder_SharedWriteThenPinnedRead)"},
+		{name: "large-commands", cfg: difftest.MultiConfig{LargeCommands: true},
+			known: "known: a command over 16 KiB may be overtaken by another client's command sent after it (TestOrder_LargeCommandThenOtherClient)"},
+		{name: "inspect", cfg: difftest.MultiConfig{Inspect: true},
+			known: "known: APPEND may be overtaken by another client's command sent after it (TestOrder_AppendThenOtherClientRead)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.known != "" && !*diffOrderKnown {
+				t.Skip(tc.known)
+			}
+			cfg := tc.cfg
+			cfg.Seed = diffSeedFor(t)
+			cfg.Scenes = 80
+			if testing.Short() {
+				cfg.Scenes = 25
+			}
+			direct := testutil.StartRedis(t)
+			e := startEnv(t)
+			n, err := difftest.RunOrder(direct.Addr, e.addr, cfg)
+			if err != nil {
+				t.Fatalf("after %d scenes: %v", n, err)
+			}
+		})
 	}
 }

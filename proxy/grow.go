@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/squeeze-kv/squeeze/codec"
+	"github.com/squeeze-kv/squeeze/internal/valuescript"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -37,75 +38,22 @@ import (
 // not a plain integer, a result over the bulk length limit) goes to the
 // inspect script, which runs Redis's own command and gives its own reply or
 // error.
-const growScript = `local k, min, kind, x = KEYS[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-if ARGV[1] == 'S' then
-  local cur = redis.pcall('GETEX', k)
-  if type(cur) ~= 'string' then cur = nil end
-  if (ARGV[5] == '' and cur == nil) or (cur ~= nil and ARGV[5] ~= '' and redis.sha1hex(cur) == ARGV[5]) then
-    redis.call('SET', k, ARGV[6], 'KEEPTTL')
-    return tonumber(ARGV[7])
-  end
-end
-local n = redis.pcall('SETRANGE', k, 0, '')
-if type(n) ~= 'number' then return redis.pcall(unpack(ARGV, 8)) end
-local framed = false
-if n >= 3 then
-  local r = redis.pcall('BITFIELD', k, 'GET', 'u24', 0)
-  framed = type(r) == 'table' and r[1] == 12669777
-end
-if not framed then
-  if kind == 'E' then return redis.pcall(unpack(ARGV, 8)) end
-  local grown = n + x
-  if kind == 'R' or kind == 'r' then grown = math.max(n, x) end
-  -- a or r: the result may begin with the frame magic, which only the
-  -- proxy can store (in a none frame), unless the value's first bytes stay
-  local risk = (kind == 'a' and n < 3) or kind == 'r'
-  if not risk and (grown < min or (n > 0 and n >= min)) then return redis.pcall(unpack(ARGV, 8)) end
-end
-local cur = redis.pcall('GETEX', k)
-if type(cur) ~= 'string' then return {'` + luaMagic + `'} end
-return {'` + luaMagic + `', cur}`
+const growScript = valuescript.Grow
 
-var growSHA = scriptSHA(growScript)
+var growSHA = valuescript.GrowSHA
 
-// growArgs returns how a command of the grow path changes its string: for
-// APPEND kind 'A' and x the appended length; for SETRANGE kind 'R' and x
-// the end of the written range, or kind 'E' for an empty value (Redis
-// replies with the length and changes nothing). ok is false where the
-// command goes to the inspect script instead.
+// growArgs returns how a command of the grow path changes its string
+// (valuescript.GrowArgs); ok is false where the command goes to the
+// inspect script instead.
 func growArgs(info *cmdInfo, args [][]byte) (kind byte, off, x int64, ok bool) {
-	switch {
-	case info == appendCmd && len(args) == 3:
-		return 'A', 0, int64(len(args[2])), true
-	case info == setrangeCmd && len(args) == 4:
-		off, ok := plainOffset(args[2])
-		if !ok {
-			return 0, 0, 0, false
-		}
-		if len(args[3]) == 0 {
-			return 'E', off, off, true
-		}
-		return 'R', off, off + int64(len(args[3])), true
+	if info != appendCmd && info != setrangeCmd {
+		return 0, 0, 0, false
 	}
-	return 0, 0, 0, false
+	return valuescript.GrowArgs(args)
 }
 
-// plainOffset parses a non-negative decimal integer without sign, spaces
-// or leading zeros, of at most 15 digits: anything else (Redis's own errors,
-// offsets past any bulk limit) is left to Redis.
-func plainOffset(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 15 || (len(b) > 1 && b[0] == '0') {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
-}
+// plainOffset is valuescript.PlainOffset.
+func plainOffset(b []byte) (int64, bool) { return valuescript.PlainOffset(b) }
 
 // maxGrowRetries bounds the compare-and-set rounds of one APPEND or
 // SETRANGE while other clients keep changing its key; past it the command
@@ -139,10 +87,9 @@ type growOp struct {
 	off, x int64
 	// What every request carries: the policy's minimum size, the kind as
 	// the script sees it (lower case for a result that may begin with the
-	// frame magic, see mayStartFramed), and x.
-	minSize    string
+	// frame magic, see mayStartFramed).
+	minSize    int
 	scriptKind byte
-	xs         string
 	byName     bool   // the script goes by its SHA-1 (scriptCall)
 	pinSeq     uint64 // the latest of the round trips' places (roundtripScript)
 }
@@ -165,7 +112,7 @@ func (c *client) newGrowOp(info *cmdInfo, args [][]byte) *growOp {
 		return nil
 	}
 	g := &growOp{c: c, info: info, args: args, key: key, pol: pol, kind: kind, off: off, x: x, byName: true}
-	g.minSize = strconv.Itoa(pol.enc.MinSize())
+	g.minSize = pol.enc.MinSize()
 	// A result that may begin with the frame magic must not be left to
 	// Redis's own command, which would store it raw: a reader would take
 	// it for a frame. The script then hands it to the proxy (kind in
@@ -174,7 +121,6 @@ func (c *client) newGrowOp(info *cmdInfo, args [][]byte) *growOp {
 	if mayStartFramed(kind, off, args) {
 		g.scriptKind = kind | 0x20
 	}
-	g.xs = strconv.FormatInt(x, 10)
 	return g
 }
 
@@ -237,21 +183,9 @@ func (g *growOp) send(mode, want string, enc []byte, newLen string) (*call, bool
 // mode, the policy's minimum size, the script's kind, x, want, enc, newLen,
 // then the command itself.
 func (g *growOp) request(byName bool, mode, want string, enc []byte, newLen string) []byte {
-	dst := resp.AppendArray(nil, 3+1+7+len(g.args))
-	dst = appendScript(dst, growScript, growSHA, byName)
-	dst = resp.AppendBulkString(dst, "1")
-	dst = resp.AppendBulk(dst, g.key)
-	dst = resp.AppendBulkString(dst, mode)
-	dst = resp.AppendBulkString(dst, g.minSize)
-	dst = resp.AppendBulk(dst, []byte{g.scriptKind})
-	dst = resp.AppendBulkString(dst, g.xs)
-	dst = resp.AppendBulkString(dst, want)
-	dst = resp.AppendBulk(dst, enc)
-	dst = resp.AppendBulkString(dst, newLen)
-	for _, a := range g.args {
-		dst = resp.AppendBulk(dst, a)
-	}
-	return dst
+	call := valuescript.GrowCall{Key: g.key, Mode: mode, MinSize: g.minSize, Kind: g.scriptKind, X: g.x, Want: want, Enc: enc, Command: g.args}
+	call.NewLen, _ = strconv.Atoi(newLen)
+	return appendWords(nil, call.Words(nil, byName))
 }
 
 // asReply makes r, Redis's own reply to growScript, the command's reply.
@@ -300,16 +234,9 @@ func (g *growOp) result(stored []byte) (val []byte, fail *call) {
 	return grown(g.kind, old, g.off, g.x, g.args), nil
 }
 
-// grown returns old after APPEND (kind 'A') or SETRANGE (kind 'R', x the
-// end of the written range) of args, in a new array: old is left as it is.
+// grown is valuescript.Grown.
 func grown(kind byte, old []byte, off, x int64, args [][]byte) []byte {
-	if kind == 'A' {
-		return append(old[:len(old):len(old)], args[2]...)
-	}
-	val := make([]byte, max(int64(len(old)), x))
-	copy(val, old)
-	copy(val[off:], args[3])
-	return val
+	return valuescript.Grown(kind, old, off, x, args)
 }
 
 // store encodes val with the key's policy and sends it, to be stored if
@@ -335,35 +262,7 @@ func isMarkerHead(v resp.Value) bool {
 	return ok && e.Type == resp.BulkString && bytes.Equal(e.Str, magic)
 }
 
-// mayStartFramed reports whether APPEND or SETRANGE (kind 'A' or 'R', see
-// growArgs) can leave a value whose first bytes are the frame magic: the
-// bytes it writes at offsets 0-2 are the magic's there. For APPEND that
-// depends on the stored length, which the script knows; it is checked
-// there too (an APPEND to 3 bytes or more keeps the first three).
+// mayStartFramed is valuescript.MayStartFramed.
 func mayStartFramed(kind byte, off int64, args [][]byte) bool {
-	var data []byte
-	switch kind {
-	case 'A':
-		data = args[2]
-		for n := 0; n < len(codec.Magic); n++ { // n stored bytes before the data
-			m := codec.Magic[n:]
-			if len(data) > 0 && bytes.HasPrefix(data, []byte(m[:min(len(m), len(data))])) {
-				return true
-			}
-		}
-		return false
-	case 'R':
-		data = args[3]
-	default:
-		return false
-	}
-	if off >= int64(len(codec.Magic)) || len(data) == 0 {
-		return false
-	}
-	for i := off; i < int64(len(codec.Magic)) && i-off < int64(len(data)); i++ {
-		if data[i-off] != codec.Magic[i] {
-			return false
-		}
-	}
-	return true
+	return valuescript.MayStartFramed(kind, off, args)
 }

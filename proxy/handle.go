@@ -153,6 +153,7 @@ func (c *client) forward(p *plan, args [][]byte, start time.Time) {
 	}
 	reqMark := c.appendRequest(p, args)
 	c.noteTail(p, cl) // after: appendRequest may send the batch before it
+	c.in.scope.note(info, args, c.s.pool.order.up.Load() > 0)
 	if cl != nil && p.fastScript {
 		c.s.noteFastScript(cl, fastScriptKeys)
 	}
@@ -272,6 +273,9 @@ func (c *client) appendRequest(p *plan, args [][]byte) (reqMark int) {
 			c.flush()
 			c.in.reqOwn, c.in.req, c.in.reqRaw = c.in.req, raw, true
 			return 0
+		}
+		if len(c.in.rawCmd) >= maxLoopCommand && info.vals != rediscmd.ValuesNone {
+			defer takeBigEncode()() // one of a few at a time (policy.go)
 		}
 		if m := len(c.in.rbuf); m >= bufpool.MinSize && cap(c.in.req)-len(c.in.req) < m {
 			// A large command: room for it from the reused buffers.

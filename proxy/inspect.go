@@ -3,14 +3,12 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"slices"
-	"strconv"
 
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/luaguard"
 	"github.com/squeeze-kv/squeeze/internal/rediscmd"
+	"github.com/squeeze-kv/squeeze/internal/valuescript"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -63,111 +61,7 @@ import (
 // same transaction (SET, MSET, HSET ...), and those of the source of a COPY
 // or RENAME queued earlier. Only if yet another value appears by EXEC does
 // that one reply become an error.
-const inspectScript = `local restore, compare, field, written, head, m = ARGV[1] == '1' or ARGV[1] == '5', ARGV[1] == '2', ARGV[2], ARGV[3], ARGV[4] == '1', tonumber(ARGV[5])
-local exact = ARGV[1] == '4' or ARGV[1] == '5'
-local sget, magic = 'GET', function(k) return redis.pcall('GETRANGE', k, 0, 2) == '` + luaMagic + `' end
-if not restore then
-  sget = 'GETEX'
-  magic = function(k) local r = redis.pcall('BITFIELD', k, 'GET', 'u24', 0) return type(r) == 'table' and r[1] == 12669777 end
-end
-local function get(k) if field ~= '' then return redis.pcall('HGET', k, field) end return redis.pcall(sget, k) end
-local function put(k, v)
-  if field == '' then redis.call('SET', k, v, 'KEEPTTL') return end
-  local t = redis.pcall('HPEXPIRETIME', k, 'FIELDS', 1, field)
-  redis.call('HSET', k, field, v)
-  if type(t) == 'table' and type(t[1]) == 'number' and t[1] > 0 then redis.call('HPEXPIREAT', k, t[1], 'FIELDS', 1, field) end
-end
-local function framed(k)
-  if field == '' then
-    if not magic(k) then return nil end
-    return redis.call(sget, k)
-  end
-  local v = redis.pcall('HGET', k, field)
-  if type(v) == 'string' and string.sub(v, 1, 3) == '` + luaMagic + `' then return v end
-  return nil
-end
-local function plain(v)
-  if string.byte(v, 4) ~= 1 or string.byte(v, 5) ~= 0 or string.byte(v, 6) ~= 0 then return nil end
-  local n, scale, i = 0, 1, 7
-  while true do
-    local b = string.byte(v, i)
-    if b == nil or i > 16 then return nil end
-    n, i = n + (b % 128) * scale, i + 1
-    if b < 128 then break end
-    scale = scale * 128
-  end
-  if #v - i + 1 ~= n then return nil end
-  return string.sub(v, i)
-end
-local function wrap(k)
-  if k == '' or not magic(k) then return end
-  local v = redis.call(sget, k)
-  local n, len = #v, ''
-  while n >= 128 do len = len .. string.char(n % 128 + 128); n = math.floor(n / 128) end
-  redis.call('SET', k, '` + luaMagic + `\1\0\0' .. len .. string.char(n) .. v, 'KEEPTTL')
-end
-local orig, dec, out = {}, {}, nil
-for i, k in ipairs(KEYS) do
-  local cur = framed(k)
-  if cur and not orig[k] then
-    for j = 0, m - 1 do
-      if ARGV[7 + 3*j] == k and ARGV[8 + 3*j] == cur then dec[k] = ARGV[9 + 3*j] break end
-    end
-    if dec[k] == nil then dec[k] = plain(cur) end
-    if dec[k] == nil then
-      out = out or {'` + luaMagic + `'}
-      out[#out+1] = k
-      if head then out[#out+1] = string.sub(cur, 1, 64) else out[#out+1] = cur end
-    end
-    orig[k] = cur
-  end
-end
-if out then return out end
-if #ARGV < 7 + 3*m then return 'OK' end
-for k, v in pairs(dec) do put(k, v) end
-local function bits64(k, at) return redis.pcall('BITFIELD', k, 'GET', 'u32', at, 'GET', 'u32', at + 32) end
-local function run(b)
-  if not exact then return redis.pcall(unpack(ARGV, b)) end
-  local name, k, out = ARGV[b], ARGV[b+1], {'` + luaMagic + `B'}
-  for i = b + 2, #ARGV, 6 do
-    local op, at = ARGV[i], tonumber(ARGV[i+5])
-    local before, r
-    if op == 'SET' then before = bits64(k, at) end
-    if op == 'GET' then r = redis.pcall(name, k, 'GET', ARGV[i+1], ARGV[i+2])
-    else r = redis.pcall(name, k, 'OVERFLOW', ARGV[i+4], op, ARGV[i+1], ARGV[i+2], ARGV[i+3]) end
-    if type(r) == 'table' and r.err then return r end
-    if r[1] == nil or r[1] == false then out[#out+1] = false
-    else
-      local v = before or bits64(k, at)
-      out[#out+1] = {v[1], v[2], ARGV[i+1]}
-    end
-  end
-  return out
-end
-local r = run(7 + 3*m)
-if restore or (type(r) == 'table' and r.err) then
-  for k, v in pairs(orig) do put(k, v) end
-elseif compare then
-  for k, v in pairs(orig) do if get(k) == dec[k] then put(k, v) end end
-elseif field ~= '' then
-  for k, v in pairs(orig) do
-    local now = get(k)
-    if type(now) == 'string' and string.sub(now, 1, 3) == '` + luaMagic + `' then put(k, v) end
-  end
-else
-  -- Keys only read (BITOP's sources) get their frames back; the written
-  -- key keeps the result.
-  for k, v in pairs(orig) do if k ~= written then put(k, v) else wrap(k) end end
-  if orig[written] == nil then wrap(written) end
-  -- A write on compressed values (SETBIT, BITFIELD, BITOP): hand the
-  -- result to the proxy, which compresses it again (see recompress).
-  local min = tonumber(ARGV[6])
-  if written ~= '' and min >= 0 and next(orig) ~= nil then
-    local v = redis.pcall(sget, written)
-    if type(v) == 'string' and #v >= min and string.sub(v, 1, 3) ~= '` + luaMagic + `' then return {'` + luaMagic + `W', r, v} end
-  end
-end
-return r`
+const inspectScript = valuescript.Inspect
 
 // magic is codec.Magic, the frame magic, as bytes.
 var magic = []byte(codec.Magic)
@@ -193,38 +87,19 @@ func isMarker(v resp.Value) bool {
 
 // inspectKeyArgs returns the indexes of the keys an inspect command reads.
 func inspectKeyArgs(info *cmdInfo, args [][]byte) (first, end int) {
-	switch info.keys {
-	case rediscmd.KeysTwo:
-		return 1, min(3, len(args))
-	case rediscmd.KeysFrom3:
-		return min(3, len(args)), len(args)
-	default:
-		return 1, min(2, len(args))
-	}
+	return valuescript.InspectKeys(info.keys, len(args))
 }
 
 // writtenKey returns the string key a write command stores into, or nil.
 func writtenKey(info *cmdInfo, args [][]byte) []byte {
-	if info.readOnly || info.compare || info.keys == rediscmd.KeyHash {
-		return nil
-	}
-	if info.keys == rediscmd.KeysFrom3 {
-		if len(args) > 2 {
-			return args[2]
-		}
-		return nil
-	}
-	if len(args) > 1 {
-		return args[1]
-	}
-	return nil
+	return valuescript.WrittenKey(info.readOnly, info.compare, info.keys, args)
 }
 
 // candidate is a frame and its decoded bytes, for key.
 type candidate struct{ key, frame, dec []byte }
 
 // inspectSHA names inspectScript for EVALSHA (see listSearchSHA).
-var inspectSHA = scriptSHA(inspectScript)
+var inspectSHA = valuescript.InspectSHA
 
 // appendScript appends the first two arguments of a script call: EVALSHA
 // and the SHA-1 with byName, else EVAL and the script's text.
@@ -238,9 +113,15 @@ func appendScript(dst []byte, script, sha string, byName bool) []byte {
 }
 
 // scriptSHA returns the SHA-1 of a script, in hex, as EVALSHA takes it.
-func scriptSHA(script string) string {
-	sum := sha1.Sum([]byte(script))
-	return hex.EncodeToString(sum[:])
+func scriptSHA(script string) string { return valuescript.SHA(script) }
+
+// appendWords appends words as one command, an array of bulk strings.
+func appendWords(dst []byte, words [][]byte) []byte {
+	dst = resp.AppendArray(dst, len(words))
+	for _, w := range words {
+		dst = resp.AppendBulk(dst, w)
+	}
+	return dst
 }
 
 // appendInspect appends EVAL inspectScript for the command, or EVALSHA
@@ -250,54 +131,23 @@ func scriptSHA(script string) string {
 // (see recompress); -1 where the reply cannot wait for that (MULTI).
 func appendInspect(dst []byte, info *cmdInfo, args [][]byte, cands []candidate, withCmd, head, byName bool, recompressMin int) []byte {
 	first, end := inspectKeyArgs(info, args)
-	nkeys := end - first
-	n := 3 + nkeys + 6 + 3*len(cands)
-	if withCmd {
-		n += len(args)
-	}
-	dst = resp.AppendArray(dst, n)
-	dst = appendScript(dst, inspectScript, inspectSHA, byName)
-	dst = resp.AppendBulkString(dst, strconv.Itoa(nkeys))
-	for _, k := range args[first:end] {
-		dst = resp.AppendBulk(dst, k)
-	}
-	switch { // the script's mode
-	case info.compare:
-		dst = resp.AppendBulkString(dst, "2")
-	case info.exact && info.readOnly:
-		dst = resp.AppendBulkString(dst, "5")
-	case info.exact:
-		dst = resp.AppendBulkString(dst, "4")
-	default:
-		dst = appendFlag(dst, info.readOnly)
+	call := valuescript.InspectCall{
+		Mode:          valuescript.InspectMode(info.readOnly, info.compare, info.exact),
+		Keys:          args[first:end],
+		Written:       writtenKey(info, args),
+		Head:          head,
+		RecompressMin: recompressMin,
 	}
 	if info.keys == rediscmd.KeyHash && len(args) > 2 {
-		dst = resp.AppendBulk(dst, args[2])
-	} else {
-		dst = resp.AppendBulkString(dst, "")
+		call.Field = args[2]
 	}
-	dst = resp.AppendBulk(dst, writtenKey(info, args))
-	dst = appendFlag(dst, head)
-	dst = resp.AppendBulkString(dst, strconv.Itoa(len(cands)))
-	dst = resp.AppendBulkString(dst, strconv.Itoa(recompressMin))
 	for _, c := range cands {
-		dst = resp.AppendBulk(dst, c.key)
-		dst = resp.AppendBulk(dst, c.frame)
-		dst = resp.AppendBulk(dst, c.dec)
+		call.Candidates = append(call.Candidates, valuescript.Candidate{Key: c.key, Frame: c.frame, Dec: c.dec})
 	}
 	if withCmd {
-		for _, a := range args {
-			dst = resp.AppendBulk(dst, a)
-		}
+		call.Command = args
 	}
-	return dst
-}
-
-func appendFlag(dst []byte, on bool) []byte {
-	if on {
-		return resp.AppendBulkString(dst, "1")
-	}
-	return resp.AppendBulkString(dst, "0")
+	return appendWords(dst, call.Words(nil, byName))
 }
 
 // maxInspectRetries bounds the retries when other clients keep changing

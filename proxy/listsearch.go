@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha1"
-	"encoding/binary"
 	"encoding/hex"
-	"strconv"
 
-	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/rediscmd"
+	"github.com/squeeze-kv/squeeze/internal/valuescript"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -37,178 +35,33 @@ import (
 // Server.StoredListSearch turns this off: the proxy then sends the
 // commands as they are, which is faster but misses values stored in
 // another form.
-const listSearchScript = `local mode, e0, raw, pat, hlen, crc = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local want = #raw
-local dir, need, maxlen = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local same, differ, ns = {}, {}, tonumber(ARGV[10])
-for i = 11, 10 + ns do same[ARGV[i]] = true end
-local p = 11 + ns
-local nd = tonumber(ARGV[p])
-for i = p + 1, p + nd do differ[ARGV[i]] = true end
-local cmd, key = p + nd + 1, KEYS[1]
-local function uvarint(v, i)
-  local n, scale = 0, 1
-  for _ = 1, 10 do
-    local b = string.byte(v, i)
-    if b == nil then return nil, i end
-    n, i = n + (b % 128) * scale, i + 1
-    if b < 128 then return n, i end
-    scale = scale * 128
-  end
-  return nil, i
-end
-local fix, marker, asked, found = {}, nil, {}, 0
-local n = redis.pcall('LLEN', key)
-if type(n) == 'number' then
-  if maxlen > 0 and maxlen < n then n = maxlen end
-  local pos = 0
-  while pos < n and (need == 0 or found < need) do
-    local last = math.min(pos + 511, n - 1)
-    local chunk
-    if dir == 1 then chunk = redis.call('LRANGE', key, pos, last) else chunk = redis.call('LRANGE', key, -last - 1, -pos - 1) end
-    local cnt = #chunk
-    for j = 1, cnt do
-      local v, idx
-      if dir == 1 then v, idx = chunk[j], pos + j - 1 else v, idx = chunk[cnt - j + 1], -pos - j end
-      local match = false
-      if v == e0 then
-        found = found + 1
-      elseif string.find(v, pat) then
-        local flags, at = string.byte(v, 6), 7 + hlen
-        local len = want
-        if flags >= 2 then
-          local d
-          d, at = uvarint(v, at)
-          if d == nil then len = nil end
-        end
-        if len == want and flags % 2 == 1 then
-          if string.sub(v, at, at + 3) ~= crc then len = nil end
-          at = at + 4
-        end
-        if len == want then
-          if string.byte(v, 5) == 0 then
-            match = #v - at + 1 == want and string.sub(v, at) == raw
-          else
-            local h = redis.sha1hex(v)
-            if same[h] then
-              match = true
-            elseif not differ[h] and not asked[h] then
-              asked[h] = true
-              marker = marker or {'` + luaMagic + `'}
-              marker[#marker + 1] = v
-            end
-          end
-        end
-      elseif v == raw then
-        match = true
-      end
-      if match then
-        fix[#fix + 1] = {idx, v}
-        found = found + 1
-      end
-      if need > 0 and found >= need then break end
-    end
-    pos = pos + 512
-  end
-end
-if marker then return marker end
-if mode == '0' then return 'OK' end
-for _, f in ipairs(fix) do redis.call('LSET', key, f[1], e0) end
-local r = redis.pcall(unpack(ARGV, cmd))
-if mode == '1' then
-  for _, f in ipairs(fix) do redis.call('LSET', key, f[1], f[2]) end
-end
-return r`
+const listSearchScript = valuescript.ListSearch
 
 // listSearchSHA names the script for EVALSHA: Redis keeps every script EVAL
 // ran, so after the first call the proxy sends 40 bytes instead of the
 // script's text, and Redis need not hash it again.
-var listSearchSHA = scriptSHA(listSearchScript)
+var listSearchSHA = valuescript.ListSearchSHA
 
 // List search modes, ARGV[1] of the script.
 const (
-	searchProbe   = "0" // report frames to decode, run nothing
-	searchRestore = "1" // run, then put rewritten elements back (LPOS)
-	searchKeep    = "2" // run, leave rewritten elements in the sent form
+	searchProbe   = valuescript.SearchProbe   // report frames to decode, run nothing
+	searchRestore = valuescript.SearchRestore // run, then put rewritten elements back (LPOS)
+	searchKeep    = valuescript.SearchKeep    // run, leave rewritten elements in the sent form
 )
 
 // listSearchArg returns the index of the argument that info's command
 // compares list elements with, or 0 if args cannot be a valid call (Redis
 // then gives its own error).
 func listSearchArg(info *cmdInfo, args [][]byte) int {
-	switch info.name {
-	case "LREM":
-		if len(args) == 4 {
-			return 3
-		}
-	case "LPOS":
-		if len(args) >= 3 {
-			return 2
-		}
-	case "LINSERT":
-		if len(args) == 5 {
-			return 3
-		}
+	if info.flags&rediscmd.ListSearch == 0 {
+		return 0
 	}
-	return 0
+	return valuescript.SearchArg(args)
 }
 
-// searchScope returns how far the script must look for the command's
-// matches: from the head (dir 1) or the tail (-1), until need matches of
-// any form (0: all) among the first maxlen elements (0: all). The matches
-// past those cannot change the reply. Arguments Redis will refuse give the
-// widest scope, harmlessly.
+// searchScope is valuescript.SearchScope.
 func searchScope(info *cmdInfo, args [][]byte) (dir int, need, maxlen int64) {
-	switch info.name {
-	case "LINSERT":
-		return 1, 1, 0
-	case "LREM":
-		n, err := strconv.ParseInt(string(args[2]), 10, 64)
-		if err != nil {
-			return 1, 0, 0
-		}
-		if n < 0 {
-			return -1, -n, 0
-		}
-		return 1, n, 0
-	case "LPOS":
-		rank, count, hasCount := int64(1), int64(0), false
-		for i := 3; i < len(args); i += 2 {
-			if i+1 >= len(args) {
-				return 1, 0, 0
-			}
-			v, err := strconv.ParseInt(string(args[i+1]), 10, 64)
-			switch {
-			case err != nil:
-				return 1, 0, 0
-			case is(args[i], "RANK"):
-				rank = v
-			case is(args[i], "COUNT"):
-				count, hasCount = v, true
-			case is(args[i], "MAXLEN"):
-				maxlen = v
-			default:
-				return 1, 0, 0
-			}
-		}
-		if rank == 0 || rank < -(1<<62) || count < 0 || maxlen < 0 {
-			return 1, 0, 0 // Redis refuses these
-		}
-		dir = 1
-		if rank < 0 {
-			dir, rank = -1, -rank
-		}
-		switch {
-		case !hasCount:
-			need = rank
-		case count == 0:
-			need = 0
-		default:
-			need = rank + count - 1
-		}
-		return dir, need, maxlen
-	}
-	return 1, 0, 0
+	return valuescript.SearchScope(args)
 }
 
 // exactListSearch reports whether the command must go through the list
@@ -230,11 +83,8 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 	pol := c.s.policyFor(args[1])
 	first, step, end := valueArgs(info.vals, args)
 	encoded := func(i int) bool { return step != 0 && i >= first && i < end && (i-first)%step == 0 }
-	dir, need, maxlen := searchScope(info, args)
-	if need < 0 { // overflowed (LREM of -2^63, LPOS RANK + COUNT): all
-		need = 0
-	}
-	n := 3 + 1 + 11 + len(forms.same) + len(forms.differ) + len(args) // EVAL script 1 key, mode e0 raw pattern hlen crc dir need maxlen ns nd
+	params := (&valuescript.ListSearchCall{Raw: raw, Forms: &valuescript.Forms{Same: forms.same, Differ: forms.differ}, Command: args}).Params(nil)
+	n := 3 + 1 + 2 + len(params) + len(args) // EVAL script 1 key, mode e0, params
 	dst = resp.AppendArray(dst, n)
 	dst = appendScript(dst, listSearchScript, listSearchSHA, byName)
 	dst = resp.AppendBulkString(dst, "1")
@@ -248,24 +98,8 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 		dst = resp.AppendBulk(dst, raw)
 	}
 	e0 := dst[mark:]
-	dst = resp.AppendBulk(dst, raw)
-	var lenv [binary.MaxVarintLen64]byte
-	k := binary.PutUvarint(lenv[:], uint64(len(raw)))
-	dst = resp.AppendBulk(dst, headerPattern(lenv[:k]))
-	dst = resp.AppendBulkString(dst, strconv.Itoa(k))
-	var sum [4]byte
-	binary.LittleEndian.PutUint32(sum[:], codec.Checksum(raw))
-	dst = resp.AppendBulk(dst, sum[:])
-	dst = resp.AppendBulkString(dst, strconv.Itoa(dir))
-	dst = resp.AppendBulkString(dst, strconv.FormatInt(need, 10))
-	dst = resp.AppendBulkString(dst, strconv.FormatInt(maxlen, 10))
-	dst = resp.AppendBulkString(dst, strconv.Itoa(len(forms.same)))
-	for _, h := range forms.same {
-		dst = resp.AppendBulkString(dst, h)
-	}
-	dst = resp.AppendBulkString(dst, strconv.Itoa(len(forms.differ)))
-	for _, h := range forms.differ {
-		dst = resp.AppendBulkString(dst, h)
+	for _, w := range params {
+		dst = resp.AppendBulk(dst, w)
 	}
 	for i, a := range args {
 		switch {
@@ -281,25 +115,6 @@ func (c *client) appendListSearch(dst []byte, info *cmdInfo, args [][]byte, mode
 		c.in.rw.scratch = nil
 	}
 	return dst
-}
-
-// headerPattern returns the Lua pattern that matches the start of a
-// version 1 frame whose original length is encoded as lenv: the magic, the
-// version, any codec, flags 0-3, then lenv. One string.find per element
-// rules out most of a list.
-func headerPattern(lenv []byte) []byte {
-	p := []byte("^\xC1SQ\x01.[%z\x01-\x03]")
-	for _, b := range lenv {
-		switch {
-		case b == 0:
-			p = append(p, "%z"...)
-		case b >= '0' && b <= '9', b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z':
-			p = append(p, b)
-		default:
-			p = append(p, '%', b) // any other character, escaped
-		}
-	}
-	return p
 }
 
 // classify decodes the frames of a marker and records in forms whether
@@ -328,10 +143,7 @@ func (c *client) classify(forms *listForms, key, value []byte, v resp.Value) err
 
 // searchMode is how the script runs info's command.
 func searchMode(info *cmdInfo) string {
-	if info.name == "LPOS" {
-		return searchRestore
-	}
-	return searchKeep
+	return valuescript.SearchMode([]byte(info.name))
 }
 
 // listSearch runs LREM, LPOS or LINSERT through the list search script,

@@ -41,6 +41,7 @@ type orderHold struct {
 	pool    *pool
 	ticket  uint64
 	conns   []*upConn
+	scope   *reqScope   // what its command touches; nil: anything (orderscope.go)
 	awaited bool        // awaitOrder returned: it is this barrier's turn
 	ended   atomic.Bool // endOrder ran
 }
@@ -58,6 +59,9 @@ func (h *orderHold) end() {
 type afterSeg struct {
 	ticket    uint64
 	off, call int
+	// key and anyN: where the segment's scopes start in afterKeys, and
+	// how many held batches of unknown keys came before it (afterAny).
+	key, anyN int
 }
 
 // orderState keeps the barriers in the order they were raised: a barrier's
@@ -73,6 +77,11 @@ type orderState struct {
 	// goroutine runs (sweepOrder).
 	headSince time.Time
 	sweeping  bool
+	// up counts the barriers raised: while none is, batches do not note
+	// their keys (reqScope.note). held are the keys they and the requests
+	// they hold touch.
+	up   atomic.Int32
+	held heldKeys
 }
 
 // beginOrder raises an order barrier and waits for its turn: every earlier
@@ -88,7 +97,11 @@ func (p *pool) beginOrder() *orderHold {
 // clients send to them from now on waits (see upConn.send) until endOrder.
 // It does not wait, so an event loop that holds the connections' writes
 // may call it.
-func (p *pool) raiseOrder() *orderHold {
+func (p *pool) raiseOrder() *orderHold { return p.raiseOrderFor(nil) }
+
+// raiseOrderFor is raiseOrder for a command that touches scope (nil:
+// anything): requests that touch none of its keys pass it (orderscope.go).
+func (p *pool) raiseOrderFor(scope *reqScope) *orderHold {
 	o := &p.order
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -96,7 +109,9 @@ func (p *pool) raiseOrder() *orderHold {
 		o.turn.L = &o.mu
 	}
 	o.next++
-	h := &orderHold{pool: p, ticket: o.next}
+	h := &orderHold{pool: p, ticket: o.next, scope: scope}
+	o.held.add(scope)
+	o.up.Add(1)
 	if len(o.active) == 0 {
 		o.headSince = time.Now()
 	}
@@ -111,12 +126,13 @@ func (p *pool) raiseOrder() *orderHold {
 			h.conns = append(h.conns, c)
 		}
 	}
+	h.conns = append(h.conns, p.parked...) // clients still send there (stall.go)
 	p.mu.Unlock()
 	live := h.conns[:0]
 	for _, c := range h.conns {
 		c.mu.Lock()
 		if !c.dead {
-			c.segs = append(c.segs, afterSeg{h.ticket, len(c.after), len(c.afterCalls)})
+			c.segs = append(c.segs, afterSeg{h.ticket, len(c.after), len(c.afterCalls), len(c.afterKeys), c.afterAny})
 			c.holdN++
 			live = append(live, c)
 		}
@@ -155,6 +171,8 @@ func (p *pool) endOrder(h *orderHold) {
 	for _, c := range h.conns {
 		c.endSeg(h.ticket)
 	}
+	o.held.releaseScope(h.scope)
+	o.up.Add(-1)
 	for i, t := range o.active {
 		if t == h {
 			if i == 0 {
@@ -213,11 +231,13 @@ func (c *upConn) endSeg(ticket uint64) {
 		c.mu.Unlock()
 		return
 	}
-	end, endCall := len(c.after), len(c.afterCalls)
+	end, endCall, endKey, endAny := len(c.after), len(c.afterCalls), len(c.afterKeys), c.afterAny
 	if len(c.segs) > 1 {
-		end, endCall = c.segs[1].off, c.segs[1].call
+		next := c.segs[1]
+		end, endCall, endKey, endAny = next.off, next.call, next.key, next.anyN
 	}
 	calls := c.afterCalls[:endCall]
+	c.releaseHeld(calls, endKey, endAny)
 	c.inflight = append(c.inflight, calls...)
 	c.wbuf = append(c.wbuf, c.after[:end]...)
 	c.queued += int64(len(calls))
@@ -232,6 +252,8 @@ func (c *upConn) endSeg(ticket uint64) {
 	for j := range c.segs {
 		c.segs[j].off -= end
 		c.segs[j].call -= endCall
+		c.segs[j].key -= endKey
+		c.segs[j].anyN -= endAny
 	}
 	if len(c.segs) == 0 && cap(c.after) > 1<<20 {
 		c.after = nil
@@ -300,11 +322,46 @@ func (c *upConn) sendAhead(req []byte, calls []*call) {
 // that died: the caller holds mu, has set dead, and fails the calls.
 func (c *upConn) takeHeld() []*call {
 	calls := c.afterCalls
+	c.releaseHeld(calls, len(c.afterKeys), c.afterAny)
 	c.after, c.afterCalls = nil, nil
 	for j := range c.segs {
-		c.segs[j].off, c.segs[j].call = 0, 0
+		c.segs[j] = afterSeg{ticket: c.segs[j].ticket}
 	}
 	return calls
+}
+
+// holdBatch holds a batch behind the barriers (send): its bytes, its calls
+// and its keys, noted by passOrHold, until endSeg releases them. Under mu.
+func (c *upConn) holdBatch(req []byte, calls []*call, s *reqScope) {
+	c.after = append(c.after, req...)
+	c.afterCalls = append(c.afterCalls, calls...)
+	if s == nil || s.any {
+		c.afterAny++
+	} else {
+		c.afterKeys = append(c.afterKeys, s.keys...)
+	}
+	for _, cl := range calls {
+		if cl.owner != nil {
+			cl.owner.pinned.heldBack.Add(1)
+		}
+	}
+}
+
+// releaseHeld forgets the keys of the first calls held, the first nKeys
+// of afterKeys and nAny batches of unknown keys, as they leave the held
+// requests. Under mu.
+func (c *upConn) releaseHeld(calls []*call, nKeys, nAny int) {
+	for _, cl := range calls {
+		if cl.owner != nil {
+			cl.owner.pinned.heldBack.Add(-1)
+		}
+	}
+	if c.srv == nil || c.srv.pool == nil {
+		return
+	}
+	c.srv.pool.order.held.release(c.afterKeys[:nKeys], nAny)
+	c.afterKeys = c.afterKeys[:copy(c.afterKeys, c.afterKeys[nKeys:])]
+	c.afterAny -= nAny
 }
 
 // isBlocking reports whether a command may block its client in Redis.

@@ -280,3 +280,186 @@ func TestOrder_NamedClientWriteThenRead(t *testing.T) {
 		}
 	}
 }
+
+func TestOrder_KeyedBarrier(t *testing.T) {
+	// STRLEN of a compressed value waits for a script under a barrier
+	// that holds only the requests on its key (orderscope.go): an MSET
+	// that touches the key, sent right after, still runs after it, and a
+	// GET of the MSET's other key, sent after the MSET, sees the MSET's
+	// value, while another client's PING passes.
+	for _, tg := range orderTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			v := compressible(3000, 3)
+			setup := dialRaw(t, tg.addr)
+			for i := range 30 {
+				k, j := fmt.Sprintf("keyed:%d", i), fmt.Sprintf("other:%d", i)
+				if got := setup.do("SET", k, v); got != "+OK\r\n" {
+					t.Fatalf("SET = %q", got)
+				}
+				a, b, c := dialWarm(t, tg.addr), dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+				a.send([]string{"STRLEN", k})
+				b.send([]string{"MSET", j, "new", k, "small"})
+				c.send([]string{"GET", j})
+				if got := c.read(); got != bulk("new") {
+					t.Fatalf("round %d: GET of the MSET's other key = %q, want the MSET's value (it came after it)", i, got)
+				}
+				if got := a.read(); got != fmt.Sprintf(":%d\r\n", len(v)) {
+					t.Fatalf("round %d: STRLEN = %q, want the length before the MSET (it came first)", i, got)
+				}
+				if got := b.read(); got != "+OK\r\n" {
+					t.Fatalf("round %d: MSET = %q", i, got)
+				}
+			}
+		})
+	}
+}
+
+// The cases below have a client send a command that gives it a private
+// connection, or SELECT, and, without waiting for its reply, one more
+// command; another client's command sent after both must run after both.
+// known names what the proxy does not order yet.
+var pinningFirst = []struct {
+	cmd        []string
+	knownPop   string // known to fail TestOrder_PinThenBlockingPopUnanswered
+	knownWrite string // known to fail TestOrder_PinThenWriteUnanswered
+}{
+	{[]string{"SELECT", "0"},
+		"known: a command sent right after an unanswered SELECT is overtaken by another client's BRPOPLPUSH sent after it, in most rounds (SELECT runs as a round trip of its own, selectNow)",
+		"known: a SET sent right after an unanswered SELECT is overtaken by another client's GET sent after it, in most rounds (SELECT runs as a round trip of its own, selectNow)"},
+	{[]string{"CLIENT", "SETNAME", "first"},
+		"known: a BRPOPLPUSH sent right after the unanswered command that pins the client is overtaken by another client's BRPOPLPUSH sent after it (within 20 rounds)",
+		"known: on a busy machine (the whole package's tests at once) another client's GET, on the shared connection, runs before the SET within 20 rounds"},
+	{[]string{"HELLO", "3"},
+		"known: a BRPOPLPUSH sent right after the unanswered command that pins the client is overtaken by another client's BRPOPLPUSH sent after it (within 20 rounds)",
+		"known: on a busy machine (the whole package's tests at once) another client's GET, on the shared connection, runs before the SET within 20 rounds"},
+}
+
+func TestOrder_PinThenBlockingPopUnanswered(t *testing.T) {
+	// The first client's BRPOPLPUSH, sent right after its unanswered
+	// pinning command, blocks before the other client's: the first element
+	// pushed goes to the first client.
+	for _, tg := range orderTargets(t) {
+		for _, first := range pinningFirst {
+			t.Run(tg.name+"/"+strings.Join(first.cmd, "_"), func(t *testing.T) {
+				if first.knownPop != "" {
+					t.Skip(first.knownPop)
+				}
+				pusher := dialWarm(t, tg.addr)
+				for i := range 20 {
+					src := fmt.Sprintf("pinpop:src:%d", i)
+					a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+					a.send(first.cmd)
+					a.send([]string{"BRPOPLPUSH", src, "dst:a", "0"})
+					b.send([]string{"BRPOPLPUSH", src, "dst:b", "0"})
+					pusher.do("LPUSH", src, "first")
+					a.read() // the pinning command's reply
+					pusher.do("LPUSH", src, "second")
+					ga, gb := a.read(), b.read()
+					if ga != bulk("first") {
+						t.Fatalf("round %d: the client that blocked first (right after its unanswered %s) got %q, the other %q; want the first element", i, first.cmd[0], ga, gb)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestOrder_PinThenWriteUnanswered(t *testing.T) {
+	// The first client's SET, sent right after its unanswered pinning
+	// command, runs before the other client's GET sent after it.
+	for _, tg := range orderTargets(t) {
+		for _, first := range pinningFirst {
+			t.Run(tg.name+"/"+strings.Join(first.cmd, "_"), func(t *testing.T) {
+				if first.knownWrite != "" {
+					t.Skip(first.knownWrite)
+				}
+				for i := range 20 {
+					key := fmt.Sprintf("pinset:%d", i)
+					a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+					a.send(first.cmd)
+					a.send([]string{"SET", key, "v"})
+					if got := b.do("GET", key); got != bulk("v") {
+						t.Fatalf("round %d: GET right after another client's SET (sent right after its unanswered %s) = %q, want the value", i, first.cmd[0], got)
+					}
+					a.read()
+					a.read()
+				}
+			})
+		}
+	}
+}
+
+func TestOrder_SharedWriteThenPinnedRead(t *testing.T) {
+	// A client on the shared connection writes; another client, with a
+	// private connection (CLIENT SETNAME), reads right after: the GET sees
+	// the SET (TestOrder_NamedClientWriteThenRead has the writer named).
+	// New clients every round, as a pool that grows makes them.
+	for _, tg := range orderTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Skip("known: the reader's GET, on its private connection, is written once the SET is written on the shared connection, and Redis, which reads its sockets in an order of its own, runs the GET first in about one round of six (with the same two clients every round, about one of 600)")
+			for i := range 100 {
+				w := dialWarm(t, tg.addr)
+				r := dialWarm(t, tg.addr)
+				if got := r.do("CLIENT", "SETNAME", "reader"); got != "+OK\r\n" {
+					t.Fatalf("CLIENT SETNAME = %q", got)
+				}
+				key := fmt.Sprintf("shared:k:%d", i)
+				w.send([]string{"SET", key, "v"})
+				if got := r.do("GET", key); got != bulk("v") {
+					t.Fatalf("round %d: GET on a private connection right after another client's SET on the shared one = %q, want the value", i, got)
+				}
+				if got := w.read(); got != "+OK\r\n" {
+					t.Fatalf("round %d: SET = %q", i, got)
+				}
+			}
+		})
+	}
+}
+
+func TestOrder_LargeCommandThenOtherClient(t *testing.T) {
+	// A SET of 17 kB (more than one read of 16 KiB), then another client's
+	// EXISTS on the key, sent once the SET is written: the EXISTS finds
+	// it. (Redis itself lets the EXISTS run first in one round of three or
+	// so, as it reads 16 KiB of a client at a time; the proxy orders by
+	// when a command reached it.)
+	for _, tg := range orderTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Skip("known: the other client's EXISTS runs first in nearly every round")
+			v := strings.Repeat("0123456789abcdef", 17000/16)
+			for i := range 30 {
+				key := fmt.Sprintf("large:%d", i)
+				a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+				a.send([]string{"SET", key, v})
+				if got := b.do("EXISTS", key); got != ":1\r\n" {
+					t.Fatalf("round %d: EXISTS right after another client's SET of %d bytes = %q, want :1", i, len(v), got)
+				}
+				if got := a.read(); got != "+OK\r\n" {
+					t.Fatalf("round %d: SET = %q", i, got)
+				}
+			}
+		})
+	}
+}
+
+func TestOrder_AppendThenOtherClientRead(t *testing.T) {
+	// APPEND (which the proxy runs as a script on the decoded value), then
+	// another client's GET sent once the APPEND was written: the GET sees
+	// what the APPEND wrote.
+	for _, tg := range orderTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Skip("known: the other client's GET runs first in nearly every round")
+			v := strings.Repeat(`{"id":1,"user":"squeeze"},`, 40)
+			for i := range 30 {
+				key := fmt.Sprintf("append:%d", i)
+				a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+				a.send([]string{"APPEND", key, v})
+				if got := b.do("GET", key); got != bulk(v) {
+					t.Fatalf("round %d: GET right after another client's APPEND = %.40q, want the appended value", i, got)
+				}
+				if got := a.read(); got != fmt.Sprintf(":%d\r\n", len(v)) {
+					t.Fatalf("round %d: APPEND = %q", i, got)
+				}
+			}
+		})
+	}
+}

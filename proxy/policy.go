@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/squeeze-kv/squeeze/codec"
@@ -170,4 +172,28 @@ func (p *policy) encode(m *Metrics, dst, value []byte) ([]byte, codec.Outcome) {
 		p.stored.Add(float64(stored))
 	}
 	return dst, out
+}
+
+// bigEncodes admits the rewriting of commands too large for an event loop
+// (maxLoopCommand and up: compressing their values), which client
+// goroutines run (client.appendRequest): at most as
+// many at once as Go has threads (GOMAXPROCS when the first one came).
+// Without it, 50 clients each sending 1 MiB values made 50 goroutines
+// runnable at once, and the event loop, woken for another client's PING,
+// waited its turn among them: 10-150 ms per PING on one thread. The
+// values wait their turn in the order they came, each under its order
+// barrier, which holds only the requests on its keys (orderscope.go), and
+// take their batch buffer only once it is their turn: waiting, a client
+// holds the command in its read buffer only.
+var bigEncodes = struct {
+	once sync.Once
+	sem  chan struct{}
+}{}
+
+// takeBigEncode waits for a turn to compress a large value; the returned
+// function ends it.
+func takeBigEncode() (release func()) {
+	bigEncodes.once.Do(func() { bigEncodes.sem = make(chan struct{}, max(1, runtime.GOMAXPROCS(0))) })
+	bigEncodes.sem <- struct{}{}
+	return func() { <-bigEncodes.sem }
 }

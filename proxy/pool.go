@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // pool holds the shared upstream connections and redials dead ones.
@@ -16,6 +17,14 @@ type pool struct {
 	// streams are idle connections for large values passed on as they
 	// arrive (stream.go).
 	streams []*upConn
+	// spares are idle shared connections for the stall watcher, parked
+	// those Redis held, which still serve their calls (stall.go);
+	// watching: the watcher runs.
+	spares, parked []*upConn
+	watching       bool
+	// spareAt is when a spare was last taken or kept: spares idle for
+	// spareIdle close (recycleParked).
+	spareAt time.Time
 	// closed is set by closeAll: no connection is dialed after it.
 	closed bool
 	// order keeps the order barriers (proxy/order.go).
@@ -62,6 +71,10 @@ func (p *pool) get(ctx context.Context, i int) (*upConn, error) {
 		return nil, err
 	}
 	p.conns[i] = c
+	if !p.watching {
+		p.watching = true
+		go p.watchStalls()
+	}
 	return c, nil
 }
 
@@ -142,6 +155,10 @@ func (p *pool) failAll(err error) {
 		c.fail(err)
 	}
 	p.streams = nil
+	for _, c := range append(p.spares, p.parked...) {
+		c.fail(err)
+	}
+	p.spares, p.parked = nil, nil
 }
 
 func (p *pool) closeAll() {
@@ -162,4 +179,8 @@ func (p *pool) closeAll() {
 		c.close()
 	}
 	p.streams = nil
+	for _, c := range append(p.spares, p.parked...) {
+		c.close()
+	}
+	p.spares, p.parked = nil, nil
 }

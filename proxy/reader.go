@@ -736,7 +736,7 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int) bool {
 		// goroutine sends it later (proxy/order.go). What the
 		// client sent before it goes first.
 		c.flush()
-		c.pinned.held = c.s.pool.raiseOrder()
+		c.pinned.held = c.s.pool.raiseOrderFor(scopeOf(info, args))
 	}
 	return true
 }

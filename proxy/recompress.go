@@ -9,6 +9,7 @@ import (
 
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/rediscmd"
+	"github.com/squeeze-kv/squeeze/internal/valuescript"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -27,16 +28,11 @@ import (
 // casScript stores ARGV[2] at KEYS[1], keeping its TTL, if the key still
 // holds a value whose SHA-1 is ARGV[1]; it reads with GETEX so that Redis
 // does not start tracking the key for the client.
-const casScript = `local cur = redis.pcall('GETEX', KEYS[1])
-if type(cur) == 'string' and redis.sha1hex(cur) == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
-  return 1
-end
-return 0`
+const casScript = valuescript.CAS
 
-var casSHA = scriptSHA(casScript)
+var casSHA = valuescript.CASSHA
 
-var recompressMagic = []byte("\xC1SQW")
+var recompressMagic = []byte(valuescript.RecompressMarker)
 
 // isRecompress reports whether v is the inspect script's hand-back.
 func isRecompress(v resp.Value) bool {

@@ -85,7 +85,7 @@ func TestUpConn_SendHeldLargeKeepsSpareApart(t *testing.T) {
 	c.spare = make([]byte, 0, 64<<10)
 	c.writing, c.heldBy = true, by
 	held := make(chan struct{})
-	go func() { c.sendHeld(by, []byte("held"), nil); close(held) }()
+	go func() { c.sendHeld(by, []byte("held"), nil, nil); close(held) }()
 	for range 2 { // the queue, then the request
 		<-g.started
 		g.proceed <- struct{}{}

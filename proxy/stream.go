@@ -209,8 +209,8 @@ func (st *streamedSet) readRest(count int64) (opts [][]byte, whole int, ok bool)
 // finish queues the SET's call, then writes the rest of the command (the
 // first whole bytes of rbuf, which leave it) once the client's earlier
 // commands have run, under an order barrier that lasts until Redis
-// replies: every command that reached the proxy after the SET runs after
-// it. The connection goes back to the idle ones with the reply.
+// replies: every command on its key that reached the proxy after the SET
+// runs after it. The connection goes back to the idle ones with the reply.
 func (st *streamedSet) finish(shapeArgs [][]byte, whole int) {
 	c, up := st.c, st.up
 	cl := newCall()
@@ -223,7 +223,9 @@ func (st *streamedSet) finish(shapeArgs [][]byte, whole int) {
 	c.enqueue(cl) // may wait for room: before the barrier, which must not
 	c.expect(cl.reserved)
 
-	h := c.s.pool.raiseOrder()
+	// The barrier holds the requests on the SET's key; others pass it
+	// (orderscope.go).
+	h := c.s.pool.raiseOrderFor(&reqScope{keys: []uint64{hashKey(st.key)}})
 	c.s.pool.awaitOrder(h)
 	st.waitPing()
 	p := c.s.pool

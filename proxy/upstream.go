@@ -241,6 +241,11 @@ const handOverReply = 256 << 10
 type upConn struct {
 	nc net.Conn
 	mu sync.Mutex
+	// redisID is the connection's CLIENT ID (a shared connection's; 0:
+	// unknown), delivered counts the replies its reader delivered: the
+	// stall watcher's (stall.go).
+	redisID   int64
+	delivered atomic.Uint64
 	// inflight holds the calls sent (or queued to be sent) whose replies the
 	// reader has not taken yet, oldest first (guarded by mu). The reader
 	// takes them all at once into taking, and hands them out from there
@@ -292,10 +297,14 @@ type upConn struct {
 	segs       []afterSeg // one per barrier, oldest first
 	after      []byte
 	afterCalls []*call
-	written    sync.Cond
-	inWrite    bool     // a sender writes requests it took out of wbuf
-	heldBy     *poller  // the event loop that holds the writes (holdWrites)
-	rw         rewriter // the reader's, for replies it writes to clients
+	// afterKeys are the key hashes of the held batches that named theirs,
+	// afterAny the count of those that did not (orderscope.go).
+	afterKeys []uint64
+	afterAny  int
+	written   sync.Cond
+	inWrite   bool     // a sender writes requests it took out of wbuf
+	heldBy    *poller  // the event loop that holds the writes (holdWrites)
+	rw        rewriter // the reader's, for replies it writes to clients
 	// Reader only (passreply.go): the call of the reply being read, taken
 	// from inflight before the reply is whole, and the buffer a reply
 	// passed through goes by.
@@ -351,10 +360,14 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 		setup = append(setup, resp.AppendCommand(nil, []byte("CONFIG"), []byte("GET"), []byte("proto-max-bulk-len")))
 	}
 	askCaps := -1 // the index of COMMAND INFO, then COMMAND DOCS SET (see learnCaps)
+	askID := -1   // the index of CLIENT ID, for the stall watcher (stall.go)
 	if withCreds && onPush == nil {
 		askCaps = len(setup)
 		setup = append(setup, capsInfo, capsDocs)
+		askID = len(setup)
+		setup = append(setup, clientIDRequest)
 	}
+	var redisID int64
 	var info resp.Value
 	if len(setup) > 0 {
 		nc.SetDeadline(time.Now().Add(s.dialTimeout()))
@@ -390,6 +403,10 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 				info, _, _ = resp.ReadValue(bytes.Clone(v.Raw)) // buf is reused
 			case got == askCaps+1 && askCaps >= 0:
 				s.learnCaps(info, v)
+			case got == askID:
+				if v.Type == resp.Integer {
+					redisID, _ = strconv.ParseInt(string(v.Str), 10, 64)
+				}
 			case v.Type == resp.Error:
 				if withCreds || !bytes.HasPrefix(v.Str, []byte("NOAUTH")) {
 					nc.Close()
@@ -402,7 +419,7 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 		}
 		nc.SetDeadline(time.Time{})
 	}
-	c := &upConn{nc: nc, closed: make(chan struct{}), onPush: onPush, srv: s, authed: authed}
+	c := &upConn{nc: nc, closed: make(chan struct{}), onPush: onPush, srv: s, authed: authed, redisID: redisID}
 	c.written.L = &c.mu
 	c.rw.s = s
 	go c.readLoop()
@@ -515,7 +532,12 @@ func (s *Server) connSetup(withCreds bool, db int) [][]byte {
 // batch meanwhile), and the batches of many clients reach it in one write. No
 // timer is involved; an idle connection writes at once. On a dead
 // connection the calls fail at once.
-func (c *upConn) send(req []byte, calls []*call) {
+func (c *upConn) send(req []byte, calls []*call) { c.sendScoped(req, calls, nil) }
+
+// sendScoped is send for a batch that touches scope (nil: anything): on a
+// connection behind barriers, a batch whose keys none of them, nor any
+// request they hold, touches passes them (orderscope.go).
+func (c *upConn) sendScoped(req []byte, calls []*call, scope *reqScope) {
 	c.mu.Lock()
 	if c.dead {
 		err := c.err
@@ -526,10 +548,9 @@ func (c *upConn) send(req []byte, calls []*call) {
 		}
 		return
 	}
-	if c.holdN > 0 {
+	if c.holdN > 0 && !c.srv.pool.order.held.passOrHold(scope) {
 		// Behind an order barrier: written when it ends (endOrder).
-		c.after = append(c.after, req...)
-		c.afterCalls = append(c.afterCalls, calls...)
+		c.holdBatch(req, calls, scope)
 		c.mu.Unlock()
 		return
 	}
@@ -564,11 +585,11 @@ func (c *upConn) send(req []byte, calls []*call) {
 // writes what the loop queued and then req at once, rather than copying
 // req into the queue to be written when the loop releases it. Otherwise
 // it is send.
-func (c *upConn) sendHeld(by *poller, req []byte, calls []*call) {
+func (c *upConn) sendHeld(by *poller, req []byte, calls []*call, scope *reqScope) {
 	c.mu.Lock()
 	if by == nil || c.heldBy != by || c.dead || c.holdN > 0 || c.inWrite {
 		c.mu.Unlock()
-		c.send(req, calls)
+		c.sendScoped(req, calls, scope)
 		return
 	}
 	c.inflight = append(c.inflight, calls...)
@@ -1062,6 +1083,7 @@ type replyBatch struct {
 func (c *upConn) deliver(b *replyBatch) {
 	if b.replied != 0 {
 		c.awaiting.Add(-b.replied)
+		c.delivered.Add(uint64(b.replied))
 		b.replied = 0
 	}
 	if b.held != 0 || b.expected != 0 {

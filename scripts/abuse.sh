@@ -3,21 +3,35 @@
 # "squeeze abuse", which starts redis-server and "squeeze proxy" as
 # separate processes, kills and pauses Redis under verifying clients,
 # measures the proxy's peak RSS under a non-reading client and a
-# decompression bomb with another client's PING latency, and counts what
-# mutated connection-state sequences leave behind. It exits non-zero on a
-# wrong or lost value or a leak, and on a bound exceeded when one is given.
+# decompression bomb, floods it with clients that pipeline 1 MiB SETs and
+# read late, has Redis hold one client's SET with CLIENT PAUSE WRITE, and
+# sends it hostile input (HTTP lines, SYNC, garbage, oversized lengths),
+# printing other clients' PING latency through the proxy beside PINGs
+# straight to Redis and the failed round trips of innocent clients; and
+# counts what mutated connection-state sequences leave behind. It exits
+# non-zero on a wrong or lost value, a failed innocent round trip or a
+# leak, and on a bound exceeded when one is given.
+#
+# The PING bound (--ping-p99: other clients' PING p99 through the proxy
+# may reach the larger of it and 3x the p99 straight to Redis in the same
+# run) is off by default here, so CI prints the latencies without judging
+# them. To judge them, set PING_P99's default below (e.g. 50ms): that one
+# line is the switch. PING_P99=50ms or --ping-p99 on the command line
+# turns it on for one run (the command line wins).
 #
 # Usage: bash scripts/abuse.sh [squeeze abuse flags]
-#   bash scripts/abuse.sh                          # short form, 20-40 s (CI)
+#   bash scripts/abuse.sh                          # short form, under a minute (CI)
 #   LONG=1 bash scripts/abuse.sh                   # long form, 30 s per phase
 #   bash scripts/abuse.sh --duration 2m --part faults
+#   bash scripts/abuse.sh --part flood,pause,hostile --ping-p99 50ms
 #   PROXY_FLAGS="--client-buffer 1MiB --max-memory 512MiB" bash scripts/abuse.sh --ping-p99 50ms
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PING_P99=${PING_P99:-0} # 0: print only. The switch: 50ms once the proxy keeps other clients' PINGs under it.
 bash scripts/setup.sh
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/squeeze" ./cmd/squeeze
-args=()
+args=(--ping-p99 "$PING_P99")
 if [ -n "${LONG:-}" ]; then args+=(--duration "${DURATION:-30s}"); fi
 "$bin/squeeze" abuse "${args[@]}" "$@"

@@ -10,6 +10,14 @@
 //     and a client that reads a 13 kB frame that decodes to 400 MiB, while
 //     another client PINGs every 10 ms: the proxy's peak RSS and the
 //     PINGs' p99 and maximum latency;
+//   - floods the proxy with clients that pipeline 1 MiB SETs and read
+//     late, has Redis hold one client's SET (CLIENT PAUSE WRITE), and
+//     sends hostile input (HTTP lines, SYNC, garbage, oversized lengths),
+//     while other clients PING through the proxy and straight to Redis
+//     side by side and innocent clients verify their own values: the
+//     others' latencies and failed round trips, the proxy's RSS against
+//     its --max-memory, and whether it closes hostile senders as Redis
+//     does;
 //   - sends mutated HELLO 3 / SUBSCRIBE / UNSUBSCRIBE / MULTI sequences
 //     from many short connections: goroutines, upstream connections and
 //     open files after them, against their idle values.
@@ -36,20 +44,26 @@ type Config struct {
 	Parts       []string // of PartNames; empty: all
 	// Duration makes the long form: the fault part repeats its cycle of
 	// kill -9 and SIGSTOP for this long (each phase Duration/5), each
-	// memory case holds its client this long, and the leak part opens
-	// connections this long. 0 is the short form: one fault cycle of about
-	// 5 s, 3 s per memory case, 400 connections.
+	// memory case holds its client this long, the flood's 200 clients
+	// send 50 MiB each and read nothing this long, the pause part pauses
+	// Redis again and again this long, the hostile senders send this
+	// long, and the leak part opens connections this long. 0 is the short
+	// form: one fault cycle of about 5 s, 3 s per memory case, 20 flood
+	// clients of 10 MiB, one pause, 3 s of hostile input, 400
+	// connections.
 	Duration time.Duration
 	// RSSLimit, when > 0, fails the run when the proxy's peak RSS in a
-	// memory case exceeds it. PingP99, when > 0, fails it when the
-	// PINGs' p99 in a memory case exceeds it.
+	// memory case or the flood exceeds it. PingP99, when > 0, fails it
+	// when other clients' PING p99 through the proxy (memory, flood,
+	// pause, hostile) exceeds the larger of PingP99 and 3 times the p99
+	// of PINGs straight to Redis in the same case.
 	RSSLimit int64
 	PingP99  time.Duration
 	Seed     uint64 // of the random values and mutations
 }
 
 // PartNames are the parts of the suite, in the order they run.
-var PartNames = []string{"faults", "memory", "leaks"}
+var PartNames = []string{"faults", "memory", "flood", "pause", "hostile", "leaks"}
 
 // long reports whether the long form was asked for.
 func (c Config) long() bool { return c.Duration > 0 }
@@ -71,7 +85,8 @@ func Run(ctx context.Context, w io.Writer, cfg Config) error {
 		parts = PartNames
 	}
 	run := map[string]func(context.Context, io.Writer, *environment) ([]string, error){
-		"faults": runFaults, "memory": runMemory, "leaks": runLeaks,
+		"faults": runFaults, "memory": runMemory, "flood": runFlood,
+		"pause": runPause, "hostile": runHostile, "leaks": runLeaks,
 	}
 	for _, p := range parts {
 		if run[p] == nil {

@@ -197,3 +197,13 @@ func (e *environment) startProxy(ctx context.Context, upstream string, extra ...
 	p, err := start(ctx, "proxy", addr, e.cfg.Squeeze, args...)
 	return p, metrics, err
 }
+
+// alive returns an error with the process's output when it has exited.
+func (p *process) alive() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited: %s", p.name, strings.TrimSpace(p.log.String()))
+	default:
+		return nil
+	}
+}

@@ -22,6 +22,20 @@ type MultiConfig struct {
 	Scenes   int
 	MaxValue int           // largest generated value (default 64 kB)
 	Timeout  time.Duration // per read (default 10 s)
+	// Order scenes avoid what the proxy is known not to order yet
+	// (TestOrder_PinThen*, TestOrder_SharedWriteThenPinnedRead) unless
+	// these are set. SendAfterPin lets a client send on before the reply
+	// to SELECT, HELLO or its first command that gives it a private
+	// connection through the proxy (CLIENT, SUBSCRIBE ..., BRPOPLPUSH).
+	// PrivateAfterShared lets a client with a private connection send
+	// while a client on the shared connection has replies outstanding.
+	// LargeCommands lets commands pass 16 KiB, one read of the proxy and of
+	// Redis (TestOrder_LargeCommandThenOtherClient): values are then up to
+	// MaxValue, else up to 4 KiB.
+	// Inspect lets other clients send before the reply to APPEND or
+	// GETRANGE, which the proxy runs as a script
+	// (TestOrder_AppendThenOtherClientRead).
+	SendAfterPin, PrivateAfterShared, LargeCommands, Inspect bool
 }
 
 // action is one thing a scene does on one side.
@@ -34,6 +48,8 @@ type action struct {
 	blocked int
 	// hello: the reply to record is only its type (HELLO names the server).
 	hello bool
+	// settle: what a send brings whom, for order scenes (order.go).
+	settle *settle
 }
 
 // scene is a named list of actions over clients connections.

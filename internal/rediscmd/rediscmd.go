@@ -29,6 +29,8 @@ type Spec struct {
 	// does not rely on it. Set for Inspect commands, whose wrong counts
 	// pass to Redis untouched for its own arity error.
 	Arity int
+	// Touches says which keys the command reads and writes (touches.go).
+	Touches Touches
 }
 
 // Has reports whether the command has every fact in f.

@@ -21,6 +21,8 @@ type serverCommand struct {
 	arity int
 	flags []string
 	tips  []string
+	// first, last, step: COMMAND's key positions
+	first, last, step int
 }
 
 // commands asks the server at addr for COMMAND and returns its commands
@@ -49,6 +51,11 @@ func commands(t *testing.T, addr string) []serverCommand {
 		sc.arity, _ = strconv.Atoi(e.Elems[1].Str)
 		for _, f := range e.Elems[2].Elems {
 			sc.flags = append(sc.flags, f.Str)
+		}
+		if len(e.Elems) > 5 {
+			sc.first, _ = strconv.Atoi(e.Elems[3].Str)
+			sc.last, _ = strconv.Atoi(e.Elems[4].Str)
+			sc.step, _ = strconv.Atoi(e.Elems[5].Str)
 		}
 		if len(e.Elems) > 7 { // Redis 7's command tips
 			for _, tip := range e.Elems[7].Elems {
@@ -127,4 +134,43 @@ func serverVersion(addr string) string {
 		}
 	}
 	return fmt.Sprintf("%s %s", name, version)
+}
+
+// TestTable_Touches holds every command the table says touches only keys
+// at fixed places (or nothing) against the server's key positions: a
+// proxy lets such a command pass another client's barrier when their keys
+// differ, so a wrong position would reorder commands on one key.
+func TestTable_Touches(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	known := map[string]serverCommand{}
+	for _, sc := range commands(t, srv.Addr) {
+		known[sc.name] = sc
+	}
+	n := 0
+	for _, spec := range rediscmd.All() {
+		first, last, step, ok := spec.Touches.KeyPositions()
+		if !ok {
+			continue
+		}
+		n++
+		sc, found := known[spec.Name]
+		if !found {
+			continue // a command of another server version
+		}
+		if sc.first != first || sc.last != last || sc.step != step {
+			t.Errorf("%s: keys at %d..%d step %d in the table, %d..%d step %d in the server",
+				spec.Name, first, last, step, sc.first, sc.last, sc.step)
+		}
+		for _, f := range []string{"movablekeys", "pubsub", "admin", "noscript", "blocking"} {
+			if slices.Contains(sc.flags, f) {
+				t.Errorf("%s: the table says it touches only its keys, the server flags it %s", spec.Name, f)
+			}
+		}
+		if spec.Has(rediscmd.Pin) || spec.Has(rediscmd.Script) || spec.Has(rediscmd.Patterns) {
+			t.Errorf("%s: pins, runs a script or reads patterns, yet touches only its keys", spec.Name)
+		}
+	}
+	if n < 50 {
+		t.Errorf("only %d commands touch keys at fixed places", n)
+	}
 }

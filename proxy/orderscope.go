@@ -1,0 +1,163 @@
+package proxy
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
+)
+
+// Order barriers hold only what their command could change or see.
+//
+// Two commands that touch no key in common give the same replies and leave
+// the same data whichever runs first, so a barrier raised for a command
+// whose keys are known (a large SET being compressed off the event loop, a
+// STRLEN that waits for a script) holds only the requests that touch one
+// of its keys; a request whose keys are known and free of every barrier's
+// and every held request's keys is written at once, ahead of them (it
+// passes). A command whose keys are not at fixed places (a script, KEYS,
+// PUBLISH, SUBSCRIBE, anything the table does not place:
+// rediscmd.TouchesAny) raises a barrier that holds everything, and such
+// a request waits behind every barrier, as before. A client's own
+// requests never pass each other: a batch of a client that has requests
+// held waits too. So one client flooding the proxy with large values holds
+// back the commands on its own keys, not another client's PING or GET.
+
+// keySeed hashes keys for the sets below; a collision only holds a
+// request that could have passed.
+var keySeed = maphash.MakeSeed()
+
+func hashKey(k []byte) uint64 { return maphash.Bytes(keySeed, k) }
+
+// reqScope is what a batch of requests touches: the hashes of its keys,
+// or any. Keys are noted only while a barrier is up; a batch begun without
+// one counts as any, which only matters if one is raised before it is
+// sent. The command reader's, in the batch (reader.scope).
+type reqScope struct {
+	keys []uint64
+	any  bool
+	// heldBack counts the client's requests held behind barriers on the
+	// shared connections (pinning.heldBack): while some are, its later
+	// requests do not pass them.
+	heldBack *atomic.Int32
+}
+
+// note adds a command's keys, as info's table entry places them, to s.
+// up: a barrier is raised now (orderState.up).
+func (s *reqScope) note(info *cmdInfo, args [][]byte, up bool) {
+	if s.any {
+		return
+	}
+	if !up || !info.touches.EachKey(args, s.addKey) {
+		s.any = true
+	}
+}
+
+func (s *reqScope) addKey(k []byte) { s.keys = append(s.keys, hashKey(k)) }
+
+// reset empties s for the next batch, keeping its storage.
+func (s *reqScope) reset() {
+	s.keys, s.any = s.keys[:0], false
+	if cap(s.keys) > 1024 {
+		s.keys = nil
+	}
+}
+
+// scopeOf is the scope of one command, for the barrier raised for it.
+func scopeOf(info *cmdInfo, args [][]byte) *reqScope {
+	s := &reqScope{}
+	s.note(info, args, true)
+	return s
+}
+
+// heldKeys are the keys of the raised barriers and of the requests held
+// behind them, on every shared connection; any counts those whose keys
+// are not known. Taken under upConn.mu and orderState.mu: a leaf lock.
+type heldKeys struct {
+	mu   sync.Mutex
+	any  int
+	keys map[uint64]int32
+}
+
+// passOrHold reports whether a batch of scope s may pass the barriers:
+// its keys are known, none is held or under a barrier, and its client has
+// nothing held. If not, its keys join the held ones (the caller holds the
+// batch and later calls release with them). s nil: any.
+func (h *heldKeys) passOrHold(s *reqScope) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s != nil && !s.any && h.any == 0 && (s.heldBack == nil || s.heldBack.Load() == 0) {
+		free := true
+		for _, k := range s.keys {
+			if h.keys[k] > 0 {
+				free = false
+				break
+			}
+		}
+		if free {
+			return true
+		}
+	}
+	h.addLocked(s)
+	return false
+}
+
+// add notes the keys of a barrier or a held batch (s nil: any).
+func (h *heldKeys) add(s *reqScope) {
+	h.mu.Lock()
+	h.addLocked(s)
+	h.mu.Unlock()
+}
+
+func (h *heldKeys) addLocked(s *reqScope) {
+	if s == nil || s.any {
+		h.any++
+		return
+	}
+	if h.keys == nil {
+		h.keys = map[uint64]int32{}
+	}
+	for _, k := range s.keys {
+		h.keys[k]++
+	}
+}
+
+// release forgets keys and anyN batches of unknown keys noted by add or
+// passOrHold.
+func (h *heldKeys) release(keys []uint64, anyN int) {
+	if len(keys) == 0 && anyN == 0 {
+		return
+	}
+	h.mu.Lock()
+	h.any -= anyN
+	for _, k := range keys {
+		if n := h.keys[k] - 1; n > 0 {
+			h.keys[k] = n
+		} else {
+			delete(h.keys, k)
+		}
+	}
+	h.mu.Unlock()
+}
+
+// releaseScope is release for the scope of a barrier.
+func (h *heldKeys) releaseScope(s *reqScope) {
+	if s == nil || s.any {
+		h.release(nil, 1)
+		return
+	}
+	h.release(s.keys, 0)
+}
+
+// touchesOf is the proxy's copy of a command's rediscmd.Touches.
+func touchesOf(spec *rediscmd.Spec) rediscmd.Touches {
+	if spec == nil {
+		return rediscmd.TouchesAny
+	}
+	return spec.Touches
+}
+
+// keyed reports whether h holds only the requests on its command's keys
+// (nil: no barrier).
+func (h *orderHold) keyed() bool { return h != nil && h.scope != nil && !h.scope.any }

@@ -1,0 +1,103 @@
+package proxy
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
+)
+
+func scopeFor(t *testing.T, up bool, cmds ...[]string) *reqScope {
+	t.Helper()
+	s := &reqScope{}
+	for _, cmd := range cmds {
+		args := make([][]byte, len(cmd))
+		for i, a := range cmd {
+			args[i] = []byte(a)
+		}
+		info := lookup(args[0])
+		s.note(info, args, up)
+	}
+	return s
+}
+
+func TestReqScope_Note(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cmds [][]string
+		up   bool
+		any  bool
+		keys int
+	}{
+		{"ping touches nothing", [][]string{{"PING"}}, true, false, 0},
+		{"get", [][]string{{"GET", "k"}}, true, false, 1},
+		{"mset keys only", [][]string{{"MSET", "a", "1", "b", "2"}}, true, false, 2},
+		{"del every key", [][]string{{"DEL", "a", "b", "c"}}, true, false, 3},
+		{"a batch adds up", [][]string{{"GET", "a"}, {"SET", "b", "v"}}, true, false, 2},
+		{"no barrier up: not noted", [][]string{{"GET", "k"}}, false, true, 0},
+		{"a script: any", [][]string{{"GET", "a"}, {"EVAL", "return 1", "0"}}, true, true, 1},
+		{"publish: any", [][]string{{"PUBLISH", "ch", "m"}}, true, true, 0},
+		{"unknown command: any", [][]string{{"NOSUCHCOMMAND", "k"}}, true, true, 0},
+		{"sort reads patterns: any", [][]string{{"SORT", "k", "BY", "w_*"}}, true, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := scopeFor(t, tc.up, tc.cmds...)
+			if s.any != tc.any || (!s.any && len(s.keys) != tc.keys) {
+				t.Errorf("any=%v keys=%d, want any=%v keys=%d", s.any, len(s.keys), tc.any, tc.keys)
+			}
+		})
+	}
+}
+
+func TestHeldKeys_PassOrHold(t *testing.T) {
+	var h heldKeys
+	barrier := scopeFor(t, true, []string{"SET", "k", "v"})
+	h.add(barrier)
+	if !h.passOrHold(scopeFor(t, true, []string{"PING"})) {
+		t.Error("PING held behind a barrier on k")
+	}
+	if !h.passOrHold(scopeFor(t, true, []string{"GET", "j"})) {
+		t.Error("GET j held behind a barrier on k")
+	}
+	mset := scopeFor(t, true, []string{"MSET", "j", "1", "k", "2"})
+	if h.passOrHold(mset) {
+		t.Fatal("MSET j k passed a barrier on k")
+	}
+	// The held MSET's keys hold what comes after it on them.
+	if h.passOrHold(scopeFor(t, true, []string{"GET", "j"})) {
+		t.Error("GET j passed a held MSET j k")
+	}
+	h.release(scopeFor(t, true, []string{"GET", "j"}).keys, 0)
+	if h.passOrHold(nil) {
+		t.Error("a batch of unknown keys passed")
+	}
+	var back atomic.Int32
+	back.Store(1)
+	own := scopeFor(t, true, []string{"GET", "free"})
+	own.heldBack = &back
+	if h.passOrHold(own) {
+		t.Error("a client's batch passed its own held request")
+	}
+	// Release all: the barrier, the MSET, the nil batch, the client's.
+	h.releaseScope(barrier)
+	h.release(mset.keys, 1)
+	h.release(own.keys, 0)
+	if h.any != 0 || len(h.keys) != 0 {
+		t.Fatalf("after every release: any=%d keys=%v", h.any, h.keys)
+	}
+	if !h.passOrHold(scopeFor(t, true, []string{"GET", "k"})) {
+		t.Error("GET k held with no barrier")
+	}
+}
+
+func TestTouches_ProxyEntries(t *testing.T) {
+	// The proxy's entries carry the table's fact, Other commands too.
+	for name, want := range map[string]rediscmd.Touches{
+		"get": rediscmd.TouchesKey1, "del": rediscmd.TouchesKeysFrom1, "ping": rediscmd.TouchesNothing,
+		"mset": rediscmd.TouchesKeysEvery2, "eval": rediscmd.TouchesAny, "publish": rediscmd.TouchesAny,
+	} {
+		if got := lookup([]byte(name)).touches; got != want {
+			t.Errorf("%s: touches %d, want %d", name, got, want)
+		}
+	}
+}
