@@ -30,6 +30,12 @@
 //   - Codecs that came after the first release (minlz: older squeeze
 //     readers cannot read their frames) are measured and shown, but
 //     advised, for writes or at rest, only with Options.LaterCodecs.
+//   - The portable profile (codec.ID.Portable: the codecs other languages
+//     read): the write advice is worked out twice, over every codec and
+//     within the profile, where snappy (codec.PortableDefault) takes s2's
+//     place as the incumbent; Prefix.Profile sets the two side by side,
+//     memory and speed. With Options.Portable, the advice (write, at rest)
+//     is the one within the profile.
 //   - Min size: values are grouped by size (powers of two); the advice is
 //     the smallest size from which every group compresses by at least the
 //     minimum gain with the write codec.
@@ -65,8 +71,9 @@ const (
 	DefaultDepth     = 1
 	DefaultSeparator = ":"
 	DefaultDictMin   = 40
-	// DefaultCodecs are the candidates: fast writers and strong compactors.
-	DefaultCodecs = "s2,minlz,lz4,zstd:1,zstd:3,zstd:9,brotli:9"
+	// DefaultCodecs are the candidates: fast writers and strong compactors,
+	// snappy for s2's place in the portable profile.
+	DefaultCodecs = "s2,snappy,minlz,lz4,zstd:1,zstd:3,zstd:9,brotli:9"
 )
 
 // WriteMargin is the points of memory another fast codec must save beyond
@@ -76,7 +83,7 @@ const WriteMargin = 3.0
 // Thresholds of the rules in the package documentation.
 const (
 	fastShare       = 0.5   // a fast codec encodes at least this share of the fastest's speed
-	defaultFast     = 0.25  // the default codec: at least this share
+	defaultFast     = 0.25  // the default codec (and the portable one): at least this share
 	atRestPoints    = 3.0   // points of memory saved an at-rest codec must add
 	dictPoints      = 5.0   // points a dictionary must add
 	dictMaxMedian   = 16384 // dictionaries help small values
@@ -97,6 +104,11 @@ type Options struct {
 	// release (codec.ID.AddedLater: minlz), which squeeze readers built
 	// before them cannot read. Without it they are measured, not advised.
 	LaterCodecs bool
+	// Portable advises within the portable profile (codec.ID.Portable;
+	// docs/FORMAT.md, section 8), for deployments whose values are read
+	// outside squeeze: codecs outside it are measured and shown, never
+	// advised. Run and Analyze return an error when no candidate is in it.
+	Portable bool
 	// Progress, if set, is called as the run goes: done of total steps of
 	// stage, which names what takes the time ("sampling keys", "measuring
 	// codecs on user:", ...). Each stage counts its own steps.
@@ -128,6 +140,9 @@ func (o *Options) defaults() error {
 		if a.ID == codec.IDNone {
 			return errors.New("advise: none is not a candidate codec")
 		}
+	}
+	if o.Portable && !slices.ContainsFunc(o.Codecs, func(a codec.Algorithm) bool { return a.ID.Portable() }) {
+		return fmt.Errorf("advise: portable: no candidate codec is in the portable profile (%s)", strings.Join(codec.PortableNames()[1:], ", "))
 	}
 	if o.MinGain == 0 {
 		o.MinGain = codec.DefaultMinGain
@@ -270,6 +285,11 @@ type Prefix struct {
 	Codecs      []CodecFit `json:"codecs"`
 	Dict        *DictFit   `json:"dict,omitempty"`
 	Advice      Advice     `json:"advice"`
+	// Profile sets the write advice within the portable profile beside the
+	// one over every codec: what writing only codecs other languages read
+	// costs on these values. Nil when no candidate is portable, or no
+	// value was sampled.
+	Profile *ProfileCost `json:"portable_profile,omitempty"`
 	// ScriptUsed: the prefix overlaps one scripts use (Report.ScriptPrefixes):
 	// values written there by scripts, or read by them, stay uncompressed.
 	ScriptUsed bool `json:"script_used,omitempty"`
@@ -293,6 +313,34 @@ type DictFit struct {
 	Size            int     `json:"size"`
 	SavedPctWithout float64 `json:"saved_pct_without"`
 	SavedPctWith    float64 `json:"saved_pct_with"`
+}
+
+// ProfileCost compares two write advices on the same values: within the
+// portable profile, and over every codec advise may name. One of them is
+// Prefix.Advice's (Options.Portable says which).
+type ProfileCost struct {
+	Portable WriteChoice `json:"portable"`
+	Any      WriteChoice `json:"any_codec"`
+	// SavedPoints is the memory the profile costs: Any's SavedPct minus
+	// Portable's, in points. It is negative when the portable choice saves
+	// more: by less than WriteMargin when both are fast codecs (a portable
+	// rival of snappy under the margin from s2), by more when no portable
+	// candidate was fast and the fastest of them is the choice.
+	SavedPoints float64 `json:"saved_points_lost"`
+	// EncodeRatio and DecodeRatio are Portable's speed over Any's (1: as
+	// fast; 0.5: half as fast); 0 when either stores the values raw.
+	EncodeRatio float64 `json:"encode_speed_ratio"`
+	DecodeRatio float64 `json:"decode_speed_ratio"`
+}
+
+// WriteChoice is a write advice with its codec's speeds on the values.
+type WriteChoice struct {
+	Compress  bool    `json:"compress"`
+	Codec     string  `json:"write_codec,omitempty"`
+	MinSize   int     `json:"min_size"`
+	SavedPct  float64 `json:"saved_pct"` // with Codec and MinSize, against storing them raw
+	EncodeMBs float64 `json:"encode_mb_s,omitempty"`
+	DecodeMBs float64 `json:"decode_mb_s,omitempty"`
 }
 
 // Advice is the recommendation for a prefix.
@@ -633,38 +681,18 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 		eligible = func(int) bool { return true } // only later codecs were asked for
 	}
 	markFast(p.Codecs, o.Codecs, fastest)
-	best, incumbent := writeCodec(p.Codecs, o.Codecs, eligible)
-	strongest := -1
-	for ci, c := range p.Codecs {
-		if eligible(ci) && (strongest < 0 || c.SavedPct > p.Codecs[strongest].SavedPct) {
-			strongest = ci
+	anyAdv, anyBest := writeAdvice(&p, values, stored, o.Codecs, eligible, codec.DefaultAlgorithm, o.MinGain)
+	p.Advice = anyAdv
+	portable := func(ci int) bool { return eligible(ci) && o.Codecs[ci].ID.Portable() }
+	if slices.ContainsFunc(o.Codecs, func(a codec.Algorithm) bool { return a.ID.Portable() }) {
+		portAdv, portBest := writeAdvice(&p, values, stored, o.Codecs, portable, codec.PortableDefault, o.MinGain)
+		p.Profile = profileCost(p.Codecs, portAdv, portBest, anyAdv, anyBest)
+		if o.Portable {
+			p.Advice = portAdv
+			p.Advice.Why = "within the portable profile, " + p.Advice.Why
 		}
 	}
 	adv := &p.Advice
-	w := p.Codecs[best]
-	if w.SavedPct < 100*o.MinGain {
-		adv.Why = fmt.Sprintf("the best fast codec (%s) saves %.1f%%, under the %.0f%% minimum gain: store these values raw", w.Codec, w.SavedPct, 100*o.MinGain)
-		if s := p.Codecs[strongest]; s.SavedPct >= 100*o.MinGain+atRestPoints {
-			adv.AtRest, adv.AtRestSaved = s.Codec, s.SavedPct
-			adv.Why += fmt.Sprintf("; %s saves %.1f%% at rest", s.Codec, s.SavedPct)
-		}
-	} else {
-		adv.Compress, adv.Write = true, w.Codec
-		adv.MinSize = minSize(values, stored[best], o.MinGain)
-		adv.SavedPct = savedWithMinSize(values, stored[best], adv.MinSize, o.MinGain, p.MemoryRaw)
-		if best == incumbent {
-			// No word of a rival under the margin: which codecs are fast
-			// is measured, and the advice must read the same every run.
-			adv.Why = fmt.Sprintf("%s is the fast codec for writes (%.1f%% from %s up)", w.Codec, adv.SavedPct, sizeName(adv.MinSize))
-		} else {
-			adv.Why = fmt.Sprintf("%s is the fast codec that saves the most (%.1f%% from %s up), %.1f points more than %s", w.Codec, adv.SavedPct, sizeName(adv.MinSize),
-				w.SavedPct-p.Codecs[incumbent].SavedPct, p.Codecs[incumbent].Codec)
-		}
-		if s := p.Codecs[strongest]; s.SavedPct >= adv.SavedPct+atRestPoints {
-			adv.AtRest, adv.AtRestSaved = s.Codec, s.SavedPct
-			adv.Why += fmt.Sprintf("; compact cold keys to %s for %.1f%%", s.Codec, s.SavedPct)
-		}
-	}
 	if o.DictMin > 0 && len(values) >= o.DictMin && p.Median <= dictMaxMedian {
 		fit, err := measureDict(values)
 		if err != nil {
@@ -681,13 +709,71 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 	return p, nil
 }
 
+// writeAdvice is the advice for writes and at rest over the candidates
+// eligible lets the advice name, def being the incumbent write codec (see
+// writeCodec), and the index of its write codec.
+func writeAdvice(p *Prefix, values []Value, stored [][]int, candidates []codec.Algorithm, eligible func(int) bool, def codec.Algorithm, minGain float64) (Advice, int) {
+	var adv Advice
+	best, incumbent := writeCodec(p.Codecs, candidates, eligible, def)
+	strongest := -1
+	for ci, c := range p.Codecs {
+		if eligible(ci) && (strongest < 0 || c.SavedPct > p.Codecs[strongest].SavedPct) {
+			strongest = ci
+		}
+	}
+	w := p.Codecs[best]
+	if w.SavedPct < 100*minGain {
+		adv.Why = fmt.Sprintf("the best fast codec (%s) saves %.1f%%, under the %.0f%% minimum gain: store these values raw", w.Codec, w.SavedPct, 100*minGain)
+		if s := p.Codecs[strongest]; s.SavedPct >= 100*minGain+atRestPoints {
+			adv.AtRest, adv.AtRestSaved = s.Codec, s.SavedPct
+			adv.Why += fmt.Sprintf("; %s saves %.1f%% at rest", s.Codec, s.SavedPct)
+		}
+		return adv, best
+	}
+	adv.Compress, adv.Write = true, w.Codec
+	adv.MinSize = minSize(values, stored[best], minGain)
+	adv.SavedPct = savedWithMinSize(values, stored[best], adv.MinSize, minGain, p.MemoryRaw)
+	if best == incumbent {
+		// No word of a rival under the margin: which codecs are fast
+		// is measured, and the advice must read the same every run.
+		adv.Why = fmt.Sprintf("%s is the fast codec for writes (%.1f%% from %s up)", w.Codec, adv.SavedPct, sizeName(adv.MinSize))
+	} else {
+		adv.Why = fmt.Sprintf("%s is the fast codec that saves the most (%.1f%% from %s up), %.1f points more than %s", w.Codec, adv.SavedPct, sizeName(adv.MinSize),
+			w.SavedPct-p.Codecs[incumbent].SavedPct, p.Codecs[incumbent].Codec)
+	}
+	if s := p.Codecs[strongest]; s.SavedPct >= adv.SavedPct+atRestPoints {
+		adv.AtRest, adv.AtRestSaved = s.Codec, s.SavedPct
+		adv.Why += fmt.Sprintf("; compact cold keys to %s for %.1f%%", s.Codec, s.SavedPct)
+	}
+	return adv, best
+}
+
+// profileCost sets the write advice within the portable profile (port,
+// whose write codec is fits[portBest]) beside the one over every codec.
+func profileCost(fits []CodecFit, port Advice, portBest int, all Advice, allBest int) *ProfileCost {
+	choice := func(a Advice, best int) WriteChoice {
+		c := WriteChoice{Compress: a.Compress, Codec: a.Write, MinSize: a.MinSize, SavedPct: a.SavedPct}
+		if a.Compress {
+			c.EncodeMBs, c.DecodeMBs = fits[best].EncodeMBs, fits[best].DecodeMBs
+		}
+		return c
+	}
+	pc := &ProfileCost{Portable: choice(port, portBest), Any: choice(all, allBest)}
+	pc.SavedPoints = pc.Any.SavedPct - pc.Portable.SavedPct
+	if pc.Portable.Compress && pc.Any.Compress && pc.Any.EncodeMBs > 0 && pc.Any.DecodeMBs > 0 {
+		pc.EncodeRatio = pc.Portable.EncodeMBs / pc.Any.EncodeMBs
+		pc.DecodeRatio = pc.Portable.DecodeMBs / pc.Any.DecodeMBs
+	}
+	return pc
+}
+
 // markFast marks the fits of the codecs that encode fast enough to write
 // with: at least fastShare of the fastest speed measured, or for the
-// default codec defaultFast of it.
+// default codec and the portable profile's default defaultFast of it.
 func markFast(fits []CodecFit, candidates []codec.Algorithm, fastest float64) {
 	for ci := range fits {
 		share := fastShare
-		if candidates[ci] == codec.DefaultAlgorithm {
+		if candidates[ci] == codec.DefaultAlgorithm || candidates[ci] == codec.PortableDefault {
 			share = defaultFast
 		}
 		fits[ci].Fast = fits[ci].EncodeMBs >= share*fastest
@@ -700,13 +786,13 @@ func markFast(fits []CodecFit, candidates []codec.Algorithm, fastest float64) {
 // incumbent unless another fast eligible codec saves at least WriteMargin
 // points more, then the one saving the most (the first of equals). When
 // no eligible codec is fast, the fastest eligible one is both.
-func writeCodec(fits []CodecFit, candidates []codec.Algorithm, eligible func(int) bool) (choice, incumbent int) {
+func writeCodec(fits []CodecFit, candidates []codec.Algorithm, eligible func(int) bool, def codec.Algorithm) (choice, incumbent int) {
 	incumbent, best := -1, -1
 	for ci, c := range fits {
 		if !c.Fast || !eligible(ci) {
 			continue
 		}
-		if incumbent < 0 || candidates[ci] == codec.DefaultAlgorithm && candidates[incumbent] != codec.DefaultAlgorithm {
+		if incumbent < 0 || candidates[ci] == def && candidates[incumbent] != def {
 			incumbent = ci
 		}
 		if best < 0 || c.SavedPct > fits[best].SavedPct {

@@ -28,25 +28,36 @@ func TestWriteCodec(t *testing.T) {
 		fits              []fit
 		eligible          func(int) bool
 		choice, incumbent int
+		def               codec.Algorithm // zero: codec.DefaultAlgorithm
 	}{
 		{"another codec a point ahead: s2 stays", algs("s2", "lz4"),
-			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 61, Fast: true}}, all, 0, 0},
+			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 61, Fast: true}}, all, 0, 0, codec.Algorithm{}},
 		{"just under the margin: s2 stays", algs("lz4", "s2"),
-			[]fit{{SavedPct: 62.9, Fast: true}, {SavedPct: 60, Fast: true}}, all, 1, 1},
+			[]fit{{SavedPct: 62.9, Fast: true}, {SavedPct: 60, Fast: true}}, all, 1, 1, codec.Algorithm{}},
 		{"at the margin: the other", algs("s2", "lz4"),
-			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 63, Fast: true}}, all, 1, 0},
+			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 63, Fast: true}}, all, 1, 0, codec.Algorithm{}},
 		{"a slow codec saving more does not count", algs("s2", "zstd:9"),
-			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 80}}, all, 0, 0},
+			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 80}}, all, 0, 0, codec.Algorithm{}},
 		{"no s2: the first fast candidate is the incumbent", algs("zstd:9", "lz4", "snappy"),
-			[]fit{{SavedPct: 80}, {SavedPct: 60, Fast: true}, {SavedPct: 62, Fast: true}}, all, 1, 1},
+			[]fit{{SavedPct: 80}, {SavedPct: 60, Fast: true}, {SavedPct: 62, Fast: true}}, all, 1, 1, codec.Algorithm{}},
 		{"an ineligible codec is never chosen", algs("s2", "minlz"),
-			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 70, Fast: true}}, func(i int) bool { return i == 0 }, 0, 0},
+			[]fit{{SavedPct: 60, Fast: true}, {SavedPct: 70, Fast: true}}, func(i int) bool { return i == 0 }, 0, 0, codec.Algorithm{}},
 		{"no eligible fast codec: the fastest eligible", algs("minlz", "zstd:9", "zstd:3"),
 			[]fit{{SavedPct: 60, Fast: true, EncodeMBs: 900}, {SavedPct: 80, EncodeMBs: 40}, {SavedPct: 78, EncodeMBs: 200}},
-			func(i int) bool { return i > 0 }, 2, 2},
+			func(i int) bool { return i > 0 }, 2, 2, codec.Algorithm{}},
+		{"portable: snappy is the incumbent, s2 not eligible", algs("s2", "lz4", "snappy"),
+			[]fit{{SavedPct: 61, Fast: true}, {SavedPct: 62, Fast: true}, {SavedPct: 60, Fast: true}},
+			func(i int) bool { return i > 0 }, 2, 2, codec.PortableDefault},
+		{"portable: another portable codec at the margin", algs("s2", "lz4", "snappy"),
+			[]fit{{SavedPct: 61, Fast: true}, {SavedPct: 63, Fast: true}, {SavedPct: 60, Fast: true}},
+			func(i int) bool { return i > 0 }, 1, 2, codec.PortableDefault},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			choice, incumbent := writeCodec(c.fits, c.cands, c.eligible)
+			def := c.def
+			if def == (codec.Algorithm{}) {
+				def = codec.DefaultAlgorithm
+			}
+			choice, incumbent := writeCodec(c.fits, c.cands, c.eligible, def)
 			if choice != c.choice || incumbent != c.incumbent {
 				t.Fatalf("choice %d, incumbent %d; want %d, %d", choice, incumbent, c.choice, c.incumbent)
 			}
@@ -85,7 +96,8 @@ func TestAnalyze_LaterCodecsNotAdvised(t *testing.T) {
 
 // TestRun_SameAdviceEveryRun: the sample and the advice are the same on
 // every run over the same data, hashes with more fields than --per-key
-// included (HRANDFIELD drew other fields each run), whatever the timings.
+// included (HRANDFIELD drew other fields each run), whatever the timings;
+// so is the advice within the portable profile.
 func TestRun_SameAdviceEveryRun(t *testing.T) {
 	srv := testutil.StartRedis(t)
 	ctx := context.Background()
@@ -110,12 +122,23 @@ func TestRun_SameAdviceEveryRun(t *testing.T) {
 		Overall  Advice
 		Rules    []string
 		Prefixes []string
+		Portable []WriteChoice // the advice within the portable profile, speeds left out
+	}
+	portable := func(p Prefix) WriteChoice {
+		if p.Profile == nil {
+			return WriteChoice{}
+		}
+		c := p.Profile.Portable
+		c.EncodeMBs, c.DecodeMBs = 0, 0
+		return c
 	}
 	sum := func(rep Report) summary {
-		s := summary{Values: rep.Values, Bytes: rep.Bytes, Overall: rep.Overall.Advice, Rules: rep.ProxyRules}
+		s := summary{Values: rep.Values, Bytes: rep.Bytes, Overall: rep.Overall.Advice, Rules: rep.ProxyRules,
+			Portable: []WriteChoice{portable(rep.Overall)}}
 		for _, p := range rep.Prefixes {
 			s.Prefixes = append(s.Prefixes, p.Prefix)
 			s.Advice = append(s.Advice, p.Advice)
+			s.Portable = append(s.Portable, portable(p))
 		}
 		return s
 	}
@@ -140,19 +163,19 @@ func TestRun_SameAdviceEveryRun(t *testing.T) {
 }
 
 // TestMarkFast: a codec is fast at half the fastest's speed; the default
-// codec at a quarter, so that a run on a busy machine, which measured s2
+// codec (and snappy, the portable profile's) at a quarter, so that a run on a busy machine, which measured s2
 // at 40% of lz4's speed, still advises it (the advice flipped to lz4 in
 // one of four runs during a test suite).
 func TestMarkFast(t *testing.T) {
-	candidates := []codec.Algorithm{codec.DefaultAlgorithm, codec.MustParseAlgorithm("lz4"), codec.MustParseAlgorithm("zstd:9")}
+	candidates := []codec.Algorithm{codec.DefaultAlgorithm, codec.MustParseAlgorithm("lz4"), codec.MustParseAlgorithm("zstd:9"), codec.PortableDefault}
 	for _, tt := range []struct {
 		speeds []float64
 		want   []bool
 	}{
-		{[]float64{900, 1000, 100}, []bool{true, true, false}},
-		{[]float64{400, 1000, 100}, []bool{true, true, false}},
-		{[]float64{200, 1000, 600}, []bool{false, true, true}},
-		{[]float64{1000, 450, 100}, []bool{true, false, false}},
+		{[]float64{900, 1000, 100, 900}, []bool{true, true, false, true}},
+		{[]float64{400, 1000, 100, 400}, []bool{true, true, false, true}}, // snappy, s2's portable stand-in, as lenient
+		{[]float64{200, 1000, 600, 200}, []bool{false, true, true, false}},
+		{[]float64{1000, 450, 100, 300}, []bool{true, false, false, true}},
 	} {
 		fits := make([]CodecFit, len(tt.speeds))
 		fastest := 0.0

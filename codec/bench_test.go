@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"testing"
 	"time"
@@ -156,4 +157,83 @@ func median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkPortableCost measures what the portable profile costs against
+// the default codec in speed, robustly on a noisy machine: each round
+// times a batch with DefaultAlgorithm (s2) and a batch with a portable
+// codec back to back (in alternating order), and the figures are medians
+// over rounds: "time/default" (the portable codec's time over the
+// default's, encode or decode), "bytes/default" (its frame size over the
+// default's) and the median ns per value of each ("ns/value",
+// "default-ns/value"). PortableDefault (snappy) is what --portable writes;
+// lz4 and zstd:1 are the other portable codecs advise weighs for writes.
+//
+//	go test ./codec -run '^$' -bench PortableCost -benchtime 1x
+//
+// The values are generated JSON (sampleJSON) unless SQUEEZE_BENCH_CORPUS
+// names a file, whose bytes are then cut or repeated to each size.
+func BenchmarkPortableCost(b *testing.B) {
+	corpus := os.Getenv("SQUEEZE_BENCH_CORPUS")
+	var data []byte
+	if corpus != "" {
+		var err error
+		if data, err = os.ReadFile(corpus); err != nil || len(data) == 0 {
+			b.Fatalf("SQUEEZE_BENCH_CORPUS: %v (%d bytes)", err, len(data))
+		}
+	}
+	value := func(n int) []byte {
+		if data == nil {
+			return sampleJSON(n)
+		}
+		out := make([]byte, 0, n)
+		for len(out) < n {
+			out = append(out, data[:min(len(data), n-len(out))]...)
+		}
+		return out
+	}
+	def := mustEncoder(b, DefaultAlgorithm, WithMinGain(-1), WithMinSize(0))
+	dec := mustDecoder(b)
+	for _, name := range []string{PortableDefault.String(), "lz4", "zstd:1"} {
+		a := MustParseAlgorithm(name)
+		port := mustEncoder(b, a, WithMinGain(-1), WithMinSize(0))
+		for _, n := range benchSizes[1:] {
+			in := value(n)
+			defFrame := def.AppendEncode(nil, in)
+			portFrame := port.AppendEncode(nil, in)
+			buf := make([]byte, 0, 2*n+1024)
+			out := make([]byte, 0, n)
+			batch := max(1, 2e6/n) // about 2 MB per timed batch
+			timeIt := func(fn func()) float64 {
+				start := time.Now()
+				for i := 0; i < batch; i++ {
+					fn()
+				}
+				return float64(time.Since(start)) / float64(batch)
+			}
+			for _, op := range []string{"encode", "decode"} {
+				b.Run(fmt.Sprintf("%s/%s/size=%s", op, a, sizeName(n)), func(b *testing.B) {
+					var ratio, defNs, portNs []float64
+					for r := 0; r < 21*b.N; r++ {
+						var d, p float64
+						runDef, runPort := func() { buf = def.AppendEncode(buf[:0], in) }, func() { buf = port.AppendEncode(buf[:0], in) }
+						if op == "decode" {
+							runDef = func() { out, _ = dec.AppendDecode(out[:0], defFrame) }
+							runPort = func() { out, _ = dec.AppendDecode(out[:0], portFrame) }
+						}
+						if r%2 == 0 {
+							d, p = timeIt(runDef), timeIt(runPort)
+						} else {
+							p, d = timeIt(runPort), timeIt(runDef)
+						}
+						ratio, defNs, portNs = append(ratio, p/d), append(defNs, d), append(portNs, p)
+					}
+					b.ReportMetric(median(ratio), "time/default")
+					b.ReportMetric(float64(len(portFrame))/float64(len(defFrame)), "bytes/default")
+					b.ReportMetric(median(portNs), "ns/value")
+					b.ReportMetric(median(defNs), "default-ns/value")
+				})
+			}
+		}
+	}
 }

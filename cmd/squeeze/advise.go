@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -34,16 +35,27 @@ elements or entries of each), and so is the advice. For each prefix it
 says:
 
   write      the codec for writes (squeeze proxy --codec, the library's
-             codec): s2, the default, unless another of the fast codecs
-             here (at least half the fastest one's speed) saves at least 3
-             points more memory; "raw" when even that saves less than
-             --min-gain (images, archives)
+             codec): s2, the default (snappy with --portable), unless
+             another of the fast codecs here (at least half the fastest
+             one's speed) saves at least 3 points more memory; "raw"
+             when even that saves less than --min-gain (images,
+             archives)
   min-size   the size from which every size class of values gains at least
              --min-gain (squeeze proxy --min-size)
   at rest    a stronger codec for cold keys (squeeze compact), when it
              saves at least 3 points more
   dict       whether a zstd dictionary trained on the prefix (squeeze dict
              train) saves at least 5 points more for its small values
+
+The portable profile (codecs that Python, Node and other languages read:
+snappy, lz4, zstd, brotli, gzip, deflate, zlib; not s2 or minlz) has a
+table of its own: per prefix and for all of them, the write codec advised
+over every codec beside the one advised within the profile (snappy stands
+in for s2), with the memory each saves, their encode and decode speeds on
+this machine, and what the profile costs (points of memory, speed as a
+ratio). --portable advises within the profile, for keys that programs
+without squeeze read: the write and at-rest codecs are portable ones, and
+the commands that apply it carry --portable.
 
 minlz came later than the other codecs: squeeze readers built before it
 cannot read its frames. The default candidates measure it but leave it out
@@ -71,6 +83,7 @@ Examples:
   squeeze advise --redis redis://127.0.0.1:6379
   squeeze advise --redis redis://10.0.0.5:6379/2 --keys 5000 --depth 2
   squeeze advise --redis redis://127.0.0.1:6379 --codecs s2,zstd:1,zstd:19 --json
+  squeeze advise --redis redis://127.0.0.1:6379 --portable   # values read outside squeeze too
   squeeze advise --cluster --redis redis://10.0.0.5:7000   # every master of a cluster
 `
 
@@ -86,6 +99,7 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 	noDict := fs.Bool("no-dict", false, "do not train dictionaries")
 	asJSON := fs.Bool("json", false, "print the report as JSON for machines")
 	cluster := fs.Bool("cluster", false, "--redis names a node of a Redis Cluster: sample every master")
+	portable := fs.Bool("portable", false, "advise only codecs other languages read (the portable profile: "+strings.Join(codec.PortableNames()[1:], ", ")+"), and print the commands with --portable")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -116,7 +130,8 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 	}
 	defer rdb.Close()
 	o := advise.Options{Keys: *keys, PerKey: *perKey, Depth: *depth, Separator: *sep, Codecs: algs, MinGain: *minGain,
-		LaterCodecs: flagsSet(fs)["codecs"]} // codecs named by the user may be advised, minlz too
+		LaterCodecs: flagsSet(fs)["codecs"], // codecs named by the user may be advised, minlz too
+		Portable:    *portable}
 	if *noDict {
 		o.DictMin = -1
 	}
@@ -126,7 +141,7 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 	rep, err := advise.Run(ctx, rdb, o)
 	b.finish()
 	if err != nil {
-		if strings.Contains(err.Error(), "none is not") {
+		if strings.Contains(err.Error(), "none is not") || strings.Contains(err.Error(), "no candidate codec is in the portable profile") {
 			return usageError("--codecs: %v", err)
 		}
 		return err
@@ -142,7 +157,7 @@ func runAdvise(ctx context.Context, e env, args []string) error {
 			return err
 		}
 	}
-	printAdvice(e, rep, redactURL(*url), time.Since(start), nodes)
+	printAdvice(e, rep, redactURL(*url), time.Since(start), nodes, *portable)
 	return nil
 }
 
@@ -244,8 +259,9 @@ func nodeURL(url string, n clusterNode) string {
 }
 
 // printAdvice prints the report; nodes, for a cluster (advise --cluster),
-// are its nodes, each to get a proxy beside it.
-func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes []clusterNode) {
+// are its nodes, each to get a proxy beside it; portable: the advice is
+// within the portable profile (advise --portable).
+func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes []clusterNode, portable bool) {
 	w := e.Stdout
 	fmt.Fprintf(w, "sampled %d keys of %s (%d with values), %d values, %s, in %s\n\n",
 		rep.KeysScanned, url, rep.KeysSampled, rep.Values, units.FormatSize(rep.Bytes), took.Round(time.Millisecond))
@@ -322,8 +338,10 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes
 	}
 	tw.Flush()
 
+	printProfileCost(w, rep, portable)
+
 	fmt.Fprintf(w, "\nadvice: %s\n", o.Advice.Why)
-	if left := leftOutCodecs(o); len(left) > 0 {
+	if left := leftOutCodecs(o); len(left) > 0 && !portable { // later codecs are not portable either
 		fmt.Fprintf(w, "\n%s would save %.0f points or more beyond the write codec, but came later than the other codecs: squeeze\n"+
 			"readers built before it cannot read its frames, so the advice leaves it out; name it in --codecs once every reader\n"+
 			"is upgraded\n", strings.Join(left, ", "), advise.WriteMargin)
@@ -344,9 +362,12 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes
 		}
 		fmt.Fprintln(w)
 	}
-	clusterFlag := ""
+	clusterFlag, portableFlag := "", ""
+	if portable {
+		portableFlag = " --portable"
+	}
 	if nodes == nil {
-		fmt.Fprintf(w, "  squeeze proxy --upstream %s --codec %s", url, base)
+		fmt.Fprintf(w, "  squeeze proxy --upstream %s%s --codec %s", url, portableFlag, base)
 		rules()
 	} else {
 		// A proxy beside each node, masters and replicas (a replica
@@ -363,8 +384,8 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes
 			if listenReachable(listen) {
 				auth = " --client-auth require" // a proxy clients reach from other hosts: each logs in itself
 			}
-			fmt.Fprintf(w, "  squeeze proxy --listen %s --upstream %s --cluster-port-offset %d%s --codec %s",
-				listen, nodeURL(url, n), off, auth, base)
+			fmt.Fprintf(w, "  squeeze proxy --listen %s --upstream %s --cluster-port-offset %d%s%s --codec %s",
+				listen, nodeURL(url, n), off, auth, portableFlag, base)
 			rules()
 		}
 	}
@@ -388,8 +409,8 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes
 				"  # ('*' takes every key): give squeeze compact a --pattern that matches their names only\n",
 				p.Advice.AtRest, p.Advice.AtRestSaved)
 		default:
-			fmt.Fprintf(w, "  squeeze compact%s --redis %s --pattern %s --codec %s   # cold %s: %.1f%% saved\n",
-				clusterFlag, url, shellQuote(p.Pattern()), p.Advice.AtRest, prefixKeys(p.Prefix), p.Advice.AtRestSaved)
+			fmt.Fprintf(w, "  squeeze compact%s --redis %s%s --pattern %s --codec %s   # cold %s: %.1f%% saved\n",
+				clusterFlag, url, portableFlag, shellQuote(p.Pattern()), p.Advice.AtRest, prefixKeys(p.Prefix), p.Advice.AtRestSaved)
 		}
 	}
 	for _, p := range rep.Prefixes {
@@ -407,6 +428,52 @@ func printAdvice(e env, rep advise.Report, url string, took time.Duration, nodes
 				clusterFlag, url, shellQuote(p.Pattern()), shellQuote(p.Prefix+"=zstd:1,dict=ID"))
 		}
 	}
+}
+
+// printProfileCost prints, per prefix and for all of them, the write
+// advice over every codec beside the one within the portable profile, and
+// what the profile costs; portable says which of the two is the advice.
+func printProfileCost(w io.Writer, rep advise.Report, portable bool) {
+	rows := append(slices.Clone(rep.Prefixes), rep.Overall)
+	if !slices.ContainsFunc(rows, func(p advise.Prefix) bool { return p.Profile != nil }) {
+		return // no portable candidate measured
+	}
+	which := "the advice is over every codec; squeeze advise --portable advises within the profile"
+	if portable {
+		which = "the advice is within the profile (--portable)"
+	}
+	fmt.Fprintf(w, "\nthe portable profile (codecs other languages read) against every codec, for writes (%s):\n", which)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "prefix\tany codec\tsaved\tencode\tdecode\tportable\tsaved\tencode\tdecode\tportable saves\tportable speed (encode, decode)")
+	choice := func(c advise.WriteChoice) string {
+		if !c.Compress {
+			return "raw\t-\t-\t-"
+		}
+		return fmt.Sprintf("%s\t%.1f%%\t%.0f MB/s\t%.0f MB/s", c.Codec, c.SavedPct, c.EncodeMBs, c.DecodeMBs)
+	}
+	for i, p := range rows {
+		if p.Profile == nil {
+			continue
+		}
+		name := p.Prefix
+		switch {
+		case i == len(rows)-1:
+			name = "(all)"
+		case name == "":
+			name = "(no separator)"
+		}
+		pc := p.Profile
+		speed := "-"
+		if pc.EncodeRatio > 0 {
+			speed = fmt.Sprintf("%.2fx, %.2fx", pc.EncodeRatio, pc.DecodeRatio)
+		}
+		mem := fmt.Sprintf("%.1f points less", pc.SavedPoints)
+		if pc.SavedPoints < 0 {
+			mem = fmt.Sprintf("%.1f points more", -pc.SavedPoints)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, choice(pc.Any), choice(pc.Portable), mem, speed)
+	}
+	tw.Flush()
 }
 
 // prefixKeys names the keys of a prefix in a comment.

@@ -318,3 +318,136 @@ func TestAdvise_ScriptPrefixes(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvise_CLI_Portable: advise sets the portable profile beside the
+// advice over every codec, in the table and in --json; with --portable it
+// advises portable codecs only, and the commands it prints carry
+// --portable and are accepted as printed (proxy --check, compact
+// --dry-run).
+func TestAdvise_CLI_Portable(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	random := rand.New(rand.NewPCG(3, 4))
+	for i := range 30 {
+		rdb.Set(ctx, fmt.Sprintf("page:%d", i), bench.JSONDocument(uint64(i), 8000), 0)
+		rdb.Set(ctx, fmt.Sprintf("img:%d", i), randomBytes(random, 5000), 0)
+	}
+	const section = "the portable profile (codecs other languages read) against every codec"
+	out, errs, code := runCLI(t, nil, "advise", "--redis", r.URL(), "--no-dict")
+	if code != 0 || !strings.Contains(out, section) || !strings.Contains(out, "squeeze advise --portable advises within the profile") {
+		t.Fatalf("exit %d, no portable profile table:\n%s%s", code, out, errs)
+	}
+	for _, cmd := range printedCommands(out, "squeeze ") {
+		if strings.Contains(cmd, "--portable") {
+			t.Errorf("without --portable: %q", cmd)
+		}
+	}
+
+	out, errs, code = runCLI(t, nil, "advise", "--redis", r.URL(), "--no-dict", "--portable")
+	if code != 0 || !strings.Contains(out, section) || !strings.Contains(out, "advice: within the portable profile") {
+		t.Fatalf("--portable: exit %d:\n%s%s", code, out, errs)
+	}
+	rows := 0
+	for _, line := range strings.Split(out[strings.Index(out, section):], "\n")[2:] {
+		if line == "" {
+			break
+		}
+		f := strings.Fields(line)
+		if f[0] != "page:" && f[0] != "img:" && f[0] != "(all)" {
+			t.Errorf("portable profile row %q", line)
+		}
+		rows++
+	}
+	if rows != 3 {
+		t.Errorf("%d rows in the portable profile table, want page:, img: and (all):\n%s", rows, out)
+	}
+	portableCodec := func(name string) bool {
+		a, err := codec.ParseAlgorithm(name)
+		return err == nil && a.ID.Portable()
+	}
+	proxies := printedCommands(out, "squeeze proxy ")
+	if len(proxies) != 1 || !strings.Contains(proxies[0], " --portable ") {
+		t.Fatalf("--portable: proxy commands %q:\n%s", proxies, out)
+	}
+	words := argv(t, proxies[0])
+	for i, w := range words {
+		switch {
+		case w == "--codec" && !portableCodec(words[i+1]):
+			t.Errorf("--codec %s is not portable: %q", words[i+1], proxies[0])
+		case w == "--rule":
+			_, spec, _ := strings.Cut(words[i+1], "=")
+			name, _, _ := strings.Cut(spec, ",")
+			if !portableCodec(name) {
+				t.Errorf("--rule %s: %s is not portable", words[i+1], name)
+			}
+		}
+	}
+	if _, errs, code := runCLI(t, nil, append(words[1:], "--check")...); code != 0 {
+		t.Errorf("%q --check: exit %d: %s", proxies[0], code, errs)
+	}
+	for _, c := range printedCommands(out, "squeeze compact ") {
+		if !strings.Contains(c, " --portable ") {
+			t.Errorf("--portable: %q", c)
+		}
+		if _, errs, code := runCLI(t, nil, append(argv(t, c)[1:], "--dry-run")...); code != 0 {
+			t.Errorf("%q --dry-run: exit %d: %s", c, code, errs)
+		}
+	}
+
+	out, errs, code = runCLI(t, nil, "advise", "--redis", r.URL(), "--no-dict", "--portable", "--json")
+	if code != 0 {
+		t.Fatalf("--portable --json: exit %d: %s", code, errs)
+	}
+	type choice struct {
+		Compress  bool    `json:"compress"`
+		Codec     string  `json:"write_codec"`
+		SavedPct  float64 `json:"saved_pct"`
+		EncodeMBs float64 `json:"encode_mb_s"`
+		DecodeMBs float64 `json:"decode_mb_s"`
+	}
+	type prefix struct {
+		Prefix string `json:"prefix"`
+		Advice struct {
+			Compress bool   `json:"compress"`
+			Write    string `json:"write_codec"`
+		} `json:"advice"`
+		Profile *struct {
+			Portable    choice  `json:"portable"`
+			Any         choice  `json:"any_codec"`
+			SavedPoints float64 `json:"saved_points_lost"`
+			EncodeRatio float64 `json:"encode_speed_ratio"`
+			DecodeRatio float64 `json:"decode_speed_ratio"`
+		} `json:"portable_profile"`
+	}
+	var rep struct {
+		Prefixes []prefix `json:"prefixes"`
+		Overall  prefix   `json:"overall"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	for _, p := range append(rep.Prefixes, rep.Overall) {
+		pc := p.Profile
+		if pc == nil {
+			t.Fatalf("%q: no portable_profile:\n%s", p.Prefix, out)
+		}
+		if p.Advice.Compress != pc.Portable.Compress || p.Advice.Write != pc.Portable.Codec {
+			t.Errorf("%q: --portable advises %+v, its portable choice is %+v", p.Prefix, p.Advice, pc.Portable)
+		}
+		if pc.Portable.Compress && (!portableCodec(pc.Portable.Codec) || pc.Portable.EncodeMBs <= 0 || pc.Portable.DecodeMBs <= 0) {
+			t.Errorf("%q: portable choice %+v", p.Prefix, pc.Portable)
+		}
+		if pc.Portable.Compress && pc.Any.Compress && (pc.EncodeRatio <= 0 || pc.DecodeRatio <= 0) {
+			t.Errorf("%q: no speed ratios: %+v", p.Prefix, pc)
+		}
+		if d := pc.Any.SavedPct - pc.Portable.SavedPct - pc.SavedPoints; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%q: saved_points_lost %.2f for %.2f%% and %.2f%%", p.Prefix, pc.SavedPoints, pc.Any.SavedPct, pc.Portable.SavedPct)
+		}
+	}
+
+	if _, errs, code := runCLI(t, nil, "advise", "--redis", r.URL(), "--portable", "--codecs", "s2,minlz"); code != 2 || !strings.Contains(errs, "portable") {
+		t.Errorf("--portable with Go-only codecs: exit %d, %q; want a usage error", code, errs)
+	}
+}

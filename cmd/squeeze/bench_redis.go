@@ -32,7 +32,7 @@ const benchRedisUsage = `Usage:
   squeeze bench redis [--redis URL] [--path direct,library,proxy] [--codecs LIST]
       [--sizes 0,16.6kB,47.5kB,221.9kB,4.2MB] [--iterations 1,10,100,1000]
       [--repeat 10] [--corpus PATH] [--dict] [--compact-to zstd:9] [--quick]
-      [--report DIR] [--json] [--targets]
+      [--portable] [--report DIR] [--json] [--targets]
 
 How much slower do reads and writes get, and how much Redis memory is
 saved, when values are compressed? This study answers it on your machine.
@@ -73,6 +73,12 @@ compact --dict" do), or none to leave the rows out. The memory rows write
 distinct values, as real keys hold: other generated documents of each size,
 or other cuts of the --corpus file.
 
+--portable measures the portable profile's codec (what squeeze proxy
+--portable writes: snappy, which programs in other languages read) beside
+the default (s2) in the same run, and adds a table of what it costs: time
+per operation as a ratio, per path, workload and size, and the memory each
+saves.
+
 The tables open with what the run recommends, as "squeeze demo" does:
 the codec to write with, what to compact cold keys to, and below which
 size a dictionary pays (with --dict). --targets adds the figures squeeze
@@ -93,6 +99,7 @@ Examples:
   squeeze bench redis --sizes 16.6kB,4.2MB --iterations 1,100 --repeat 5
   squeeze bench redis --quick --codecs zstd:1,zlib:6 --dict
   squeeze bench redis --sizes 16.6kB,47.5kB --compact-to zstd:9,zstd:9+dict,brotli:9
+  squeeze bench redis --path library,proxy --portable --compact-to none
 
 `
 
@@ -123,6 +130,9 @@ func runBenchRedis(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.Stdout)
 	}
 	printRedisTables(e.Stdout, res, run.targets)
+	if run.portable {
+		printPortableCost(e.Stdout, res)
+	}
 	return nil
 }
 
@@ -135,6 +145,9 @@ type redisRun struct {
 	json    bool
 	targets bool
 	dict    bool
+	// portable: the portable profile's codec is measured beside the
+	// default, and its cost printed (--portable).
+	portable bool
 }
 
 func parseBenchRedis(e env, args []string) (*redisRun, error) {
@@ -152,6 +165,7 @@ func parseBenchRedis(e env, args []string) (*redisRun, error) {
 	jsonOut := fs.Bool("json", false, "print a JSON array of result rows instead of tables")
 	dict := fs.Bool("dict", false, "also measure each zstd codec with a dictionary trained per size on other generated documents")
 	compactTo := fs.String("compact-to", "zstd:9", "codecs the default codec's keys are compacted to for the memory rows at rest (none: no such rows)")
+	portable := fs.Bool("portable", false, "also measure the portable profile's codec ("+codec.PortableDefault.String()+") beside the default ("+codec.DefaultAlgorithm.String()+"), and print what it costs in time and memory")
 	targets := fs.Bool("targets", false, "also print the figures squeeze was built to reach and the 2013 study's slowdowns (for squeeze's developers)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
@@ -172,7 +186,7 @@ func parseBenchRedis(e env, args []string) (*redisRun, error) {
 			*budget = 600 * time.Millisecond
 		}
 	}
-	run := &redisRun{url: *url, corpus: *corpus, report: *report, json: *jsonOut, targets: *targets, dict: *dict}
+	run := &redisRun{url: *url, corpus: *corpus, report: *report, json: *jsonOut, targets: *targets, dict: *dict, portable: *portable}
 	o := bench.RedisOptions{Repeats: *repeat, CellBudget: *budget, Dict: *dict}
 	var err error
 	if o.Paths, err = parsePaths(*paths); err != nil {
@@ -180,6 +194,13 @@ func parseBenchRedis(e env, args []string) (*redisRun, error) {
 	}
 	if o.Codecs, err = bench.ParseAlgorithms(*codecs); err != nil {
 		return nil, usageError("bench redis: --codecs: %v", err)
+	}
+	if *portable {
+		for _, a := range []codec.Algorithm{codec.PortableDefault, codec.DefaultAlgorithm} {
+			if !slices.Contains(o.Codecs, a) {
+				o.Codecs = append([]codec.Algorithm{a}, o.Codecs...)
+			}
+		}
 	}
 	if *compactTo != "none" && *compactTo != "" {
 		for _, t := range strings.Split(*compactTo, ",") {
