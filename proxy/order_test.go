@@ -396,7 +396,6 @@ func TestOrder_SharedWriteThenPinnedRead(t *testing.T) {
 	// New clients every round, as a pool that grows makes them.
 	for _, tg := range orderTargets(t) {
 		t.Run(tg.name, func(t *testing.T) {
-			skipKnown(t, "known: the reader's GET, on its private connection, is written once the SET is written on the shared connection, and Redis, which reads its sockets in an order of its own, runs the GET first in about one round of six (with the same two clients every round, about one of 600)")
 			for i := range 100 {
 				w := dialWarm(t, tg.addr)
 				r := dialWarm(t, tg.addr)
@@ -424,7 +423,6 @@ func TestOrder_LargeCommandThenOtherClient(t *testing.T) {
 	// when a command reached it.)
 	for _, tg := range orderTargets(t) {
 		t.Run(tg.name, func(t *testing.T) {
-			skipKnown(t, "known: the other client's EXISTS runs first in nearly every round")
 			v := strings.Repeat("0123456789abcdef", 17000/16)
 			for i := range 30 {
 				key := fmt.Sprintf("large:%d", i)
