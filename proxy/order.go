@@ -43,6 +43,10 @@ type orderHold struct {
 	conns   []*upConn
 	scope   *reqScope   // what its command touches; nil: anything (orderscope.go)
 	awaited bool        // awaitOrder returned: it is this barrier's turn
+	// turn is signalled when it is this barrier's turn (or it ended),
+	// made by awaitOrder when it must wait, under orderState.mu: only the
+	// new oldest barrier wakes when one ends, not every waiter.
+	turn chan struct{}
 	taken   bool        // awaitOrderTaken returned
 	ended   atomic.Bool // endOrder ran
 	// parts counts what must be taken before the barrier ends when it
@@ -84,7 +88,6 @@ type afterSeg struct {
 // the order they came, too.
 type orderState struct {
 	mu     sync.Mutex
-	turn   sync.Cond // signalled when a barrier ends
 	next   uint64
 	active []*orderHold // raised and not ended, oldest first
 	// headSince is when active[0] became the oldest; sweeping: a sweep
@@ -119,9 +122,6 @@ func (p *pool) raiseOrderFor(scope *reqScope) *orderHold {
 	o := &p.order
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.turn.L == nil {
-		o.turn.L = &o.mu
-	}
 	o.next++
 	h := &orderHold{pool: p, ticket: o.next, scope: scope}
 	o.held.add(scope)
@@ -163,7 +163,12 @@ func (p *pool) awaitOrder(h *orderHold) {
 	o := &p.order
 	o.mu.Lock()
 	for len(o.active) > 0 && o.active[0] != h && !h.ended.Load() {
-		o.turn.Wait()
+		if h.turn == nil {
+			h.turn = make(chan struct{}, 1)
+		}
+		o.mu.Unlock()
+		<-h.turn
+		o.mu.Lock()
 	}
 	o.mu.Unlock()
 	for _, c := range h.conns {
@@ -214,7 +219,12 @@ func (p *pool) endOrder(h *orderHold) {
 			break
 		}
 	}
-	o.turn.Broadcast()
+	// Wake the barrier whose turn it is now, and h if it still waits
+	// (the sweeper ended it).
+	if len(o.active) > 0 {
+		o.active[0].signalTurn()
+	}
+	h.signalTurn()
 	o.mu.Unlock()
 }
 
@@ -622,4 +632,14 @@ func (c *upConn) awaitTaken() {
 		c.takenWait.Add(-1)
 	}
 	c.mu.Unlock()
+}
+
+// signalTurn wakes h's awaitOrder, if it waits. Under orderState.mu.
+func (h *orderHold) signalTurn() {
+	if h.turn != nil {
+		select {
+		case h.turn <- struct{}{}:
+		default:
+		}
+	}
 }
