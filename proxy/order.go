@@ -162,7 +162,7 @@ func (p *pool) raiseOrderFor(scope *reqScope) *orderHold {
 func (p *pool) awaitOrder(h *orderHold) {
 	o := &p.order
 	o.mu.Lock()
-	for len(o.active) > 0 && o.active[0] != h && !h.ended.Load() {
+	for o.waitsFor(h) && !h.ended.Load() {
 		if h.turn == nil {
 			h.turn = make(chan struct{}, 1)
 		}
@@ -219,10 +219,12 @@ func (p *pool) endOrder(h *orderHold) {
 			break
 		}
 	}
-	// Wake the barrier whose turn it is now, and h if it still waits
-	// (the sweeper ended it).
-	if len(o.active) > 0 {
-		o.active[0].signalTurn()
+	// Wake the barriers that waited for h (their turn may have come),
+	// and h if it still waits (the sweeper ended it).
+	for _, t := range o.active {
+		if t.turn != nil && t.scope.conflicts(h.scope) && !o.waitsFor(t) {
+			t.signalTurn()
+		}
 	}
 	h.signalTurn()
 	o.mu.Unlock()
@@ -642,4 +644,19 @@ func (h *orderHold) signalTurn() {
 		default:
 		}
 	}
+}
+
+// waitsFor reports whether h must wait for a barrier raised before it:
+// one that touches what h's command touches (all of them, when either
+// touches anything: orderscope.go). Under orderState.mu.
+func (o *orderState) waitsFor(h *orderHold) bool {
+	for _, t := range o.active {
+		if t == h {
+			return false
+		}
+		if t.scope.conflicts(h.scope) {
+			return true
+		}
+	}
+	return false // ended
 }

@@ -161,3 +161,20 @@ func touchesOf(spec *rediscmd.Spec) rediscmd.Touches {
 // keyed reports whether h holds only the requests on its command's keys
 // (nil: no barrier).
 func (h *orderHold) keyed() bool { return h != nil && h.scope != nil && !h.scope.any }
+
+// conflicts reports whether commands of scopes s and t may see or change
+// what the other does: either touches anything (nil or any), or they
+// share a key hash.
+func (s *reqScope) conflicts(t *reqScope) bool {
+	if s == nil || t == nil || s.any || t.any {
+		return true
+	}
+	for _, a := range s.keys {
+		for _, b := range t.keys {
+			if a == b {
+				return true
+			}
+		}
+	}
+	return false
+}

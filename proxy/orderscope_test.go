@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 )
@@ -99,5 +101,59 @@ func TestTouches_ProxyEntries(t *testing.T) {
 		if got := lookup([]byte(name)).touches; got != want {
 			t.Errorf("%s: touches %d, want %d", name, got, want)
 		}
+	}
+}
+
+func TestReqScope_Conflicts(t *testing.T) {
+	get := func(k string) *reqScope { return scopeFor(t, true, []string{"GET", k}) }
+	for _, tc := range []struct {
+		name string
+		a, b *reqScope
+		want bool
+	}{
+		{"different keys", get("a"), get("b"), false},
+		{"same key", get("a"), get("a"), true},
+		{"one of several", scopeFor(t, true, []string{"MGET", "x", "a"}), get("a"), true},
+		{"nothing touches nothing", scopeFor(t, true, []string{"PING"}), get("a"), false},
+		{"anything", scopeFor(t, true, []string{"EVAL", "return 1", "0"}), get("a"), true},
+		{"unknown (nil)", nil, get("a"), true},
+	} {
+		if got := tc.a.conflicts(tc.b); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+		if got := tc.b.conflicts(tc.a); got != tc.want {
+			t.Errorf("%s, reversed: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestOrder_DisjointBarriersDoNotWait(t *testing.T) {
+	// A barrier raised after another waits for it only when their
+	// commands touch something in common (orderState.waitsFor).
+	var p pool
+	scope := func(k string) *reqScope { return scopeFor(t, true, []string{"GET", k}) }
+	first := p.raiseOrderFor(scope("a"))
+	other := p.raiseOrderFor(scope("b"))
+	same := p.raiseOrderFor(scope("a"))
+	anything := p.raiseOrderFor(nil)
+	o := &p.order
+	o.mu.Lock()
+	waits := []bool{o.waitsFor(first), o.waitsFor(other), o.waitsFor(same), o.waitsFor(anything)}
+	o.mu.Unlock()
+	if want := []bool{false, false, true, true}; !slices.Equal(waits, want) {
+		t.Fatalf("waits %v, want %v (first on a, then b, a again, anything)", waits, want)
+	}
+	done := make(chan struct{})
+	go func() { p.awaitOrder(same); close(done) }()
+	p.endOrder(other)
+	select {
+	case <-done:
+		t.Fatal("the second barrier on a got its turn while the first held a")
+	case <-time.After(20 * time.Millisecond):
+	}
+	p.endOrder(first)
+	<-done // woken by the end of the one it waited for
+	for _, h := range []*orderHold{same, anything} {
+		p.endOrder(h)
 	}
 }

@@ -331,7 +331,7 @@ func (c *client) passStep() readEnd {
 	switch c.commandReady() {
 	case readyWhole:
 		if c.pinned.held == nil {
-			c.pinned.held = c.s.pool.raiseOrder()
+			c.pinned.held = c.s.pool.raiseOrderFor(c.inputScope())
 		}
 		return endToGoroutine
 	case readyStream:
@@ -341,6 +341,27 @@ func (c *client) passStep() readEnd {
 		return endGone
 	}
 	return endStay
+}
+
+// inputScope is what the whole commands in rbuf touch, for the barrier
+// raised for them (passStep): commands of clients with a private
+// connection on keys the table places hold, and wait for, only those on
+// the same keys (orderscope.go). Poller only, while it has the client.
+func (c *client) inputScope() *reqScope {
+	s := &reqScope{}
+	for b := c.in.rbuf; len(b) > 0 && !s.any; {
+		args, n, err := c.readCommand(b, c.s.maxBulk())
+		if err != nil {
+			break // the rest: a part of a command (its own barrier), or input refused
+		}
+		if len(args) == 0 {
+			s.any = true
+			break
+		}
+		s.note(c.lookupCommand(args[0]), args, true)
+		b = b[n:]
+	}
+	return s
 }
 
 // passState is the hand-over of a client between the poller, which keeps
