@@ -41,14 +41,14 @@ type orderHold struct {
 	pool    *pool
 	ticket  uint64
 	conns   []*upConn
-	scope   *reqScope   // what its command touches; nil: anything (orderscope.go)
-	awaited bool        // awaitOrder returned: it is this barrier's turn
+	scope   *reqScope // what its command touches; nil: anything (orderscope.go)
+	awaited bool      // awaitOrder returned: it is this barrier's turn
 	// turn is signalled when it is this barrier's turn (or it ended),
 	// made by awaitOrder when it must wait, under orderState.mu: only the
 	// new oldest barrier wakes when one ends, not every waiter.
-	turn chan struct{}
-	taken   bool        // awaitOrderTaken returned
-	ended   atomic.Bool // endOrder ran
+	turn  chan struct{}
+	taken bool        // awaitOrderTaken returned
+	ended atomic.Bool // endOrder ran
 	// parts counts what must be taken before the barrier ends when it
 	// covers several batches of one read (client.sendPrivate): each batch
 	// sent under it, and the goroutine's own while more may follow; 0:
