@@ -317,6 +317,15 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				return err
 			}
 		}
+		if p.fcall != "" {
+			fn, err := h.checkFunction(ctx, func(c redis.Cmder) error { return next(ctx, c) }, p.fcall)
+			if err != nil {
+				h.undo(cmd, p)
+				cmd.SetErr(err)
+				return err
+			}
+			p.fn = fn
+		}
 		if p.zeroCopy {
 			err := h.runZeroCopy(ctx, next, cmd.(*redis.ZeroCopyStringCmd))
 			h.undo(cmd, p)
@@ -357,6 +366,7 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		if p.name == "function" {
 			fixLoadError(ctx, next, send)
+			h.scripts.forgetFunctions()
 		}
 		if send.Err() == nil {
 			for _, x := range p.extra {
@@ -398,6 +408,18 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 			// transaction: a MULTI of its own would end a WATCH.
 			lookupErr = h.lookupSHAs(ctx, func(c redis.Cmder) error { return next(ctx, []redis.Cmder{c}) }, lookup)
 		}
+		// Functions not known to be guarded, read first likewise (not in
+		// a transaction: checkFunction refuses them there).
+		var funcsErr error
+		funcsRead := tx
+		for i := range preps {
+			if p := &preps[i]; p.fcall != "" && errs[i] == nil && !funcsRead {
+				if fi, ok := h.scripts.function(p.fcall); !ok || !fi.guarded {
+					funcsErr = h.readFunctions(ctx, func(c redis.Cmder) error { return next(ctx, []redis.Cmder{c}) })
+					funcsRead = true
+				}
+			}
+		}
 		send := make([]redis.Cmder, 0, len(cmds))
 		var extra []redis.Cmder
 		var refused error
@@ -415,6 +437,18 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 				if err != nil {
 					h.undo(cmd, *p)
 					*p = prepared{name: p.name, refused: true} // undone: nothing left to undo
+				}
+			}
+			if err == nil && p.fcall != "" {
+				if err = funcsErr; err == nil {
+					p.fn, err = h.checkFunction(ctx, nil, p.fcall)
+					if _, unchecked := err.(uncheckedFunctionError); unchecked && !tx {
+						err = nil // read just now: Redis does not have it, and answers so
+					}
+				}
+				if err != nil {
+					h.undo(cmd, *p)
+					*p = prepared{name: p.name, refused: true}
 				}
 			}
 			if err != nil {
@@ -448,6 +482,12 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 		var err error
 		if len(send) > 0 { // every command refused: nothing to send
 			err = next(ctx, send)
+		}
+		for i := range preps {
+			if preps[i].name == "function" {
+				h.scripts.forgetFunctions() // a library may have been loaded
+				break
+			}
 		}
 		for _, x := range extra {
 			if err != nil && x.Err() == err {
@@ -503,6 +543,10 @@ type prepared struct {
 	scriptSHA  string
 	lookup     []string
 	extra      []redis.Cmder
+	// fcall: the function an FCALL or FCALL_RO names, and fn what
+	// checkFunction found of it.
+	fcall string
+	fn    funcInfo
 }
 
 type savedArg struct {

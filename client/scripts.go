@@ -93,10 +93,27 @@ type scriptState struct {
 	clean    map[string]struct{}
 	wrapped  map[string]string // client's SHA-1 -> wrapped form's
 	orig     map[string]string
+	// noWrites holds the wrapped forms' SHA-1s of the scripts flagged
+	// no-writes (#!lua flags=no-writes) this hook wrapped.
+	noWrites map[string]struct{}
+	// funcs is what the hook read of the functions Redis has (FUNCTION
+	// LIST WITHCODE), by name in lower case: nil until an FCALL needs
+	// it, and after a FUNCTION command through the hook.
+	funcs map[string]funcInfo
 	// api says whether the server's scripts reach redis as server too
 	// (Valkey), which the prologue must then shadow as well: apiUnknown
 	// until a script sent alone finds out (detectAPI).
 	api atomic.Int32
+}
+
+// funcInfo is what the hook knows of a function Redis has: its library;
+// whether the library holds a prologue (guarded) and this version's
+// (current: it takes decoded values with a call's arguments, where issue
+// 22's, put by earlier proxies, does not); whether it is flagged
+// no-writes.
+type funcInfo struct {
+	lib                        string
+	guarded, current, noWrites bool
 }
 
 // What scripts reach redis as (scriptState.api), as the proxy tells.
@@ -230,6 +247,14 @@ func (s *scriptState) wrap(body string) (wrapped, origSHA, wrappedSHA string) {
 	wrapped = string(luaguard.Wrap([]byte(body), eval))
 	origSHA, wrappedSHA = sha1hex(body), sha1hex(wrapped)
 	s.note(origSHA, wrappedSHA)
+	if noWrites(body) {
+		s.mu.Lock()
+		if s.noWrites == nil || len(s.noWrites) >= maxScriptSHAs {
+			s.noWrites = map[string]struct{}{}
+		}
+		s.noWrites[wrappedSHA] = struct{}{}
+		s.mu.Unlock()
+	}
 	return wrapped, origSHA, wrappedSHA
 }
 
@@ -241,6 +266,35 @@ func (s *scriptState) note(orig, wrapped string) {
 	}
 	s.wrapped[orig], s.orig[wrapped] = wrapped, orig
 	s.mu.Unlock()
+}
+
+// noWritesSHA reports whether the script of a wrapped form's SHA-1 is
+// flagged no-writes, as far as the hook knows (a script another process
+// loaded, found in ScriptSHAsKey, is not known to be).
+func (s *scriptState) noWritesSHA(wrapped string) bool {
+	s.mu.RLock()
+	_, ok := s.noWrites[strings.ToLower(wrapped)]
+	s.mu.RUnlock()
+	return ok
+}
+
+// noWrites reports whether a script body begins with a #! line whose
+// flags hold no-writes: Redis runs it as read-only (not held by CLIENT
+// PAUSE WRITE, run by a replica), so the hook writes nothing for it
+// either, as the proxy (runScript).
+func noWrites(body string) bool {
+	if !strings.HasPrefix(body, "#!") {
+		return false
+	}
+	line, _, _ := strings.Cut(body, "\n")
+	for _, f := range strings.Fields(line) {
+		if flags, ok := strings.CutPrefix(f, "flags="); ok {
+			if slices.Contains(strings.Split(flags, ","), "no-writes") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // toRedis returns the SHA-1 Redis knows for a client's, and whether the
@@ -330,6 +384,9 @@ func (h *Hook) prepareScript(ctx context.Context, args []any, p *prepared) bool 
 			p.lookup = append(p.lookup, w)
 		}
 	case "fcall", "fcall_ro":
+		if len(args) >= 2 {
+			p.fcall = argString(args[1]) // checked before it is sent (checkFunction)
+		}
 	default:
 		return false
 	}
@@ -338,6 +395,107 @@ func (h *Hook) prepareScript(ctx context.Context, args []any, p *prepared) bool 
 	}
 	p.script = true
 	return true
+}
+
+// unguardedFunctionError is the error of an FCALL or FCALL_RO of a
+// function whose library holds no prologue (loaded before the hook, or by
+// a plain client): as EVALSHA of a script no hook loaded, it is not sent,
+// since what it reads could not be checked. It wraps ErrUnsupported.
+type unguardedFunctionError struct{ name, lib string }
+
+func (e unguardedFunctionError) Error() string {
+	return "ERR squeeze: function " + e.name + " is in library " + e.lib + ", which was not loaded through squeeze, so what it reads could not be checked for compressed values; load the library again through squeeze (FUNCTION LOAD REPLACE)"
+}
+
+// RedisError marks it as a Redis error for go-redis.
+func (unguardedFunctionError) RedisError() {}
+
+func (unguardedFunctionError) Unwrap() error { return ErrUnsupported }
+
+// uncheckedFunctionError is the error of an FCALL or FCALL_RO in a
+// transaction of a function the hook has not yet found in a library
+// loaded through squeeze: it cannot ask Redis there (FUNCTION LIST would
+// be queued), and does not send what it could not check. It wraps
+// ErrUnsupported.
+type uncheckedFunctionError struct{ name string }
+
+func (e uncheckedFunctionError) Error() string {
+	return "ERR squeeze: function " + e.name + " is not yet known to be in a library loaded through squeeze, and the hook cannot check it inside a transaction; call it once outside a transaction first"
+}
+
+// RedisError marks it as a Redis error for go-redis.
+func (uncheckedFunctionError) RedisError() {}
+
+func (uncheckedFunctionError) Unwrap() error { return ErrUnsupported }
+
+// function returns what the hook read of a function, and whether it read
+// that Redis has it.
+func (s *scriptState) function(name string) (funcInfo, bool) {
+	s.mu.RLock()
+	fi, ok := s.funcs[strings.ToLower(name)] // FCALL finds a function whatever its case
+	s.mu.RUnlock()
+	return fi, ok
+}
+
+// forgetFunctions drops what readFunctions read (a FUNCTION command went
+// through the hook: a library may have been loaded, deleted or restored).
+func (s *scriptState) forgetFunctions() {
+	s.mu.Lock()
+	s.funcs = nil
+	s.mu.Unlock()
+}
+
+// readFunctions reads FUNCTION LIST WITHCODE with send (one round trip,
+// read-only: a pause does not hold it, a replica answers it) and keeps
+// what it says of each function (funcInfo).
+func (h *Hook) readFunctions(ctx context.Context, send func(redis.Cmder) error) error {
+	c := redis.NewFunctionListCmd(ctx, "function", "list", "withcode")
+	if err := send(c); err != nil && c.Err() == nil {
+		c.SetErr(err)
+	}
+	if err := c.Err(); err != nil {
+		return fmt.Errorf("client: FCALL: checking that the function's library was loaded through squeeze (FUNCTION LIST): %w", err)
+	}
+	funcs := map[string]funcInfo{}
+	for _, l := range c.Val() {
+		code := l.Code
+		guarded := len(luaguard.Unwrap([]byte(code))) != len(code)
+		current := guarded && (strings.Contains(code, "\n"+luaguard.FunctionPrologue) || strings.Contains(code, "\n"+luaguard.ServerFunctionPrologue))
+		for _, f := range l.Functions {
+			funcs[strings.ToLower(f.Name)] = funcInfo{lib: l.Name, guarded: guarded, current: current, noWrites: slices.Contains(f.Flags, "no-writes")}
+		}
+	}
+	h.scripts.mu.Lock()
+	h.scripts.funcs = funcs
+	h.scripts.mu.Unlock()
+	return nil
+}
+
+// checkFunction returns what the hook knows of the function an FCALL or
+// FCALL_RO names, and fails for one whose library holds no prologue
+// (unguardedFunctionError), so that it never reads a frame silently. What
+// it does not know guarded it reads again with send first; send nil (in a
+// transaction) uses what it read before, and fails for a function it
+// does not know (uncheckedFunctionError). A function Redis does not have
+// is sent: Redis answers its own error.
+func (h *Hook) checkFunction(ctx context.Context, send func(redis.Cmder) error, name string) (funcInfo, error) {
+	fi, known := h.scripts.function(name)
+	if known && fi.guarded {
+		return fi, nil
+	}
+	if send != nil {
+		if err := h.readFunctions(ctx, send); err != nil {
+			return funcInfo{}, err
+		}
+		fi, known = h.scripts.function(name)
+	}
+	switch {
+	case known && !fi.guarded:
+		return fi, unguardedFunctionError{name: name, lib: fi.lib}
+	case !known && send == nil:
+		return fi, uncheckedFunctionError{name: name}
+	}
+	return fi, nil
 }
 
 // lookupSHAs looks shas up in ScriptSHAsKey with send (one round trip)
@@ -476,8 +634,12 @@ func (h *Hook) makePlain(ctx context.Context, next redis.ProcessHook, keys []str
 // wrote anything.
 func (h *Hook) runScript(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder, p prepared) error {
 	keys := p.scriptKeys
-	if c, ok := cmd.(*redis.Cmd); ok && len(keys) > 0 && (p.name == "eval_ro" || p.name == "evalsha_ro") {
-		return h.runReadOnly(ctx, next, c, keys)
+	if c, ok := cmd.(*redis.Cmd); ok && len(keys) > 0 && h.readOnlyScript(cmd, p) {
+		// A library of an earlier proxy (issue 22's prologue) would pass
+		// decoded values on to its function as arguments: it gets none,
+		// and a frame it reads is that prologue's error, as through the
+		// proxy.
+		return h.runReadOnly(ctx, next, c, keys, p.fcall == "" || p.fn.current)
 	}
 	if len(keys) > 0 {
 		h.learnScriptKeys(ctx, next, keys)
@@ -503,21 +665,40 @@ func (h *Hook) runScript(ctx context.Context, next redis.ProcessHook, cmd redis.
 	}
 }
 
+// readOnlyScript reports whether a script command must write nothing:
+// EVAL_RO, EVALSHA_RO, FCALL_RO, a script or function flagged no-writes
+// (as far as the hook knows), which Redis runs during CLIENT PAUSE WRITE
+// and on a replica.
+func (h *Hook) readOnlyScript(cmd redis.Cmder, p prepared) bool {
+	switch p.name {
+	case "eval_ro", "evalsha_ro", "fcall_ro":
+		return true
+	case "eval":
+		return noWrites(argString(cmd.Args()[1])) // wrapped: the #! line stays first
+	case "evalsha":
+		return h.scripts.noWritesSHA(argString(cmd.Args()[1]))
+	case "fcall":
+		return p.fn.noWrites
+	}
+	return false
+}
+
 // maxDecodedFrames bounds the frames decodeFor hands one script (the
 // proxy's bound).
 const maxDecodedFrames = maxPlainBatch * 64
 
-// runReadOnly runs EVAL_RO or EVALSHA_RO, sent alone, as the proxy does:
-// it writes nothing (a replica runs it, a pause does not hold it, and its
-// keys' prefixes are not learned): the frames at the declared keys are
-// found read-only and handed to the script decoded, after its arguments
-// (luaguard.AppendDecoded), where the prologue reads them in their place.
-// If the prologue finds another frame at a declared key (another client
-// wrote it since), it decodes again.
-func (h *Hook) runReadOnly(ctx context.Context, next redis.ProcessHook, cmd *redis.Cmd, keys []string) error {
+// runReadOnly runs a script command that must write nothing
+// (readOnlyScript), sent alone, as the proxy does: a replica runs it, a
+// pause does not hold it, and its keys' prefixes are not learned. With
+// decode, the frames at the declared keys are found read-only and handed
+// to the script decoded, after its arguments (luaguard.AppendDecoded),
+// where the prologue reads them in their place; if the prologue finds
+// another frame at a declared key (another client wrote it since), it
+// decodes again.
+func (h *Hook) runReadOnly(ctx context.Context, next redis.ProcessHook, cmd *redis.Cmd, keys []string, decode bool) error {
 	for attempt := 0; ; attempt++ {
 		var pairs [][2][]byte
-		if attempt > 0 || len(h.scripts.dirty(keys)) > 0 { // else plain under a prefix scripts use
+		if decode && (attempt > 0 || len(h.scripts.dirty(keys)) > 0) { // else plain under a prefix scripts use
 			var err error
 			if pairs, err = h.decodeFor(ctx, next, keys); err != nil {
 				return err
@@ -535,7 +716,7 @@ func (h *Hook) runReadOnly(ctx context.Context, next redis.ProcessHook, cmd *red
 			send.SetErr(err)
 		}
 		e := send.Err()
-		if e != nil && attempt < maxGuardRetries && strings.HasPrefix("-"+e.Error(), luaguard.FrameErr) && strings.Contains(e.Error(), luaguard.Retryable) {
+		if e != nil && decode && attempt < maxGuardRetries && strings.HasPrefix("-"+e.Error(), luaguard.FrameErr) && strings.Contains(e.Error(), luaguard.Retryable) {
 			continue
 		}
 		if send != cmd {

@@ -226,3 +226,133 @@ func TestScripts_ReadOnlyDecoded(t *testing.T) {
 		})
 	}
 }
+
+// TestScripts_FunctionUnguarded: FCALL and FCALL_RO of a function whose
+// library was loaded without squeeze (by a plain client) never hand it a
+// compressed value: alone, in a pipeline and in a transaction they fail
+// with an error that says to load the library through squeeze, and
+// nothing is sent. Loaded again through the hook, its functions read
+// declared keys as written, and an undeclared compressed key is the
+// guard's error.
+func TestScripts_FunctionUnguarded(t *testing.T) {
+	ctx := context.Background()
+	const lib = "#!lua name=plainlib\n" +
+		"redis.register_function('pl_arg', function(keys, args) return redis.call('GET', args[1]) end)\n" +
+		"redis.register_function{function_name='pl_get', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}\n"
+	forConfigs(t, func(t *testing.T, p pair) {
+		v := big("fn")
+		p.hooked.Set(ctx, "fn:doc", v, 0)
+		stored := p.plain.Get(ctx, "fn:doc").Val()
+		mustFramed(t, stored, "SET")
+		if err := p.plain.FunctionLoad(ctx, lib).Err(); err != nil {
+			t.Fatal(err)
+		}
+		refused := func(what string, got any, err error) {
+			t.Helper()
+			if err == nil || !strings.Contains(err.Error(), "was not loaded through squeeze") || !errors.Is(err, ErrUnsupported) {
+				t.Errorf("%s = %.40v, %v: want the error that says to load the library through squeeze", what, got, err)
+			}
+			noFrame(t, what, fmt.Sprint(got))
+		}
+		got, err := p.hooked.FCall(ctx, "pl_arg", nil, "fn:doc").Result()
+		refused("FCALL reading an undeclared key", got, err)
+		got, err = p.hooked.FCall(ctx, "PL_GET", []string{"fn:doc"}).Result()
+		refused("FCALL", got, err)
+		got, err = p.hooked.FCallRO(ctx, "pl_get", []string{"fn:doc"}).Result()
+		refused("FCALL_RO", got, err)
+		got, err = p.hooked.Do(ctx, "FCALL", "pl_get", 1, "fn:doc").Result()
+		refused("Do FCALL", got, err)
+		var pc *redis.Cmd
+		var pg *redis.StringCmd
+		p.hooked.Pipelined(ctx, func(pl redis.Pipeliner) error {
+			pc = pl.FCall(ctx, "pl_get", []string{"fn:doc"})
+			pg = pl.Get(ctx, "fn:doc")
+			return nil
+		})
+		refused("FCALL in a pipeline", pc.Val(), pc.Err())
+		if s, err := pg.Result(); err != nil || s != v {
+			t.Errorf("GET after it in the pipeline = %.20q, %v", s, err)
+		}
+		p.hooked.TxPipelined(ctx, func(pl redis.Pipeliner) error {
+			pc = pl.FCall(ctx, "pl_get", []string{"fn:doc"})
+			return nil
+		})
+		refused("FCALL in a transaction", pc.Val(), pc.Err())
+		if p.plain.Get(ctx, "fn:doc").Val() != stored {
+			t.Error("the key of a function that was not run was rewritten")
+		}
+		// A function Redis does not have: Redis's own error.
+		if err := p.hooked.FCall(ctx, "no_such_function", nil).Err(); err == nil || strings.Contains(err.Error(), "squeeze") {
+			t.Errorf("FCALL of a function Redis does not have: %v, want Redis's error", err)
+		}
+		// Loaded again through the hook: guarded.
+		if err := p.hooked.FunctionLoadReplace(ctx, lib).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.hooked.FCall(ctx, "pl_arg", nil, "fn:doc").Err(); err == nil || !strings.Contains(err.Error(), "which it does not declare in KEYS") {
+			t.Errorf("FCALL reading an undeclared key, guarded: %v", err)
+		}
+		if s, err := p.hooked.FCallRO(ctx, "pl_get", []string{"fn:doc"}).Text(); err != nil || s != v {
+			t.Errorf("FCALL_RO, guarded = %.20q, %v", s, err)
+		}
+		p.hooked.TxPipelined(ctx, func(pl redis.Pipeliner) error {
+			pc = pl.FCall(ctx, "pl_arg", []string{"fn:plain"}, "fn:plain")
+			return nil
+		})
+		if err := pc.Err(); err != redis.Nil {
+			t.Errorf("FCALL in a transaction, guarded = %v, want nil", err)
+		}
+	})
+}
+
+// TestScripts_ReadOnlyDuringPause: during CLIENT PAUSE ... WRITE, FCALL_RO,
+// FCALL of a function flagged no-writes, and EVAL and EVALSHA of a script
+// flagged no-writes on a compressed key run at once, as on Redis, and see
+// the value as written: the hook writes nothing for them (a write would
+// wait for the pause to end, and rewrite the key), and the key stays
+// stored compressed.
+func TestScripts_ReadOnlyDuringPause(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, exactConfigs[0].cfg)
+	h := p.hooked
+	v := big("pause")
+	h.Set(ctx, "ro:doc", v, 0)
+	stored := p.plain.Get(ctx, "ro:doc").Val()
+	mustFramed(t, stored, "SET")
+	const lib = "#!lua name=rolib\nredis.register_function{function_name='ro_get', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}\n"
+	if err := h.FunctionLoad(ctx, lib).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const get = "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])"
+	sha, err := h.ScriptLoad(ctx, get).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Long enough that a call held by it would come back after it ended,
+	// and find the key rewritten.
+	if err := p.plain.Do(ctx, "CLIENT", "PAUSE", 3000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		cmd  *redis.Cmd
+	}{
+		{"FCALL_RO", h.FCallRO(ctx, "ro_get", []string{"ro:doc"})},
+		{"FCALL no-writes", h.FCall(ctx, "ro_get", []string{"ro:doc"})},
+		{"EVAL no-writes", h.Eval(ctx, get, []string{"ro:doc"})},
+		{"EVALSHA no-writes", h.EvalSha(ctx, sha, []string{"ro:doc"})},
+	} {
+		if s, err := c.cmd.Text(); err != nil || s != v {
+			t.Errorf("%s during the pause = %.20q, %v", c.name, s, err)
+		}
+	}
+	if err := p.plain.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if p.plain.Get(ctx, "ro:doc").Val() != stored {
+		t.Error("a read-only script's key was rewritten")
+	}
+	if p.plain.SIsMember(ctx, ScriptPrefixesKey, "ro:").Val() {
+		t.Error("a read-only script's prefix was learned")
+	}
+}
