@@ -48,9 +48,8 @@ const passChunk = 512 << 10
 // with one write, as a proxy that reads replies whole writes it. Below
 // this size a splice cost more CPU than the two copies, in the proxy (each
 // splice into the client's socket) and in Redis, whose socket could not
-// reuse its pages while the client's socket held them (100 kB GETs: 46.5 to
-// 28.5 µs of proxy CPU a GET; at 2 MB even, at 4.2 MB the splice is a
-// third cheaper).
+// reuse its pages while the client's socket held them (figures:
+// docs/design/large-values.md).
 const passSpliceMin = 2 << 20
 
 // passStall bounds one write of a passed reply to its client.
