@@ -41,6 +41,17 @@ const passMinReply = 64 << 10
 // at a time.
 const passChunk = 512 << 10
 
+// passSpliceMin is the smallest value whose bytes move from Redis's socket
+// to the client's with splice(2) (passsplice_linux.go). A smaller one is
+// read into the reader's passBuf until it holds passChunk bytes or the
+// whole reply, and written from there: a reply of up to passChunk goes out
+// with one write, as a proxy that reads replies whole writes it. Below
+// this size a splice cost more CPU than the two copies, in the proxy (each
+// splice into the client's socket) and in Redis, whose socket could not
+// reuse its pages while the client's socket held them (figures:
+// docs/design/large-values.md).
+const passSpliceMin = 2 << 20
+
 // passStall bounds one write of a passed reply to its client.
 const passStall = 20 * time.Millisecond
 
@@ -92,7 +103,7 @@ func (c *upConn) passReply(b []byte) (bool, error) {
 	cl.reserved = 0
 	total := int64(nl+1) + size + 2
 	o.noteReply(total)
-	stored, err := c.passTo(o, cl, b, total-int64(len(b)))
+	stored, err := c.passTo(o, cl, b, total-int64(len(b)), total >= passSpliceMin)
 	if err != nil {
 		// Part of the reply is written: the client's connection ends, as
 		// it would if Redis went away in the middle of a reply.
@@ -129,16 +140,23 @@ func plainSocket(nc net.Conn) bool {
 }
 
 // passTo writes b, then the rest bytes that follow it on the connection, to
-// the client o, whose output the caller owns. When o reads too slowly it
-// reads the rest into cl.reply, counted against o, for its writer, and
-// reports stored. When o is gone it reads the rest and drops it. A non-nil
-// error is the upstream connection's.
-func (c *upConn) passTo(o *client, cl *call, b []byte, rest int64) (stored bool, err error) {
+// the client o, whose output the caller owns: spliced when splice is set,
+// else through passBuf in writes as large as it holds (passSpliceMin).
+// When o reads too slowly it reads the rest into cl.reply, counted against
+// o, for its writer, and reports stored. When o is gone it reads the rest
+// and drops it. A non-nil error is the upstream connection's.
+func (c *upConn) passTo(o *client, cl *call, b []byte, rest int64, splice bool) (stored bool, err error) {
 	if c.passBuf == nil {
 		c.passBuf = make([]byte, passChunk)
 	}
 	defer o.nc.SetWriteDeadline(time.Time{})
 	pend := b
+	if !splice && len(b) < len(c.passBuf) {
+		// b and what follows it, up to a full passBuf, go in one write.
+		if pend, rest, err = c.passFill(copy(c.passBuf, b), rest); err != nil {
+			return false, err
+		}
+	}
 	for {
 		if len(pend) > 0 {
 			o.nc.SetWriteDeadline(time.Now().Add(passStall))
@@ -153,7 +171,7 @@ func (c *upConn) passTo(o *client, cl *call, b []byte, rest int64) (stored bool,
 				return false, c.passDrop(rest)
 			}
 		}
-		if rest > 0 && len(pend) == 0 {
+		if rest > 0 && len(pend) == 0 && splice {
 			// The rest socket to socket, where the kernel allows.
 			if back, left, cerr, uerr, ok := c.splicePass(o, rest); ok {
 				switch {
@@ -173,16 +191,30 @@ func (c *upConn) passTo(o *client, cl *call, b []byte, rest int64) (stored bool,
 			c.srv.metrics.passedReply("whole")
 			return false, nil
 		}
+		if pend, rest, err = c.passFill(0, rest); err != nil {
+			return false, err
+		}
+	}
+}
+
+// passFill reads the rest of a passed reply into passBuf after its first n
+// bytes until passBuf is full or the reply whole, and returns what passBuf
+// holds and what is left to read. A non-nil error is the upstream
+// connection's (the client, which has part of a reply, is disconnected).
+func (c *upConn) passFill(n int, rest int64) ([]byte, int64, error) {
+	end := n + int(min(int64(len(c.passBuf)-n), rest))
+	for n < end {
 		// Requests that waited for replies go out meanwhile, as they do
 		// between the reads of a reply read whole.
 		c.flushQueued()
-		n, err := c.nc.Read(c.passBuf[:min(int64(len(c.passBuf)), rest)])
-		rest -= int64(n)
-		pend = c.passBuf[:n]
-		if err != nil && n == 0 {
-			return false, upstreamReadErr(err)
+		m, err := c.nc.Read(c.passBuf[n:end])
+		n += m
+		rest -= int64(m)
+		if err != nil && m == 0 {
+			return nil, rest, upstreamReadErr(err)
 		}
 	}
+	return c.passBuf[:n], rest, nil
 }
 
 // passStore reads the rest of a passed reply into cl.reply, after pend,

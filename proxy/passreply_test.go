@@ -18,14 +18,20 @@ import (
 )
 
 // passEnv starts a proxy that stores values as they are, with metrics, and
-// stores big values at keys big0..big(n-1) directly in Redis.
+// stores big values (spliced: 2 MiB and more) at keys big0..big(n-1)
+// directly in Redis.
 func passEnv(t *testing.T, n int) (*env, *Metrics, []string) {
+	return passEnvSize(t, n, 2<<20)
+}
+
+// passEnvSize is passEnv with values of size bytes and more.
+func passEnvSize(t *testing.T, n, size int) (*env, *Metrics, []string) {
 	m := NewMetrics(prometheus.NewRegistry(), codec.DefaultAlgorithm)
 	e := startEnv(t, withMinSize(64<<20), func(s *Server) { s.Metrics = m })
 	direct := dialRaw(t, e.redis.Addr)
 	vals := make([]string, n)
 	for i := range vals {
-		vals[i] = rawValue(2<<20+i*1001, byte(i+1))
+		vals[i] = rawValue(size+i*1001, byte(i+1))
 		direct.write(setCommand("SET", fmt.Sprintf("big%d", i), vals[i]))
 		if r := direct.read(); r != "+OK\r\n" {
 			t.Fatalf("SET big%d: %q", i, r)
@@ -38,7 +44,24 @@ func passEnv(t *testing.T, n int) (*env, *Metrics, []string) {
 // arrive, in their place among each client's replies and among other
 // clients' replies on the shared connection.
 func TestProxy_PassedReply(t *testing.T) {
-	e, m, vals := passEnv(t, 3)
+	testPassedReply(t, passEnv)
+}
+
+// TestProxy_PassedReplyCopied: the same with values under passSpliceMin,
+// copied through the reader's buffer instead of spliced (one of them whole
+// in it, one larger).
+func TestProxy_PassedReplyCopied(t *testing.T) {
+	testPassedReply(t, func(t *testing.T, n int) (*env, *Metrics, []string) {
+		e, m, vals := passEnvSize(t, n, 100_000)
+		big := rawValue(1<<20, 7)
+		dialRaw(t, e.redis.Addr).do("SET", fmt.Sprintf("big%d", n-1), big)
+		vals[n-1] = big
+		return e, m, vals
+	})
+}
+
+func testPassedReply(t *testing.T, setup func(*testing.T, int) (*env, *Metrics, []string)) {
+	e, m, vals := setup(t, 3)
 	c := dialRaw(t, e.addr)
 	if r := c.do("GET", "big0"); r != bulk(vals[0]) {
 		t.Fatalf("GET big0 = %.80q (%d bytes)", r, len(r))
@@ -102,7 +125,13 @@ func TestProxy_PassedReply(t *testing.T) {
 // replies holds up no one: the reply it is sent goes the stored way, other
 // clients' commands go on, and it gets every byte once it reads.
 func TestProxy_PassedReplySlowClient(t *testing.T) {
-	e, m, vals := passEnv(t, 2)
+	for _, size := range []int{2 << 20, 1 << 20} { // spliced, copied
+		t.Run(fmt.Sprint(size), func(t *testing.T) { testPassedReplySlowClient(t, size) })
+	}
+}
+
+func testPassedReplySlowClient(t *testing.T, size int) {
+	e, m, vals := passEnvSize(t, 2, size)
 	slow, err := net.DialTCP("tcp", nil, resolveTCP(t, e.addr))
 	if err != nil {
 		t.Fatal(err)

@@ -75,10 +75,7 @@ func (c *upConn) splicePass(o *client, rest int64) (pend []byte, left int64, cli
 	var inPipe int
 	var serr error
 	fill := func(fd uintptr) bool {
-		n, err := syscall.Splice(int(fd), nil, p.w, nil, int(min(rest, passPipeSize)), spliceFlags)
-		for err == syscall.EINTR {
-			n, err = syscall.Splice(int(fd), nil, p.w, nil, int(min(rest, passPipeSize)), spliceFlags)
-		}
+		n, err := rawSplice(fd, uintptr(p.w), int(min(rest, passPipeSize)))
 		switch {
 		case err == syscall.EAGAIN:
 			return false // nothing to read yet (the pipe is empty: it has room)
@@ -94,12 +91,10 @@ func (c *upConn) splicePass(o *client, rest int64) (pend []byte, left int64, cli
 	}
 	drain := func(fd uintptr) bool {
 		for inPipe > 0 {
-			n, err := syscall.Splice(p.r, nil, int(fd), nil, inPipe, spliceFlags)
+			n, err := rawSplice(uintptr(p.r), fd, inPipe)
 			switch {
 			case err == syscall.EAGAIN:
 				return false
-			case err == syscall.EINTR:
-				continue
 			case err != nil:
 				serr = err
 				return true
@@ -137,3 +132,22 @@ func (c *upConn) splicePass(o *client, rest int64) (pend []byte, left int64, cli
 }
 
 const spliceFlags = 0x1 | 0x2 // SPLICE_F_MOVE | SPLICE_F_NONBLOCK
+
+// rawSplice is splice(2) of up to n bytes from in to out, retried on
+// EINTR, without telling Go's scheduler, as rawIO: with SPLICE_F_NONBLOCK
+// on non-blocking sockets and a non-blocking pipe it never blocks. Through
+// syscall.Splice each call woke the scheduler's monitor thread, whose
+// sleeps and wake-ups were a twentieth of the proxy's CPU under 100 kB
+// GETs.
+func rawSplice(in, out uintptr, n int) (int64, error) {
+	for {
+		r, _, e := syscall.RawSyscall6(syscall.SYS_SPLICE, in, 0, out, 0, uintptr(n), spliceFlags)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, e
+		}
+		return int64(r), nil
+	}
+}

@@ -4,7 +4,8 @@
 # the direct baseline, and every round runs direct, A and B back to back.
 # It prints, per round and as medians, each proxy's rate as a ratio of the
 # direct rate and its CPU per request (user + system, from /proc), which is
-# steadier than rates on a shared machine.
+# steadier than rates on a shared machine, and the CPU per request of the
+# redis-server behind it.
 #
 # Usage: bash scripts/ab-proxy.sh OLD_REF [NEW_REF] -- REDIS_BENCHMARK_ARGS...
 #   bash scripts/ab-proxy.sh HEAD~1 -- -t set -c 50 -P 16 -n 1000000
@@ -66,8 +67,8 @@ start_proxy() { # BIN PORT UPSTREAM_PORT
   pids+=($!); waitport "$2"
 }
 RD=$(freeport); start_redis "$RD"
-RA=$(freeport); start_redis "$RA"; PA=$(freeport); start_proxy "$work/a" "$PA" "$RA"; PA_PID=${pids[-1]}
-RB=$(freeport); start_redis "$RB"; PB=$(freeport); start_proxy "$work/b" "$PB" "$RB"; PB_PID=${pids[-1]}
+RA=$(freeport); start_redis "$RA"; RA_PID=${pids[-1]}; PA=$(freeport); start_proxy "$work/a" "$PA" "$RA"; PA_PID=${pids[-1]}
+RB=$(freeport); start_redis "$RB"; RB_PID=${pids[-1]}; PB=$(freeport); start_proxy "$work/b" "$PB" "$RB"; PB_PID=${pids[-1]}
 
 if [ -n "${PRE:-}" ]; then
   for port in "$RD" "$PA" "$PB"; do eval "redis-cli -p $port $PRE" >/dev/null; done
@@ -79,20 +80,21 @@ rate() {
   if [ -n "$DOC" ]; then "$work/docload" -addr "127.0.0.1:$port" "$@"; return; fi
   redis-benchmark -p "$port" --csv "$@" 2>/dev/null | awk -F',' 'END {gsub(/"/, "", $2); print $2}'
 }
-run() { # PID PORT ARGS... : rate and CPU microseconds per request
-  local pid=$1 port=$2; shift 2
-  local t0 r t1
-  t0=$(ticks "$pid"); r=$(rate "$port" "$@"); t1=$(ticks "$pid")
-  echo "$r $(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')"
+per_req() { awk -v t="$1" -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}'; }
+run() { # PID REDIS_PID PORT ARGS... : rate, and CPU microseconds per request of the proxy and of its Redis
+  local pid=$1 rpid=$2 port=$3; shift 3
+  local t0 r0 r t1 r1
+  t0=$(ticks "$pid"); r0=$(ticks "$rpid"); r=$(rate "$port" "$@"); t1=$(ticks "$pid"); r1=$(ticks "$rpid")
+  echo "$r $(per_req $((t1 - t0))) $(per_req $((r1 - r0)))"
 }
 tool=redis-benchmark; [ -n "$DOC" ] && tool=docload
 echo "A=$A B=$B, $tool $*, $R rounds, $(nproc) cores"
-printf '%10s %10s %8s %10s %8s\n' "direct" "A rps" "A us" "B rps" "B us"
+printf '%10s %10s %8s %8s %10s %8s %8s\n' "direct" "A rps" "A us" "A R us" "B rps" "B us" "B R us"
 for _ in $(seq "$R"); do
-  d=$(rate "$RD" "$@"); a=$(run "$PA_PID" "$PA" "$@"); b=$(run "$PB_PID" "$PB" "$@")
-  echo "$d $a $b" | tee -a "$work/rounds" | awk '{printf "%10.0f %10.0f %8.2f %10.0f %8.2f\n", $1, $2, $3, $4, $5}'
+  d=$(rate "$RD" "$@"); a=$(run "$PA_PID" "$RA_PID" "$PA" "$@"); b=$(run "$PB_PID" "$RB_PID" "$PB" "$@")
+  echo "$d $a $b" | tee -a "$work/rounds" | awk '{printf "%10.0f %10.0f %8.2f %8.2f %10.0f %8.2f %8.2f\n", $1, $2, $3, $4, $5, $6, $7}'
 done
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ar=$(awk '{print $2/$1}' "$work/rounds" | median); au=$(awk '{print $3}' "$work/rounds" | median)
-br=$(awk '{print $4/$1}' "$work/rounds" | median); bu=$(awk '{print $5}' "$work/rounds" | median)
-printf 'median: A %.2fx direct, %.2f us/request; B %.2fx direct, %.2f us/request\n' "$ar" "$au" "$br" "$bu"
+ar=$(awk '{print $2/$1}' "$work/rounds" | median); au=$(awk '{print $3}' "$work/rounds" | median); aru=$(awk '{print $4}' "$work/rounds" | median)
+br=$(awk '{print $5/$1}' "$work/rounds" | median); bu=$(awk '{print $6}' "$work/rounds" | median); bru=$(awk '{print $7}' "$work/rounds" | median)
+printf 'median: A %.2fx direct, %.2f us/request (Redis behind it %.2f); B %.2fx direct, %.2f us/request (Redis behind it %.2f)\n' "$ar" "$au" "$aru" "$br" "$bu" "$bru"
