@@ -128,16 +128,11 @@ type hostileTally struct {
 // Each input is sent straight to Redis too, in the same run, to compare
 // whether the proxy closes the sender as Redis does.
 func runHostile(ctx context.Context, w io.Writer, e *environment) ([]string, error) {
-	redis, _, err := e.startRedis(ctx, "hostile", false)
+	redis, proxy, stop, err := e.startPair(ctx, "hostile")
 	if err != nil {
 		return nil, err
 	}
-	defer redis.kill()
-	proxy, _, err := e.startProxy(ctx, redis.addr)
-	if err != nil {
-		return nil, err
-	}
-	defer proxy.kill()
+	defer stop()
 	inputs := hostileInputs(e.cfg.Seed)
 
 	// Straight to Redis, all at once (each waits up to hostileWatch).

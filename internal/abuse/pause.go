@@ -17,16 +17,11 @@ const pauseFor = 3 * time.Second
 // proxy that queues all clients' commands behind the held SET on a shared
 // connection makes the others wait for the pause too.
 func runPause(ctx context.Context, w io.Writer, e *environment) ([]string, error) {
-	redis, _, err := e.startRedis(ctx, "pause", false)
+	redis, proxy, stop, err := e.startPair(ctx, "pause")
 	if err != nil {
 		return nil, err
 	}
-	defer redis.kill()
-	proxy, _, err := e.startProxy(ctx, redis.addr)
-	if err != nil {
-		return nil, err
-	}
-	defer proxy.kill()
+	defer stop()
 	admin, err := dial(redis.addr, time.Second, 0)
 	if err != nil {
 		return nil, err

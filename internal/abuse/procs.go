@@ -207,3 +207,18 @@ func (p *process) alive() error {
 		return nil
 	}
 }
+
+// startPair starts a throwaway Redis named name and a proxy in front of
+// it, for a part that needs nothing else of them; stop kills both.
+func (e *environment) startPair(ctx context.Context, name string) (redis, proxy *process, stop func(), err error) {
+	redis, _, err = e.startRedis(ctx, name, false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	proxy, _, err = e.startProxy(ctx, redis.addr)
+	if err != nil {
+		redis.kill()
+		return nil, nil, nil, err
+	}
+	return redis, proxy, func() { proxy.kill(); redis.kill() }, nil
+}

@@ -110,20 +110,11 @@ func (sc scene) describe(j int) []string {
 // play runs a scene on one server and returns what its clients received,
 // in the order the scene read it, each prefixed with the client's index.
 func play(addr string, sc scene, timeout time.Duration) ([]string, error) {
-	conns := make([]*conn, sc.clients)
-	for i := range conns {
-		c, err := dial(addr)
-		if err != nil {
-			return nil, err
-		}
-		defer c.Close()
-		conns[i] = c
-	}
-	admin, err := dial(addr)
+	conns, admin, closeAll, err := dialScene(addr, sc.clients)
 	if err != nil {
 		return nil, err
 	}
-	defer admin.Close()
+	defer closeAll()
 	var out []string
 	record := func(i int, r *Reply, hello bool) {
 		s := r.String()
@@ -368,4 +359,30 @@ func (g *multiGen) turns(i int) scene {
 		sc.acts = append(sc.acts, send(c, cmd...), read(c))
 	}
 	return sc
+}
+
+// dialScene connects a scene's clients and one more connection for the
+// scene's own questions (admin); closeAll closes them all.
+func dialScene(addr string, clients int) (conns []*conn, admin *conn, closeAll func(), err error) {
+	closeAll = func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		if admin != nil {
+			admin.Close()
+		}
+	}
+	for range clients {
+		c, err := dial(addr)
+		if err != nil {
+			closeAll()
+			return nil, nil, nil, err
+		}
+		conns = append(conns, c)
+	}
+	if admin, err = dial(addr); err != nil {
+		closeAll()
+		return nil, nil, nil, err
+	}
+	return conns, admin, closeAll, nil
 }

@@ -107,20 +107,11 @@ func firstDifference(i int, sc scene, ta, tb []string, prefix bool) *Mismatch {
 // the sender are read at once and kept until the scene reads them, and a
 // command that blocks is waited for until the server counts it blocked.
 func playSettled(addr string, sc scene, timeout time.Duration) ([]string, error) {
-	conns := make([]*conn, sc.clients)
-	for i := range conns {
-		c, err := dial(addr)
-		if err != nil {
-			return nil, err
-		}
-		defer c.Close()
-		conns[i] = c
-	}
-	admin, err := dial(addr)
+	conns, admin, closeAll, err := dialScene(addr, sc.clients)
 	if err != nil {
 		return nil, err
 	}
-	defer admin.Close()
+	defer closeAll()
 	kept := make([][]*Reply, sc.clients)
 	pending := make([]int, sc.clients) // items on their way, not kept yet
 	pull := func(i int) (*Reply, error) {
