@@ -83,6 +83,9 @@ func runAbuse(ctx context.Context, e env, args []string) error {
 	squeeze := fs.String("squeeze", "", "the squeeze binary to run as the proxy (default: this one)")
 	server := fs.String("redis-server", "", "the redis-server binary (default: $SQUEEZE_REDIS_SERVER, or redis-server in PATH)")
 	seed := fs.Uint64("seed", 0, "seed of the values and mutations; 0: a new one each run (printed, to repeat it)")
+	floodClients := fs.Int("flood-clients", 0, "the flood's clients (default: 20, long form 200)")
+	floodSets := fs.Int("flood-sets", 0, "the SETs of 1 MiB each flood client pipelines (default: 10, long form 50)")
+	floodHold := fs.Duration("flood-hold", 0, "how long the flood's clients read no reply (default: 1s, long form --duration)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -95,8 +98,12 @@ func runAbuse(ctx context.Context, e env, args []string) error {
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
 	}
+	if *floodClients < 0 || *floodSets < 0 || *floodHold < 0 {
+		return usageError("--flood-clients, --flood-sets and --flood-hold must not be negative")
+	}
 	cfg := abuse.Config{Duration: *duration, RSSLimit: int64(rssLimit), PingP99: *pingP99, Seed: *seed,
-		ProxyFlags: append(strings.Fields(os.Getenv("PROXY_FLAGS")), proxyFlags...)}
+		ProxyFlags:   append(strings.Fields(os.Getenv("PROXY_FLAGS")), proxyFlags...),
+		FloodClients: *floodClients, FloodSets: *floodSets, FloodHold: *floodHold}
 	for _, p := range strings.Split(*parts, ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue

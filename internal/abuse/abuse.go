@@ -60,6 +60,11 @@ type Config struct {
 	RSSLimit int64
 	PingP99  time.Duration
 	Seed     uint64 // of the random values and mutations
+	// FloodClients, FloodSets and FloodHold, when > 0, replace the form's
+	// flood: its clients, the SETs of 1 MiB each pipelines, and how long
+	// they read nothing.
+	FloodClients, FloodSets int
+	FloodHold               time.Duration
 }
 
 // PartNames are the parts of the suite, in the order they run.

@@ -28,10 +28,20 @@ func (l floodLoad) total() int64 { return int64(l.clients) * int64(l.commands) *
 // floodLoad is the short form's load (200 MiB, under 300 MB in all), or
 // the long form's (10 GiB, flooders holding for Duration).
 func (c Config) floodLoad() floodLoad {
+	l := floodLoad{clients: 20, commands: 10, size: 1 << 20, hold: time.Second, settle: 2 * time.Second, maxMemory: 128 << 20}
 	if c.long() {
-		return floodLoad{clients: 200, commands: 50, size: 1 << 20, hold: c.Duration, settle: 10 * time.Second, maxMemory: 1 << 30}
+		l = floodLoad{clients: 200, commands: 50, size: 1 << 20, hold: c.Duration, settle: 10 * time.Second, maxMemory: 1 << 30}
 	}
-	return floodLoad{clients: 20, commands: 10, size: 1 << 20, hold: time.Second, settle: 2 * time.Second, maxMemory: 128 << 20}
+	if c.FloodClients > 0 {
+		l.clients = c.FloodClients
+	}
+	if c.FloodSets > 0 {
+		l.commands = c.FloodSets
+	}
+	if c.FloodHold > 0 {
+		l.hold = c.FloodHold
+	}
+	return l
 }
 
 // floodReplyWait bounds the flooders' reading of their replies after the

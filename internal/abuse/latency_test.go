@@ -154,6 +154,10 @@ func TestFloodLoad(t *testing.T) {
 	if long.total() <= long.maxMemory {
 		t.Errorf("long form sends %s against --max-memory %s", iec(long.total()), iec(long.maxMemory))
 	}
+	own := Config{FloodClients: 50, FloodSets: 20, FloodHold: 3 * time.Second}.floodLoad()
+	if own.clients != 50 || own.commands != 20 || own.hold != 3*time.Second || own.maxMemory != short.maxMemory {
+		t.Errorf("short form with its own flood %+v", own)
+	}
 }
 
 // TestHostileInputs: every input is there, the garbage line holds no
