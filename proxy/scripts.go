@@ -377,7 +377,10 @@ func (c *client) function(name []byte) (fi funcInfo, err error, lost bool) {
 // look first).
 func (m *scriptSHAs) knownGuarded(name []byte) bool {
 	m.mu.RLock()
-	fi, ok := m.funcs[strings.ToLower(string(name))]
+	fi, ok := m.funcs[string(name)] // no copy: the name as most clients write it
+	if !ok {
+		fi, ok = m.funcs[strings.ToLower(string(name))]
+	}
 	m.mu.RUnlock()
 	return ok && fi.guarded
 }
