@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/squeeze-kv/squeeze/internal/bufpool"
@@ -121,12 +122,24 @@ func (c *client) forward(p *plan, args [][]byte, start time.Time) {
 		}
 	}
 	if p.prepQueuedScript {
-		// An error here leaves the frames, which the prologue then
-		// reports at EXEC: the command is queued all the same.
 		c.flush()
 		c.waitWritten(c.in.multiSeq)
+	}
+	// An FCALL of a function whose library has no prologue is not sent,
+	// here either (checkQueuedFunction); a fast one is known guarded.
+	var refusal []byte
+	if p.scriptArgs && isFCall(info) && !p.fastScript {
+		args, refusal = c.checkQueuedFunction(args)
+	}
+	if p.prepQueuedScript && refusal == nil {
+		// An error here leaves the frames, which the prologue then
+		// reports at EXEC: the command is queued all the same.
 		c.queueScriptPrep(info, args)
 	}
+	// A FUNCTION command that may change the libraries, or the EXEC of a
+	// transaction holding one: what the proxy read of them is dropped.
+	functions := changesFunctions(args) ||
+		info.flags&rediscmd.Exec != 0 && c.sess.inMulti && slices.Contains(c.sess.txNames, "FUNCTION")
 	var fastScriptKeys [][]byte
 	if p.fastScript {
 		fastScriptKeys, _ = scriptKeysOf(args)
@@ -156,6 +169,12 @@ func (c *client) forward(p *plan, args [][]byte, start time.Time) {
 	c.in.scope.note(info, args, c.s.pool.order.up.Load() > 0)
 	if cl != nil && p.fastScript {
 		c.s.noteFastScript(cl, fastScriptKeys)
+	}
+	if cl != nil && refusal != nil {
+		replyInstead(cl, refusal)
+	}
+	if functions {
+		c.s.forgetFunctionsAfter(cl)
 	}
 	if cl != nil {
 		held := max(int64(len(c.in.req)-reqMark), c.expectedReply())

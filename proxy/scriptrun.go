@@ -334,10 +334,22 @@ func isFunctionListCode(args [][]byte) bool {
 // it since), once more after decoding the keys again.
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	c.detectScriptAPI()
+	var fn funcInfo
+	if isFCall(info) {
+		// A library loaded directly on Redis has no prologue: its
+		// function is not run, whatever its keys (checkFunction).
+		var refusal []byte
+		var lost bool
+		if fn, refusal, lost = c.checkFunction(args); lost {
+			return c.lostCall(info.name)
+		} else if refusal != nil {
+			return c.localCall(info.name, refusal)
+		}
+	}
 	keys, ok := scriptKeysOf(args)
 	ok = ok && info.flags&rediscmd.Script != 0
 	ro := ok && (strings.HasSuffix(info.name, "_RO") || c.s.scriptSHAs.readOnly(info.name, args[1]) ||
-		info.name == "FCALL" && c.function(args[1]).noWrites)
+		info.name == "FCALL" && fn.noWrites)
 	// A client with a private connection may have CLIENT TRACKING on, and
 	// have read the keys before: making them plain, a write, would send it
 	// invalidations Redis does not. Its scripts are handed decoded values
@@ -392,7 +404,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	sent, origSHA := c.s.scriptArgs(info, args)
 	var pinSeq uint64
 	for attempt := 0; ; attempt++ {
-		if len(pairs) > 0 && (info.name == "FCALL" || info.name == "FCALL_RO") && !c.function(args[1]).current {
+		if len(pairs) > 0 && isFCall(info) && !fn.current {
 			pairs = nil // a library an earlier proxy loaded: it would pass them on
 		}
 		req := resp.AppendCommand(nil, sent...)
@@ -418,7 +430,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 			r.release()
 			continue
 		}
-		if is(args[0], "FUNCTION") && len(r.reply) > 0 && r.reply[0] != '-' {
+		if changesFunctions(args) {
 			c.s.scriptSHAs.forgetFunctions() // a library loaded: its functions' prologue
 		}
 		pinSeq = max(pinSeq, c.scriptReply(r, args, sent, origSHA))
@@ -494,7 +506,8 @@ func (c *client) queueScriptPrep(info *cmdInfo, args [][]byte) {
 
 // scriptFast reports whether a script command needs no round trip first:
 // EVAL, EVALSHA or FCALL whose declared keys are all known clean (none, or
-// made plain before, under prefixes kept plain). It then goes upstream with
+// made plain before, under prefixes kept plain), and for FCALL whose
+// function it knows in a library with a prologue. It then goes upstream with
 // the others, in the pipeline; if the prologue still finds a frame at a
 // declared key (a writer that compresses them, such as another proxy that
 // has not read the prefixes yet), the client gets its error, and the keys
@@ -511,6 +524,9 @@ func (s *Server) scriptFast(info *cmdInfo, args [][]byte) bool {
 		if _, known := s.scriptSHAs.lookup(args[1]); !known {
 			return false // looked up first (findScriptSHA)
 		}
+	}
+	if isFCall(info) && len(args) >= 2 && !s.scriptSHAs.knownGuarded(args[1]) {
+		return false // its library checked first (checkFunction)
 	}
 	return len(keys) == 0 || len(s.scriptKeys.dirty(keys)) == 0
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,10 @@ import (
 // The prologue's redis is as read-only as Redis's own, FUNCTION LOAD
 // accepts and refuses what Redis does, FUNCTION LIST WITHCODE shows the
 // code as loaded, and EVALSHA of a script no proxy loaded (so unguarded)
-// answers NOSCRIPT (issue 32).
+// answers NOSCRIPT (issue 32); FCALL and FCALL_RO of a function whose
+// library holds no prologue (loaded directly on Redis) are not sent, and
+// get an error that says to load the library again through squeeze
+// (checkFunction).
 //
 // The prologue is one line, put in front of the script's first line (after
 // the #! line, which must stay first), so that line numbers in Redis's
@@ -58,8 +62,10 @@ type scriptSHAs struct {
 	// put it: wrap computes the wrapped form's SHA-1 of such a body.
 	learned map[string]struct{}
 	// funcs is what the proxy knows of the functions Redis has (function);
-	// nil until an FCALL needs it, and after a FUNCTION LOAD.
-	funcs map[string]funcInfo
+	// nil until an FCALL needs it, and after a FUNCTION command that may
+	// change them (forgetFunctions), which also counts funcsGen up.
+	funcs    map[string]funcInfo
+	funcsGen uint64
 	// api says whether the server's scripts reach redis as server too
 	// (Valkey), which the prologue must then shadow as well: apiUnknown
 	// until a script finds out (detectScriptAPI).
@@ -313,58 +319,185 @@ func (m *scriptSHAs) toClient(reply []byte) []byte {
 	}
 }
 
-// funcInfo is what the proxy knows of a function Redis has (from FUNCTION
-// LIST WITHCODE): whether its library holds a prologue of this version,
-// and whether it is flagged no-writes.
-type funcInfo struct{ current, noWrites bool }
+// funcInfo is what the proxy knows of a function (from FUNCTION LIST
+// WITHCODE): whether Redis has it (present), its library, whether that
+// library holds a prologue (guarded) and this version's (current), and
+// whether the function is flagged no-writes.
+type funcInfo struct {
+	lib                                 string
+	present, guarded, current, noWrites bool
+}
 
-// maxFuncs bounds the functions remembered (names FCALL asked for that
-// Redis does not have included).
-const maxFuncs = 4096
-
-// function returns what the proxy knows of the function an FCALL names.
+// function returns what the proxy knows of the function an FCALL or
+// FCALL_RO names. What it knows of a function in a guarded library it
+// uses as it is; of any other name (unknown, in a library without a
+// prologue, or not in Redis) it reads FUNCTION LIST WITHCODE first, on a
+// shared connection (one round trip, read-only: a pause does not hold it,
+// a replica answers it), so that a library loaded again through another
+// proxy, or a function loaded since, is seen at once. It returns the
+// upstream's failure, or its error reply to FUNCTION LIST, as err (lost:
+// the connection was lost): the FCALL must not be sent then, since what
+// the function reads could not be checked.
+//
 // A library loaded through an earlier proxy (issue 22's prologue) would
 // hand decoded values to the function as arguments of its own: its calls
 // get none (a frame read is then the prologue's error, as before), until
 // the library is loaded again. A function flagged no-writes runs as a
 // read-only script (runScript): Redis runs it during CLIENT PAUSE WRITE
-// and on a replica. It reads FUNCTION LIST WITHCODE when it meets a name it
-// does not know, and remembers a name Redis does not have, too.
-func (c *client) function(name []byte) funcInfo {
+// and on a replica.
+func (c *client) function(name []byte) (fi funcInfo, err error, lost bool) {
 	m := &c.s.scriptSHAs
 	lower := strings.ToLower(string(name)) // FCALL finds a function whatever its case
 	m.mu.RLock()
 	fi, ok := m.funcs[lower]
+	gen := m.funcsGen
 	m.mu.RUnlock()
-	if ok {
-		return fi
+	if ok && fi.guarded {
+		return fi, nil, false
 	}
 	r := c.sharedRT(c.sess.db)(resp.AppendCommand(nil, []byte("FUNCTION"), []byte("LIST"), []byte("WITHCODE")))
 	defer r.release()
 	if r.err != nil {
-		return funcInfo{}
+		return funcInfo{}, r.err, r.connLost
+	}
+	if len(r.reply) > 0 && r.reply[0] == '-' {
+		return funcInfo{}, errors.New(string(bytes.TrimSpace(r.reply[1:]))), false
 	}
 	funcs := functionsOf(r.reply)
-	if _, ok := funcs[lower]; !ok && len(funcs) < maxFuncs {
-		funcs[lower] = funcInfo{} // not in Redis: not asked again until a load
-	}
 	m.mu.Lock()
-	m.funcs = funcs
+	if m.funcsGen == gen { // no FUNCTION command changed them meanwhile
+		m.funcs = funcs
+	}
 	m.mu.Unlock()
-	return funcs[lower]
+	return funcs[lower], nil, false
 }
 
-// forgetFunctions drops what function learned (a library was loaded).
+// knownGuarded reports whether the proxy knows the function an FCALL
+// names to be in a library that holds a prologue (scriptFast: it needs no
+// look first).
+func (m *scriptSHAs) knownGuarded(name []byte) bool {
+	m.mu.RLock()
+	fi, ok := m.funcs[string(name)] // no copy: the name as most clients write it
+	if !ok {
+		fi, ok = m.funcs[strings.ToLower(string(name))]
+	}
+	m.mu.RUnlock()
+	return ok && fi.guarded
+}
+
+// unguardedFunctionReply is the reply to an FCALL or FCALL_RO of a
+// function whose library holds no prologue (loaded directly on Redis, not
+// through squeeze): as EVALSHA of a script no proxy loaded, it is not
+// sent, since what it reads could not be checked. The words are the
+// go-redis hook's.
+func unguardedFunctionReply(name []byte, lib string) []byte {
+	return resp.AppendError(nil, "ERR squeeze: function "+string(name)+" is in library "+lib+", which was not loaded through squeeze, so what it reads could not be checked for compressed values; load the library again through squeeze (FUNCTION LOAD REPLACE)")
+}
+
+// functionCheckReply is the reply to an FCALL or FCALL_RO whose function
+// could not be looked up (function's err).
+func functionCheckReply(err error) []byte {
+	return resp.AppendError(nil, "ERR squeeze: checking that the function's library was loaded through squeeze (FUNCTION LIST): "+err.Error())
+}
+
+// checkFunction looks up the function of an FCALL or FCALL_RO (args):
+// it returns what the proxy knows of it, and nil, or the reply the
+// command gets in its place, not sent: for a library without a prologue,
+// or a failed look-up (lost: the upstream connection was lost). A
+// function Redis does not have is sent: Redis answers its own error.
+func (c *client) checkFunction(args [][]byte) (fi funcInfo, refusal []byte, lost bool) {
+	if len(args) < 2 {
+		return funcInfo{}, nil, false
+	}
+	fi, err, lost := c.function(args[1])
+	switch {
+	case err != nil:
+		return fi, functionCheckReply(err), lost
+	case fi.present && !fi.guarded:
+		return fi, unguardedFunctionReply(args[1], fi.lib), false
+	}
+	return fi, nil, false
+}
+
+// refusedFunctionCmd stands, in what goes to Redis, for an FCALL or
+// FCALL_RO the proxy does not send (checkFunction) where it cannot answer
+// in its place (inside MULTI, or with replies off): Redis knows no such
+// command, so it refuses it when queued, and EXEC then fails with
+// EXECABORT, as after any command Redis refuses when queued: the
+// transaction changes nothing. The client gets the proxy's reason in
+// place of Redis's error (checkQueuedFunction).
+var refusedFunctionCmd = []byte("squeeze-function-not-loaded-through-squeeze")
+
+// checkQueuedFunction checks the function of an FCALL or FCALL_RO that
+// goes to Redis without runScript (inside MULTI, or with replies off), as
+// runScript does (checkFunction). It returns the arguments to send, and
+// the reply the client gets in place of Redis's (nil: Redis's own): a
+// call the proxy does not send goes as refusedFunctionCmd.
+func (c *client) checkQueuedFunction(args [][]byte) ([][]byte, []byte) {
+	_, refusal, _ := c.checkFunction(args)
+	if refusal == nil {
+		return args, nil
+	}
+	return append([][]byte{refusedFunctionCmd}, args[1:]...), refusal
+}
+
+// replyInstead makes the error reply of cl, a command sent as
+// refusedFunctionCmd, the proxy's reason.
+func replyInstead(cl *call, reply []byte) {
+	prev := cl.onFinish
+	cl.onFinish = func() {
+		if cl.err == nil && len(cl.reply) > 0 && cl.reply[0] == '-' {
+			cl.reply = append(cl.reply[:0], reply...)
+		}
+		if prev != nil {
+			prev()
+		}
+	}
+}
+
+// isFCall reports whether the command calls a function.
+func isFCall(info *cmdInfo) bool { return info.name == "FCALL" || info.name == "FCALL_RO" }
+
+// changesFunctions reports whether args is a FUNCTION command that may
+// change the libraries Redis has: LOAD, DELETE, FLUSH, RESTORE.
+func changesFunctions(args [][]byte) bool {
+	return len(args) >= 2 && is(args[0], "FUNCTION") &&
+		(is(args[1], "LOAD") || is(args[1], "DELETE") || is(args[1], "FLUSH") || is(args[1], "RESTORE"))
+}
+
+// forgetFunctions drops what function read (a FUNCTION command that may
+// change the libraries went through this proxy), and keeps a look-up
+// begun before from storing what it read.
 func (m *scriptSHAs) forgetFunctions() {
 	m.mu.Lock()
 	m.funcs = nil
+	m.funcsGen++
 	m.mu.Unlock()
+}
+
+// forgetFunctionsAfter drops what function read now and again once cl,
+// a command that may change the libraries (or the EXEC of a transaction
+// holding one), has its reply: a look-up that read them before Redis ran
+// it does not keep what it read.
+func (s *Server) forgetFunctionsAfter(cl *call) {
+	s.scriptSHAs.forgetFunctions()
+	if cl == nil {
+		return
+	}
+	prev := cl.onFinish
+	cl.onFinish = func() {
+		s.scriptSHAs.forgetFunctions()
+		if prev != nil {
+			prev()
+		}
+	}
 }
 
 // functionsOf reads a FUNCTION LIST WITHCODE reply (RESP2 or RESP3) into
 // a map from each function's name, in lower case, to what it says of it:
-// whether its library's code holds, after the #! line, a prologue of this
-// version, and whether the function is flagged no-writes.
+// its library, whether the library's code holds, after the #! line, a
+// prologue (of any version: guarded; of this one: current), and whether
+// the function is flagged no-writes.
 func functionsOf(reply []byte) map[string]funcInfo {
 	out := map[string]funcInfo{}
 	v, _, err := resp.ReadValue(reply)
@@ -378,13 +511,17 @@ func functionsOf(reply []byte) map[string]funcInfo {
 			noWrites bool
 		}
 		var fns []fn
-		current := false
+		var name string
+		guarded, current := false, false
 		fields := lib.Elements()
 		for k, ok := fields.Next(); ok; k, ok = fields.Next() {
 			val, _ := fields.Next()
 			switch string(k.Str) {
+			case "library_name":
+				name = string(val.Str)
 			case "library_code":
 				code := val.Str
+				guarded = len(luaguard.Unwrap(code)) != len(code)
 				current = bytes.Contains(code, []byte("\n"+luaguard.FunctionPrologue)) || bytes.Contains(code, []byte("\n"+luaguard.ServerFunctionPrologue))
 			case "functions":
 				fs := val.Elements()
@@ -410,7 +547,7 @@ func functionsOf(reply []byte) map[string]funcInfo {
 			}
 		}
 		for _, f := range fns {
-			out[f.name] = funcInfo{current: current, noWrites: f.noWrites}
+			out[f.name] = funcInfo{lib: name, present: true, guarded: guarded, current: current, noWrites: f.noWrites}
 		}
 	}
 	return out
