@@ -431,6 +431,9 @@ func (m *orderModel) doOp(c int, op string) bool {
 		}
 		m.emit(c, settle{replies: len(args) - 1}, false, args...)
 	case "unsubscribe":
+		if len(cl.channels) == 0 && cl.pattern == "" {
+			return false // Valkey 8.0 answers NOSUB, not one reply per channel
+		}
 		if len(cl.channels) <= 1 && g.r.IntN(2) == 0 {
 			// Without channels: one confirmation per channel, or one.
 			clear(cl.channels)
@@ -451,6 +454,9 @@ func (m *orderModel) doOp(c int, op string) bool {
 		cl.pattern = "o:" + strconv.Itoa(m.i) + ":ch" + []string{"*", "1*"}[g.r.IntN(2)]
 		m.emit(c, one, false, "PSUBSCRIBE", cl.pattern)
 	case "punsubscribe":
+		if len(cl.channels) == 0 && cl.pattern == "" {
+			return false // as UNSUBSCRIBE
+		}
 		switch g.r.IntN(3) {
 		case 0:
 			cl.pattern = ""
