@@ -13,14 +13,13 @@ import (
 )
 
 const (
-	bigValueSize = 8 << 20   // the value the non-reading client asks for
-	bigGets      = 300       // GETs it pipelines
-	bombSize     = 400 << 20 // what the bomb decodes to
-	bombGets     = 6         // GETs of the bomb, pipelined
-	smallRcvbuf  = 4096      // SO_RCVBUF of the clients that read slowly or never
-	pingEvery    = 10 * time.Millisecond
+	bigValueSize = 8 << 20               // the value the non-reading client asks for
+	bigGets      = 300                   // GETs it pipelines
+	bombSize     = 400 << 20             // what the bomb decodes to
+	bombGets     = 6                     // GETs of the bomb, pipelined
+	smallRcvbuf  = 4096                  // SO_RCVBUF of the clients that read slowly or never
+	pingEvery    = probeEvery            // the pinger is a prober (probe.go)
 	pingTarget   = 50 * time.Millisecond // issue 20's target for other clients' p99
-	pingTimeout  = 20 * time.Second      // a PING that waits longer counts as an error
 )
 
 // memoryCase is one hostile client of the memory part.
@@ -271,62 +270,24 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// pinger sends PING every pingEvery on its own connection and records
-// each reply's latency.
-type pinger struct {
-	done    chan struct{}
-	stopped chan struct{}
-	lat     []time.Duration
-	errs    int
-}
+// pinger is the memory part's PING client: a prober of pingOp, whose
+// stop gives the latencies of every round trip, failed ones included.
+type pinger struct{ *prober }
 
 func startPinger(addr string) *pinger {
-	p := &pinger{done: make(chan struct{}), stopped: make(chan struct{})}
-	go func() {
-		defer close(p.stopped)
-		var c *conn
-		defer func() {
-			if c != nil {
-				c.Close()
-			}
-		}()
-		t := time.NewTicker(pingEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.done:
-				return
-			case <-t.C:
-			}
-			if c == nil {
-				var err error
-				if c, err = dial(addr, time.Second, 0); err != nil {
-					p.errs++
-					c = nil
-					continue
-				}
-			}
-			t0 := time.Now()
-			r, err := c.do(pingTimeout, "PING")
-			d := time.Since(t0)
-			if err != nil || r.text != "PONG" {
-				p.errs++
-				if err != nil {
-					c.Close()
-					c = nil
-				}
-			}
-			p.lat = append(p.lat, d) // a failed PING's wait counts too
-		}
-	}()
-	return p
+	return &pinger{startProber(addr, "PING", pingOp)}
 }
 
 // stop ends the pinger and returns its latencies and error count.
 func (p *pinger) stop() ([]time.Duration, int) {
-	close(p.done)
-	<-p.stopped
-	return p.lat, p.errs
+	p.prober.stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ds := make([]time.Duration, 0, len(p.samples))
+	for _, s := range p.samples {
+		ds = append(ds, s.d) // a failed PING's wait counts too
+	}
+	return ds, p.failed
 }
 
 // sampler reads the proxy's VmRSS every 20 ms and keeps the largest.

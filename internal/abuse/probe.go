@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// probeEvery is how often a prober starts a round trip, as the memory
-// part's pinger does.
+// probeEvery is how often a prober starts a round trip (the memory
+// part's pinger is one too).
 const probeEvery = 10 * time.Millisecond
 
 // probeTimeout bounds one round trip of a prober: longer than a CLIENT
