@@ -334,17 +334,9 @@ func isFunctionListCode(args [][]byte) bool {
 // it since), once more after decoding the keys again.
 func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 	c.detectScriptAPI()
-	var fn funcInfo
-	if isFCall(info) {
-		// A library loaded directly on Redis has no prologue: its
-		// function is not run, whatever its keys (checkFunction).
-		var refusal []byte
-		var lost bool
-		if fn, refusal, lost = c.checkFunction(args); lost {
-			return c.lostCall(info.name)
-		} else if refusal != nil {
-			return c.localCall(info.name, refusal)
-		}
+	fn, refused := c.scriptRefusal(info, args)
+	if refused != nil {
+		return refused
 	}
 	keys, ok := scriptKeysOf(args)
 	ok = ok && info.flags&rediscmd.Script != 0
@@ -389,12 +381,6 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		}
 		return f
 	}
-	if (info.name == "EVALSHA" || info.name == "EVALSHA_RO") && len(args) >= 2 {
-		// A SHA-1 this proxy has not seen: another proxy's, or NOSCRIPT.
-		if f := c.findScriptSHA(info.name, args[1]); f != nil {
-			return f
-		}
-	}
 	if ok {
 		if f := prepare(); f != nil {
 			return f
@@ -414,12 +400,7 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		r := c.roundtripScript(req)
 		pinSeq = max(pinSeq, r.pinSeq)
 		if r.err != nil {
-			err, lost := r.err, r.connLost
-			r.release()
-			if lost {
-				return c.lostCall(info.name)
-			}
-			return c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: upstream: "+err.Error()))
+			return c.upstreamFailed(info.name, r)
 		}
 		if ok && attempt < maxInspectRetries && bytes.HasPrefix(r.reply, []byte(luaguard.FrameErr)) && bytes.Contains(r.reply, []byte(luaguard.Retryable)) {
 			c.s.scriptKeys.setClean(keys, false)
@@ -442,6 +423,40 @@ func (c *client) runScript(info *cmdInfo, args [][]byte) *call {
 		r.finish()
 		return r
 	}
+}
+
+// scriptRefusal answers a script command the proxy does not send: an
+// FCALL of a function whose library was loaded directly on Redis, which
+// has no prologue (checkFunction), or an EVALSHA of a SHA-1 this proxy
+// has not seen (another proxy's, or NOSCRIPT: findScriptSHA). Else it
+// returns the function's facts for an FCALL, and nil.
+func (c *client) scriptRefusal(info *cmdInfo, args [][]byte) (funcInfo, *call) {
+	if isFCall(info) {
+		fn, refusal, lost := c.checkFunction(args)
+		switch {
+		case lost:
+			return fn, c.lostCall(info.name)
+		case refusal != nil:
+			return fn, c.localCall(info.name, refusal)
+		}
+		return fn, nil
+	}
+	if (info.name == "EVALSHA" || info.name == "EVALSHA_RO") && len(args) >= 2 {
+		return funcInfo{}, c.findScriptSHA(info.name, args[1])
+	}
+	return funcInfo{}, nil
+}
+
+// upstreamFailed releases r, a round trip that failed, and returns the
+// client's answer: its connection ends if Redis would have ended it,
+// else an upstream error.
+func (c *client) upstreamFailed(name string, r *call) *call {
+	err, lost := r.err, r.connLost
+	r.release()
+	if lost {
+		return c.lostCall(name)
+	}
+	return c.localCall(name, resp.AppendError(nil, "ERR squeeze: upstream: "+err.Error()))
 }
 
 // scriptReply turns the reply r of a script command into the client's: a

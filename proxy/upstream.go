@@ -380,32 +380,14 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 			nc.Close()
 			return nil, fmt.Errorf("upstream %s: %w", u.Addr, err)
 		}
-		buf := make([]byte, 0, 512)
-		for got := 0; got < len(setup); {
-			v, rest, err := resp.ReadValue(buf)
-			if errors.Is(err, resp.ErrIncomplete) {
-				if len(buf) == cap(buf) {
-					buf = append(buf, 0)[:len(buf)]
-				}
-				n, rerr := nc.Read(buf[len(buf):cap(buf)])
-				if rerr != nil {
-					nc.Close()
-					return nil, fmt.Errorf("upstream %s: %w", u.Addr, rerr)
-				}
-				buf = buf[:len(buf)+n]
-				continue
-			}
-			if err != nil {
-				nc.Close()
-				return nil, fmt.Errorf("upstream %s: %w", u.Addr, err)
-			}
+		err := readReplies(nc, len(setup), func(got int, v resp.Value) error {
 			switch {
 			case got == askBulk:
 				// Not part of the connection's state: a refusal (NOPERM,
 				// CONFIG renamed away) leaves the limit as it was.
 				s.learnBulkLimit(v)
 			case got == askCaps:
-				info, _, _ = resp.ReadValue(bytes.Clone(v.Raw)) // buf is reused
+				info, _, _ = resp.ReadValue(bytes.Clone(v.Raw)) // the buffer is reused
 			case got == askCaps+1 && askCaps >= 0:
 				s.learnCaps(info, v)
 			case got == askID:
@@ -414,13 +396,15 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 				}
 			case v.Type == resp.Error:
 				if withCreds || !bytes.HasPrefix(v.Str, []byte("NOAUTH")) {
-					nc.Close()
-					return nil, fmt.Errorf("upstream %s refused AUTH/SELECT: %s", u.Addr, v.Str)
+					return fmt.Errorf("refused AUTH/SELECT: %s", v.Str)
 				}
 				authed = false
 			}
-			buf = append(buf[:0], rest...)
-			got++
+			return nil
+		})
+		if err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("upstream %s: %w", u.Addr, err)
 		}
 		nc.SetDeadline(time.Time{})
 	}
@@ -429,6 +413,35 @@ func (s *Server) dialUpAs(ctx context.Context, onPush func([]byte, uint64), with
 	c.rw.s = s
 	go c.readLoop()
 	return c, nil
+}
+
+// readReplies reads n replies from nc, a new connection's answers to its
+// setup, and gives each to f in turn, stopping at the first error.
+func readReplies(nc net.Conn, n int, f func(i int, v resp.Value) error) error {
+	buf := make([]byte, 0, 512)
+	for got := 0; got < n; {
+		v, rest, err := resp.ReadValue(buf)
+		if errors.Is(err, resp.ErrIncomplete) {
+			if len(buf) == cap(buf) {
+				buf = append(buf, 0)[:len(buf)]
+			}
+			k, rerr := nc.Read(buf[len(buf):cap(buf)])
+			if rerr != nil {
+				return rerr
+			}
+			buf = buf[:len(buf)+k]
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := f(got, v); err != nil {
+			return err
+		}
+		buf = append(buf[:0], rest...)
+		got++
+	}
+	return nil
 }
 
 // Commands a newer server may have, asked on each new shared connection:
