@@ -28,21 +28,7 @@ func TestOrder_BlockingPopsFirstComeFirstServed(t *testing.T) {
 				// New clients every round: each must pin a new private
 				// connection through the proxy.
 				a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
-				a.send([]string{"BRPOPLPUSH", src, "dst:a", "0"})
-				b.send([]string{"BRPOPLPUSH", src, "dst:b", "0"})
-				pusher.send([]string{"LPUSH", src, "first"})
-				if got := pusher.read(); got != ":1\r\n" && got != ":0\r\n" {
-					t.Fatalf("round %d: LPUSH = %q", i, got)
-				}
-				if got := a.read(); got != bulk("first") {
-					t.Fatalf("round %d: the first client blocked got %q, want the first element (it came first)", i, got)
-				}
-				if got := pusher.do("LPUSH", src, "second"); got != ":1\r\n" && got != ":0\r\n" {
-					t.Fatalf("round %d: LPUSH = %q", i, got)
-				}
-				if got := b.read(); got != bulk("second") {
-					t.Fatalf("round %d: the second client blocked got %q, want the second element", i, got)
-				}
+				blockingPopRound(t, i, src, a, b, pusher)
 			}
 		})
 	}
@@ -230,21 +216,7 @@ func TestOrder_SelectedBlockingPops(t *testing.T) {
 					}
 				}
 				a, b, pusher := cs[0], cs[1], cs[2]
-				a.send([]string{"BRPOPLPUSH", src, "dst:a", "0"})
-				b.send([]string{"BRPOPLPUSH", src, "dst:b", "0"})
-				pusher.send([]string{"LPUSH", src, "first"})
-				if got := pusher.read(); got != ":1\r\n" && got != ":0\r\n" {
-					t.Fatalf("round %d: LPUSH = %q", i, got)
-				}
-				if got := a.read(); got != bulk("first") {
-					t.Fatalf("round %d: the first client blocked got %q, want the first element", i, got)
-				}
-				if got := pusher.do("LPUSH", src, "second"); got != ":1\r\n" && got != ":0\r\n" {
-					t.Fatalf("round %d: LPUSH = %q", i, got)
-				}
-				if got := b.read(); got != bulk("second") {
-					t.Fatalf("round %d: the second client blocked got %q, want the second element", i, got)
-				}
+				blockingPopRound(t, i, src, a, b, pusher)
 			}
 		})
 	}
@@ -467,5 +439,28 @@ func skipKnown(t *testing.T, why string) {
 	t.Helper()
 	if why != "" && !*diffOrderKnown {
 		t.Skip(why)
+	}
+}
+
+// blockingPopRound has a and b send BRPOPLPUSH src, in that order, and
+// the pusher LPUSH two elements: the first goes to a, which blocked first
+// (Redis serves blocked clients in the order they blocked), the second
+// to b.
+func blockingPopRound(t *testing.T, i int, src string, a, b, pusher *rawConn) {
+	t.Helper()
+	a.send([]string{"BRPOPLPUSH", src, "dst:a", "0"})
+	b.send([]string{"BRPOPLPUSH", src, "dst:b", "0"})
+	pusher.send([]string{"LPUSH", src, "first"})
+	if got := pusher.read(); got != ":1\r\n" && got != ":0\r\n" {
+		t.Fatalf("round %d: LPUSH = %q", i, got)
+	}
+	if got := a.read(); got != bulk("first") {
+		t.Fatalf("round %d: the first client blocked got %q, want the first element (it came first)", i, got)
+	}
+	if got := pusher.do("LPUSH", src, "second"); got != ":1\r\n" && got != ":0\r\n" {
+		t.Fatalf("round %d: LPUSH = %q", i, got)
+	}
+	if got := b.read(); got != bulk("second") {
+		t.Fatalf("round %d: the second client blocked got %q, want the second element", i, got)
 	}
 }
