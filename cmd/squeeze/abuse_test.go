@@ -29,6 +29,8 @@ func TestAbuse_BadFlags(t *testing.T) {
 		{[]string{"--duration", "-1s"}, "--duration must not be negative"},
 		{[]string{"--rss-limit", "lots"}, "rss-limit"},
 		{[]string{"extra"}, "abuse takes no arguments"},
+		{[]string{"--flood-sets", "-1"}, "must not be negative"},
+		{[]string{"--flood-hold", "-2s"}, "must not be negative"},
 		{[]string{"--redis-server", "/nonexistent/redis-server"}, "not found"},
 	} {
 		_, stderr, code := runCLI(t, nil, append([]string{"abuse"}, tc.args...)...)
