@@ -34,7 +34,8 @@ import (
 //     never reads) goes past the soft bound anyway. Past the hard one the
 //     proxy closes the connection, as Redis's client-output-buffer-limit
 //     does, logs it and counts it (squeeze_proxy_clients_dropped_total);
-//     the replies still on their way are let go, unwritten, as they come. A single
+//     the replies still on their way are let go, unkept and uncounted, as
+//     they come (letGo). A single
 //     reply is never cut: a client that holds nothing else (less than
 //     minOtherHeld) may receive a value of any size up to --max-value.
 //   - Process (MaxMemory, --max-memory): past half of it every client may
@@ -151,6 +152,19 @@ func (c *client) checkHardLimit(own int64) {
 	if h := c.mem.held.Load(); h > c.s.clientBufferLimit() && h-own-c.mem.writing.Load() >= minOtherHeld {
 		c.drop("client-buffer-limit", h)
 	}
+}
+
+// letGo reports whether the reply that just came for cl is let go
+// unkept and uncounted: its client was closed from the proxy's side (past
+// a memory bound, or its socket failed), so none of it can be written,
+// and nothing but the client needed it. Without this, the replies of the
+// commands a client had in flight when it was closed would count against
+// it, and the process, until its writer popped them. A destructive
+// command's reply is kept (its value may be quarantined: quarantine.go),
+// and so is EXEC's and a reply something else waits for (onFinish).
+func letGo(cl *call) bool {
+	o := cl.owner
+	return o != nil && o.life.aborted.Load() && cl.onFinish == nil && cl.kind != shapeExec && !destructive(cl.cmd)
 }
 
 // checkMemory closes the client that holds the most if the process is

@@ -503,3 +503,26 @@ func heapObjects() int64 {
 	metrics.Read(s)
 	return int64(s[0].Value.Uint64())
 }
+
+// TestLetGo: once a client is closed from the proxy's side, the replies
+// that still come for it are let go, except those something still needs.
+func TestLetGo(t *testing.T) {
+	open, closed := &client{}, &client{}
+	closed.life.aborted.Store(true)
+	for _, tc := range []struct {
+		name string
+		cl   *call
+		want bool
+	}{
+		{"GET of a closed client", &call{owner: closed, cmd: "GET", kind: shapeValue}, true},
+		{"GET of an open client", &call{owner: open, cmd: "GET", kind: shapeValue}, false},
+		{"no client", &call{cmd: "GET", kind: shapeValue}, false},
+		{"GETDEL: its value may be quarantined", &call{owner: closed, cmd: "GETDEL", kind: shapeValue}, false},
+		{"EXEC", &call{owner: closed, cmd: "EXEC", kind: shapeExec}, false},
+		{"something waits for it", &call{owner: closed, cmd: "GET", kind: shapeValue, onFinish: func() {}}, false},
+	} {
+		if got := letGo(tc.cl); got != tc.want {
+			t.Errorf("%s: letGo = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

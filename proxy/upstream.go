@@ -876,7 +876,11 @@ func (c *upConn) takeReply(v *resp.Value, in *replyBuf, batch *replyBatch) error
 	} else {
 		c.awaiting.Add(-1)
 	}
-	cl.reply = in.claim(cl.reply, len(v.Raw))
+	if letGo(cl) {
+		cl.reply, cl.local = cl.reply[:0], true // bookkeeping only
+	} else {
+		cl.reply = in.claim(cl.reply, len(v.Raw))
+	}
 	// Behind Sentinels, -READONLY says the master this connection
 	// reached is a replica now (a failover): after this reply, close
 	// it, so that the next dial asks the Sentinels again.
