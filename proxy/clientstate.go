@@ -100,6 +100,10 @@ type reader struct {
 	handback chan readEnd
 	noLoop   bool
 	handOff  bool
+	// pinsAway: the command handed off gives the client a private
+	// connection and is the last of what the poller read: the poller
+	// keeps the client in its set from then on (passState.pinning).
+	pinsAway bool
 	// pass is the hand-over of the client between the poller, which
 	// keeps it in its set, and its goroutine (passState); drainAgain: the
 	// goroutine's last read filled its buffer (readWaiting).

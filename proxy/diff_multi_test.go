@@ -41,10 +41,11 @@ var diffOrderKnown = flag.Bool("diff.order-known", false, "run the order scenes 
 // reached it (docs/design/ordering.md), so that every client receives the
 // same replies and messages. The scenes of the first subtest avoid what
 // the proxy is known not to order yet (difftest.MultiConfig); the others,
-// which do not, skip as known (TestOrder_PinThen*,
-// TestOrder_SharedWriteThenPinnedRead, TestOrder_LargeCommandThenOtherClient,
-// TestOrder_AppendThenOtherClientRead); so does the first, for now, unless
-// -diff.order-known is given.
+// which do not, skip as known (the cases TestOrder_PinThen*,
+// TestOrder_SharedWriteThenPinnedRead, TestOrder_LargeCommandThenOtherClient
+// and TestOrder_AppendThenOtherClientRead hold are fixed, the scenes still
+// find others); so does the first, for now, unless -diff.order-known is
+// given.
 func TestDifferential_Order(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -63,11 +63,19 @@ func TestProxy_PassedReplyCopied(t *testing.T) {
 func testPassedReply(t *testing.T, setup func(*testing.T, int) (*env, *Metrics, []string)) {
 	e, m, vals := setup(t, 3)
 	c := dialRaw(t, e.addr)
-	if r := c.do("GET", "big0"); r != bulk(vals[0]) {
-		t.Fatalf("GET big0 = %.80q (%d bytes)", r, len(r))
-	}
-	if n := prom.ToFloat64(m.passed.WithLabelValues("whole")); n != 1 {
-		t.Fatalf("passed replies = %v, want 1", n)
+	// A reply is passed when the reader finds it incomplete in its buffer
+	// and its client's writer is not at work: mostly the first time, not
+	// always (a reply that came whole in one read goes the usual way).
+	// (The count moves once the last byte is written: a GET may return
+	// before it.)
+	for try := 1; prom.ToFloat64(m.passed.WithLabelValues("whole")) == 0; try++ {
+		if try > 20 {
+			t.Fatal("none of 20 GETs of a large raw value was passed through")
+		}
+		if r := c.do("GET", "big0"); r != bulk(vals[0]) {
+			t.Fatalf("GET big0 = %.80q (%d bytes)", r, len(r))
+		}
+		time.Sleep(time.Millisecond)
 	}
 
 	// A pipeline mixing small and passed replies, from several clients at

@@ -149,7 +149,7 @@ func (p *poller) keepAway(c *client) {
 		fd := int32(sysfd)
 		// Away before the poller can see it: it holds p.mu to look it up.
 		// Input may have come before the set had it: read it (more).
-		c.in.pass.handOver(fd, true)
+		c.in.pass.handOver(fd, true, false)
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: fd}
 		if syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, int(sysfd), &ev) != nil {
 			c.in.pass.dropped()
@@ -272,8 +272,10 @@ func (p *poller) step(c *client, fd int32, hup bool, held []*upConn) []*upConn {
 	if end == endToGoroutine {
 		p.handoffs.Add(1)
 	}
+	pinsAway := c.in.pinsAway
+	c.in.pinsAway = false
 	switch {
-	case end == endToGoroutine && c.in.pass.isPrivate():
+	case end == endToGoroutine && (c.in.pass.isPrivate() || pinsAway):
 		// What the loop sent for c must reach Redis before the
 		// goroutine sends more. A client with a private connection
 		// stays in the set, so that input it sends meanwhile keeps its
@@ -281,10 +283,13 @@ func (p *poller) step(c *client, fd int32, hup bool, held []*upConn) []*upConn {
 		// below, and is read by its goroutine until it comes back (its
 		// commands go out in the order it reads them, and it reads only
 		// as it has room, which bounds what a flood of large commands
-		// holds).
+		// holds). So does one that gets its private connection for the
+		// last command the loop read (pinsAway): what it sends next,
+		// before its goroutine is done pinning it, gets its barrier
+		// when it comes (passState.pinning).
 		p.srv.pool.releaseWrites(held)
 		held = held[:0]
-		c.in.pass.handOver(fd, c.in.readFull || hup || c.in.inputEnds)
+		c.in.pass.handOver(fd, c.in.readFull || hup || c.in.inputEnds, pinsAway)
 		c.in.handback <- end
 	case end != endStay:
 		c.in.pass.dropped()

@@ -388,6 +388,13 @@ type passState struct {
 	came    bool
 	gone    bool
 	pending *orderHold
+	// pinning: the goroutine has the client for the command that gives
+	// it a private connection, the last it read (client.pinsAway), and
+	// waits for nothing on the shared connections a barrier raised now
+	// could hold (the PING before it pins goes ahead of every barrier);
+	// the poller raises a barrier for input that came, as for a private
+	// client between batches, until the goroutine resumes.
+	pinning bool
 	// private: the client has a private connection (setPrivate); only
 	// then does the poller raise a barrier for input that came (a client
 	// of the shared connections sends there in the order it read, and a
@@ -414,10 +421,10 @@ func (ps *passState) setPrivate() {
 // handOver gives the client on descriptor fd to its goroutine, busy with
 // what the poller read, keeping it in the set; more: its socket may hold
 // more than that (no new edge will announce it), so the goroutine reads
-// before it comes back. Poller only.
-func (ps *passState) handOver(fd int32, more bool) {
+// before it comes back; pinning: see passState.pinning. Poller only.
+func (ps *passState) handOver(fd int32, more, pinning bool) {
 	ps.mu.Lock()
-	ps.kept, ps.fd, ps.came, ps.busy = true, fd, more, true
+	ps.kept, ps.fd, ps.came, ps.busy, ps.pinning = true, fd, more, true, pinning
 	ps.away.Store(true)
 	ps.mu.Unlock()
 }
@@ -444,7 +451,7 @@ func (ps *passState) reserve(p *pool) bool {
 		return false
 	}
 	ps.came = true
-	if ps.private && !ps.busy && !ps.gone && ps.pending == nil {
+	if (ps.private && !ps.busy || ps.pinning) && !ps.gone && ps.pending == nil {
 		ps.pending = p.raiseOrder()
 	}
 	return true
@@ -465,7 +472,7 @@ func (ps *passState) resume() *orderHold {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	h := ps.pending
-	ps.pending, ps.came, ps.busy = nil, false, true
+	ps.pending, ps.came, ps.busy, ps.pinning = nil, false, true, false
 	return h
 }
 
@@ -483,7 +490,7 @@ func (ps *passState) comeBack() (h *orderHold, came, rearm bool) {
 		// Input that came without its barrier (the goroutine was busy)
 		// goes back to the poller too: rearm it.
 		rearm = ps.came
-		ps.came = false
+		ps.came, ps.pinning = false, false
 		ps.away.Store(false)
 		ps.mu.Unlock()
 		return nil, false, rearm
@@ -705,7 +712,7 @@ func (c *client) processNext(inLoop bool, off int, maxBulk int64) (int, cmdStep)
 			return off + m, step
 		}
 	}
-	if inLoop && c.mustHandOff(info, args, m) {
+	if inLoop && c.mustHandOff(info, args, m, off+m == len(c.in.rbuf)) {
 		return off, cmdRest
 	}
 	off += m
@@ -781,9 +788,10 @@ func (c *client) refuseInput(err error) {
 // bytes to the client's goroutine: the client's state needs waiting, the
 // command is larger than maxLoopCommand, or it may wait for Redis or for
 // room in the reply queue (loopSafe). If so it sets handOff and, for a
-// command that waits, raises the order barrier it is sent behind. The
-// poller only, from process.
-func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int) bool {
+// command that waits, raises the order barrier it is sent behind; for one
+// that pins the client and is the last of the read (last), it sets
+// pinsAway. The poller only, from process.
+func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int, last bool) bool {
 	if c.loopable() && size <= maxLoopCommand && c.loopSafe(info, args) {
 		return false
 	}
@@ -795,6 +803,7 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int) bool {
 		// client sent before it goes first.
 		c.flush()
 		c.pinned.held = c.s.pool.raiseOrderFor(scopeOf(info, args))
+		c.in.pinsAway = last && needsPin(info, args)
 	}
 	return true
 }
