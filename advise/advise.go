@@ -33,7 +33,10 @@
 //   - The portable profile (codec.ID.Portable: the codecs other languages
 //     read): the write advice is worked out twice, over every codec and
 //     within the profile, where snappy (codec.PortableDefault) takes s2's
-//     place as the incumbent; Prefix.Profile sets the two side by side,
+//     place as the incumbent (fast when at least a quarter as fast as the
+//     fastest portable codec: measured against s2, a busy machine's
+//     timings took it out of the running now and then, and another codec
+//     a point ahead took its place); Prefix.Profile sets the two side by side,
 //     memory and speed. With Options.Portable, the advice (write, at rest)
 //     is the one within the profile.
 //   - Min size: values are grouped by size (powers of two); the advice is
@@ -662,7 +665,7 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 	}
 	// stored[c][i]: the frame size of value i with codec c, policy off.
 	stored := make([][]int, len(o.Codecs))
-	fastest := 0.0
+	fastest, fastestPortable := 0.0, 0.0
 	for ci, a := range o.Codecs {
 		fit, sz, err := measureCodec(a, values, dec, p, o)
 		if err != nil {
@@ -671,6 +674,9 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 		stored[ci] = sz
 		p.Codecs = append(p.Codecs, fit)
 		fastest = max(fastest, fit.EncodeMBs)
+		if a.ID.Portable() {
+			fastestPortable = max(fastestPortable, fit.EncodeMBs)
+		}
 		if o.codecDone != nil {
 			o.codecDone()
 		}
@@ -680,7 +686,7 @@ func Analyze(name string, values []Value, o Options) (Prefix, error) {
 	if !slices.ContainsFunc(o.Codecs, func(a codec.Algorithm) bool { return !a.ID.AddedLater() }) {
 		eligible = func(int) bool { return true } // only later codecs were asked for
 	}
-	markFast(p.Codecs, o.Codecs, fastest)
+	markFast(p.Codecs, o.Codecs, fastest, fastestPortable)
 	anyAdv, anyBest := writeAdvice(&p, values, stored, o.Codecs, eligible, codec.DefaultAlgorithm, o.MinGain)
 	p.Advice = anyAdv
 	portable := func(ci int) bool { return eligible(ci) && o.Codecs[ci].ID.Portable() }
@@ -769,14 +775,18 @@ func profileCost(fits []CodecFit, port Advice, portBest int, all Advice, allBest
 
 // markFast marks the fits of the codecs that encode fast enough to write
 // with: at least fastShare of the fastest speed measured, or for the
-// default codec and the portable profile's default defaultFast of it.
-func markFast(fits []CodecFit, candidates []codec.Algorithm, fastest float64) {
+// default codec defaultFast of it, and for the portable profile's default
+// defaultFast of the fastest portable codec's.
+func markFast(fits []CodecFit, candidates []codec.Algorithm, fastest, fastestPortable float64) {
 	for ci := range fits {
-		share := fastShare
-		if candidates[ci] == codec.DefaultAlgorithm || candidates[ci] == codec.PortableDefault {
+		share, of := fastShare, fastest
+		switch candidates[ci] {
+		case codec.DefaultAlgorithm:
 			share = defaultFast
+		case codec.PortableDefault:
+			share, of = defaultFast, fastestPortable
 		}
-		fits[ci].Fast = fits[ci].EncodeMBs >= share*fastest
+		fits[ci].Fast = fits[ci].EncodeMBs >= share*of
 	}
 }
 
