@@ -107,8 +107,12 @@ func (c *client) selectNow(info *cmdInfo, args [][]byte, start time.Time) bool {
 			c.sess.db = int(n)
 		}
 	}
+	// The reply goes after the push messages that came before it (a
+	// RESP3 client's subscription confirmations), as Redis sent them.
+	out := c.localCall(info.name, reply)
+	out.pinSeq = cl.pinSeq
 	cl.release()
-	c.answer(c.localCall(info.name, reply), start)
+	c.answer(out, start)
 	return true
 }
 
