@@ -273,6 +273,8 @@ type orderModel struct {
 	waiters  map[string][]int // "db key" -> clients blocked on it, first first
 	nblocked int
 	sc       scene
+	// sender is the client that sent last (-1: none yet).
+	sender int
 }
 
 // newOrderModel starts scene i with n clients and one more, the last,
@@ -280,7 +282,7 @@ type orderModel struct {
 // what every database holds).
 func newOrderModel(g *orderGen, i int, name string, n int) *orderModel {
 	m := &orderModel{g: g, i: i, lists: map[string]int{}, waiters: map[string][]int{},
-		sc: scene{name: name, clients: n + 1}}
+		sc: scene{name: name, clients: n + 1}, sender: -1}
 	for range n + 1 {
 		m.clients = append(m.clients, &orderClient{channels: map[string]bool{}})
 	}
@@ -291,8 +293,17 @@ func (m *orderModel) name(kind string, j int) string {
 	return "o:" + strconv.Itoa(m.i) + ":" + kind + strconv.Itoa(j)
 }
 
-// emit sends args from client c and notes what it brings whom.
+// emit sends args from client c and notes what it brings whom. A client
+// that is owed replies reads them first if another client sent since it
+// did: a server reads a client's pipelined commands together when they
+// are all there, so its next command could run before the other client's
+// earlier one (Redis itself runs them so in most rounds when nothing
+// waits), and the scene's outcome would not be defined.
 func (m *orderModel) emit(c int, st settle, hello bool, args ...string) {
+	if m.sender != c && len(m.clients[c].owed) > 0 {
+		m.readAll(c)
+	}
+	m.sender = c
 	if m.clients[c].pinned && !m.g.privateAfterShared {
 		for o, other := range m.clients {
 			if !other.pinned {
