@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +154,32 @@ func TestProxy_PubSub(t *testing.T) {
 			if got := sub.do("GET", "k"); got != bulk(big) {
 				t.Fatalf("GET while subscribed: %.100q", got)
 			}
+		}
+	}
+}
+
+// TestProxy_SelectAfterPushes: a RESP3 client's SELECT sent right after
+// SUBSCRIBE of two channels is answered after both confirmations, as
+// Redis sends them (SELECT runs as a round trip of its own, and its reply
+// went out first before).
+func TestProxy_SelectAfterPushes(t *testing.T) {
+	e := startEnv(t)
+	for _, addr := range []string{e.redis.Addr, e.addr} {
+		for i := range 20 {
+			c := dialRaw(t, addr)
+			c.do("HELLO", "3")
+			a, b := fmt.Sprintf("sel:a:%d", i), fmt.Sprintf("sel:b:%d", i)
+			c.send([]string{"SUBSCRIBE", a, b}, []string{"SELECT", "0"})
+			for j, want := range []string{
+				">3\r\n$9\r\nsubscribe\r\n$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n:1\r\n",
+				">3\r\n$9\r\nsubscribe\r\n$" + strconv.Itoa(len(b)) + "\r\n" + b + "\r\n:2\r\n",
+				"+OK\r\n",
+			} {
+				if got := c.read(); got != want {
+					t.Fatalf("%s round %d: item %d = %q, want %q", addr, i, j, got, want)
+				}
+			}
+			c.nc.Close()
 		}
 	}
 }
