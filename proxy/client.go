@@ -300,11 +300,6 @@ func (c *client) sendPrivate(up *upConn, req []byte, calls []*call, tail *batchT
 	}
 	h.parts.Add(1) // this batch's
 	atWrite := c.endWhenTaken(h, calls, tail)
-	if c.in.lastFlush && c.in.pass.kept {
-		// The goroutine waits for nothing more in this batch: input that
-		// comes from here on may raise its barrier at once (passState).
-		c.in.pass.idle()
-	}
 	up.send(req, calls)
 	if atWrite {
 		h.endPart()
