@@ -125,6 +125,7 @@ func (c *call) taken() {
 	if c.blocker {
 		c.blocker = false
 		c.owner.pinned.blockers.Add(-1)
+		c.owner.s.pool.order.blocked.Add(-1)
 	}
 	if h := c.endsOrder; h != nil {
 		c.endsOrder = nil

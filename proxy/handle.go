@@ -170,7 +170,11 @@ func (c *client) forward(p *plan, args [][]byte, start time.Time) {
 	}
 	reqMark := c.appendRequest(p, args)
 	c.noteTail(p, cl) // after: appendRequest may send the batch before it
-	c.in.scope.note(info, args, c.s.pool.order.up.Load() > 0)
+	if o := &c.s.pool.order; o.up.Load() > 0 {
+		c.in.scope.note(info, args, true, o.blocked.Load() > 0)
+	} else {
+		c.in.scope.any = true // as note with no barrier up
+	}
 	if cl != nil && p.fastScript {
 		c.s.noteFastScript(cl, fastScriptKeys)
 	}

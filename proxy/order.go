@@ -99,6 +99,10 @@ type orderState struct {
 	// they hold touch.
 	up   atomic.Int32
 	held heldKeys
+	// blocked counts the blocking commands sent on private connections
+	// and not answered yet (call.blocker): while there are, a command
+	// that may serve one (rediscmd.Spec.Wakes) touches anything.
+	blocked atomic.Int32
 }
 
 // beginOrder raises an order barrier and waits for its turn: every earlier
@@ -486,6 +490,7 @@ func (c *client) noteTail(p *plan, cl *call) {
 		t.blocks++
 		cl.blocker = true
 		c.pinned.blockers.Add(1)
+		c.s.pool.order.blocked.Add(1)
 	}
 	switch {
 	case cl != nil:

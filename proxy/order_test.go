@@ -419,6 +419,37 @@ func TestOrder_AppendThenOtherClientRead(t *testing.T) {
 	}
 }
 
+func TestOrder_ReadOfBlockedDestinationThenPush(t *testing.T) {
+	// A client is blocked in BRPOPLPUSH src dst; another, with a private
+	// connection, reads dst; a third pushes to src right after: the read
+	// sees dst as it was, empty. (The push's key is not the read's, but
+	// it serves the blocked client, which writes dst: a barrier keyed on
+	// dst let it pass, and the read found the element in 1 round of 3.)
+	e := startEnv(t)
+	reader := dialWarm(t, e.addr)
+	if got := reader.do("CLIENT", "SETNAME", "reader"); got != "+OK\r\n" {
+		t.Fatalf("CLIENT SETNAME = %q", got)
+	}
+	pusher := dialWarm(t, e.addr)
+	for i := range 30 {
+		src, dst := fmt.Sprintf("wake:src:%d", i), fmt.Sprintf("wake:dst:%d", i)
+		blocker := dialWarm(t, e.addr)
+		blocker.send([]string{"BRPOPLPUSH", src, dst, "0"})
+		waitBlocked(t, e.redis.Addr, 1)
+		reader.send([]string{"LRANGE", dst, "0", "-1"})
+		pusher.send([]string{"LPUSH", src, "x"})
+		if got := reader.read(); got != "*0\r\n" {
+			t.Fatalf("round %d: LRANGE of the blocked client's destination, sent before another client's push = %q, want it empty", i, got)
+		}
+		if got := pusher.read(); got != ":1\r\n" {
+			t.Fatalf("round %d: LPUSH = %q", i, got)
+		}
+		if got := blocker.read(); got != bulk("x") {
+			t.Fatalf("round %d: BRPOPLPUSH = %q", i, got)
+		}
+	}
+}
+
 // blockingPopRound has a and b send BRPOPLPUSH src, in that order, and
 // the pusher LPUSH two elements: the first goes to a, which blocked first
 // (Redis serves blocked clients in the order they blocked), the second

@@ -44,12 +44,15 @@ type reqScope struct {
 }
 
 // note adds a command's keys, as info's table entry places them, to s.
-// up: a barrier is raised now (orderState.up).
-func (s *reqScope) note(info *cmdInfo, args [][]byte, up bool) {
+// up: a barrier is raised now (orderState.up); blocked: a client may be
+// blocked in Redis (orderState.blocked), whom a command that wakes
+// (rediscmd.Spec.Wakes) would serve, touching keys of that client's
+// command: then it touches anything.
+func (s *reqScope) note(info *cmdInfo, args [][]byte, up, blocked bool) {
 	if s.any {
 		return
 	}
-	if !up || !info.touches.EachKey(args, s.addKey) {
+	if !up || info.wakes && blocked || !info.touches.EachKey(args, s.addKey) {
 		s.any = true
 	}
 }
@@ -64,10 +67,11 @@ func (s *reqScope) reset() {
 	}
 }
 
-// scopeOf is the scope of one command, for the barrier raised for it.
-func scopeOf(info *cmdInfo, args [][]byte) *reqScope {
+// scopeOf is the scope of one command, for the barrier raised for it
+// (blocked: see note).
+func scopeOf(info *cmdInfo, args [][]byte, blocked bool) *reqScope {
 	s := &reqScope{}
-	s.note(info, args, true)
+	s.note(info, args, true, blocked)
 	return s
 }
 

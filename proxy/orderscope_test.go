@@ -11,6 +11,12 @@ import (
 
 func scopeFor(t *testing.T, up bool, cmds ...[]string) *reqScope {
 	t.Helper()
+	return scopeWith(t, up, false, cmds...)
+}
+
+// scopeWith is scopeFor with blocked: clients may be blocked in Redis.
+func scopeWith(t *testing.T, up, blocked bool, cmds ...[]string) *reqScope {
+	t.Helper()
 	s := &reqScope{}
 	for _, cmd := range cmds {
 		args := make([][]byte, len(cmd))
@@ -18,7 +24,7 @@ func scopeFor(t *testing.T, up bool, cmds ...[]string) *reqScope {
 			args[i] = []byte(a)
 		}
 		info := lookup(args[0])
-		s.note(info, args, up)
+		s.note(info, args, up, blocked)
 	}
 	return s
 }
@@ -30,20 +36,25 @@ func TestReqScope_Note(t *testing.T) {
 		up   bool
 		any  bool
 		keys int
+		// blocked: clients may be blocked in Redis.
+		blocked bool
 	}{
-		{"ping touches nothing", [][]string{{"PING"}}, true, false, 0},
-		{"get", [][]string{{"GET", "k"}}, true, false, 1},
-		{"mset keys only", [][]string{{"MSET", "a", "1", "b", "2"}}, true, false, 2},
-		{"del every key", [][]string{{"DEL", "a", "b", "c"}}, true, false, 3},
-		{"a batch adds up", [][]string{{"GET", "a"}, {"SET", "b", "v"}}, true, false, 2},
-		{"no barrier up: not noted", [][]string{{"GET", "k"}}, false, true, 0},
-		{"a script: any", [][]string{{"GET", "a"}, {"EVAL", "return 1", "0"}}, true, true, 1},
-		{"publish: any", [][]string{{"PUBLISH", "ch", "m"}}, true, true, 0},
-		{"unknown command: any", [][]string{{"NOSUCHCOMMAND", "k"}}, true, true, 0},
-		{"sort reads patterns: any", [][]string{{"SORT", "k", "BY", "w_*"}}, true, true, 0},
+		{"ping touches nothing", [][]string{{"PING"}}, true, false, 0, false},
+		{"get", [][]string{{"GET", "k"}}, true, false, 1, false},
+		{"mset keys only", [][]string{{"MSET", "a", "1", "b", "2"}}, true, false, 2, false},
+		{"del every key", [][]string{{"DEL", "a", "b", "c"}}, true, false, 3, false},
+		{"a batch adds up", [][]string{{"GET", "a"}, {"SET", "b", "v"}}, true, false, 2, false},
+		{"no barrier up: not noted", [][]string{{"GET", "k"}}, false, true, 0, false},
+		{"a script: any", [][]string{{"GET", "a"}, {"EVAL", "return 1", "0"}}, true, true, 1, false},
+		{"publish: any", [][]string{{"PUBLISH", "ch", "m"}}, true, true, 0, false},
+		{"unknown command: any", [][]string{{"NOSUCHCOMMAND", "k"}}, true, true, 0, false},
+		{"sort reads patterns: any", [][]string{{"SORT", "k", "BY", "w_*"}}, true, true, 0, false},
+		{name: "a push, nobody blocked", cmds: [][]string{{"LPUSH", "src", "x"}}, up: true, keys: 1},
+		{name: "a push may serve a blocked BRPOPLPUSH: any", cmds: [][]string{{"LPUSH", "src", "x"}}, up: true, blocked: true, any: true},
+		{name: "a GET serves nobody blocked", cmds: [][]string{{"GET", "k"}}, up: true, blocked: true, keys: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := scopeFor(t, tc.up, tc.cmds...)
+			s := scopeWith(t, tc.up, tc.blocked, tc.cmds...)
 			if s.any != tc.any || (!s.any && len(s.keys) != tc.keys) {
 				t.Errorf("any=%v keys=%d, want any=%v keys=%d", s.any, len(s.keys), tc.any, tc.keys)
 			}

@@ -31,6 +31,10 @@ type Spec struct {
 	Arity int
 	// Touches says which keys the command reads and writes (touches.go).
 	Touches Touches
+	// Wakes: the command may serve a client blocked on its key (a push
+	// to a list a BRPOPLPUSH waits on), which then reads and writes the
+	// keys of its own command (touches.go).
+	Wakes bool
 }
 
 // Has reports whether the command has every fact in f.

@@ -174,3 +174,26 @@ func TestTable_Touches(t *testing.T) {
 		t.Errorf("only %d commands touch keys at fixed places", n)
 	}
 }
+
+// TestTable_Wakes: the commands that may serve a blocked client are
+// those that add to a list, a sorted set or a stream, each with a key
+// the table places (else Wakes would change nothing), and no blocking
+// command itself.
+func TestTable_Wakes(t *testing.T) {
+	var wakes []string
+	for _, s := range rediscmd.All() {
+		if s.Wakes {
+			wakes = append(wakes, s.Name)
+			if s.Touches == rediscmd.TouchesAny {
+				t.Errorf("%s wakes but its keys are not placed", s.Name)
+			}
+			if s.Has(rediscmd.Blocking) {
+				t.Errorf("%s wakes and blocks", s.Name)
+			}
+		}
+	}
+	slices.Sort(wakes)
+	if want := []string{"LPUSH", "LPUSHX", "RPUSH", "RPUSHX", "XADD", "ZADD", "ZINCRBY"}; !slices.Equal(wakes, want) {
+		t.Errorf("wakes: %v, want %v", wakes, want)
+	}
+}

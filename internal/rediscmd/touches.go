@@ -47,7 +47,17 @@ var touchGroups = map[Touches]string{
 	TouchesKeysEvery2: `MSET MSETNX`,
 }
 
+// wakeGroup are the commands of touchGroups that may serve a client
+// blocked on their key (BLPOP ... BLMOVE on a list they push to, BZPOPMIN
+// ... on a sorted set they add to, XREAD and XREADGROUP BLOCK on a stream
+// they add to): the served command then reads and writes keys of its own,
+// which the pushing command's Touches does not name.
+const wakeGroup = `LPUSH RPUSH LPUSHX RPUSHX ZADD ZINCRBY XADD`
+
 func init() {
+	for _, name := range strings.Fields(wakeGroup) {
+		table[name].Wakes = true
+	}
 	for t, group := range touchGroups {
 		for _, name := range strings.Fields(group) {
 			s := table[name]
