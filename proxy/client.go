@@ -428,7 +428,7 @@ func (c *client) roundtrip(req []byte) *call {
 	awaitAsking(ask)
 	<-cl.done
 	stop()
-	c.notePin(cl.pinSeq)
+	c.noteRoundtripPin(cl.pinSeq)
 	return cl
 }
 
@@ -698,6 +698,27 @@ func (c *client) restoreSetup(cmds [][]byte) {
 type pushMsg struct {
 	msg []byte
 	seq uint64
+}
+
+// noteRoundtripPin notes seq, the place of a reply a round trip of the
+// reader consumed (no reply of it is written): the push messages that came
+// after it may be written once every reply before it is. With replies of
+// the client still queued, the writer notes it when it has written them
+// (writer.idle), unless a later reply it writes does first: noted at once,
+// a RESP3 client's subscription confirmation went out before the replies
+// of the commands it had sent before it, whenever a SELECT (a round trip)
+// came after them in the same pipeline.
+func (c *client) noteRoundtripPin(seq uint64) {
+	if c.queued() == 0 {
+		c.notePin(seq)
+		return
+	}
+	for {
+		cur := c.pinned.rtDone.Load()
+		if seq <= cur || c.pinned.rtDone.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
 }
 
 // notePin records that the reply of the pinned call with sequence seq has

@@ -204,8 +204,11 @@ type pinning struct {
 	// id is the private connection's CLIENT ID (0: unknown).
 	id int64
 	// done is the highest pinSeq whose reply has been consumed, by the
-	// writer or by the reader's own round trips.
-	done atomic.Uint64
+	// writer or by the reader's own round trips; rtDone the highest a
+	// round trip consumed while replies before it were still to be
+	// written (noteRoundtripPin).
+	done   atomic.Uint64
+	rtDone atomic.Uint64
 	// push carries RESP3 push messages and relayed pub/sub or MONITOR
 	// traffic from the pinned connection to the writer. It is made when
 	// the client pins (pin), before the connection that sends on it:

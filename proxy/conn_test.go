@@ -184,6 +184,30 @@ func TestProxy_SelectAfterPushes(t *testing.T) {
 	}
 }
 
+// TestProxy_PushAfterPipelinedReplies: a RESP3 client pipelines GET, SET,
+// PSUBSCRIBE, PUBLISH and SELECT: the subscription's confirmation comes
+// after the SET's reply, as Redis sends it. (SELECT, a round trip of the
+// proxy's, let the confirmation go before the replies still queued ahead
+// of it, in 9 runs of 10.)
+func TestProxy_PushAfterPipelinedReplies(t *testing.T) {
+	e := startEnv(t)
+	for n, addr := range []string{e.redis.Addr, e.addr} {
+		for i := range 30 {
+			c := dialRaw(t, addr)
+			c.do("HELLO", "3")
+			key := fmt.Sprintf("pushorder:%d:%d", n, i)
+			c.send([]string{"GET", key}, []string{"SET", key, "v"}, []string{"PSUBSCRIBE", "po:*"},
+				[]string{"PUBLISH", "other", "m"}, []string{"SELECT", "1"})
+			for j, want := range []string{"_\r\n", "+OK\r\n", ">3\r\n$10\r\npsubscribe\r\n$4\r\npo:*\r\n:1\r\n", ":0\r\n", "+OK\r\n"} {
+				if got := c.read(); got != want {
+					t.Fatalf("%s round %d: item %d = %q, want %q", addr, i, j, got, want)
+				}
+			}
+			c.nc.Close()
+		}
+	}
+}
+
 func TestProxy_BlockingAndWatch(t *testing.T) {
 	e := startEnv(t)
 	big := compressible(8000, 6)

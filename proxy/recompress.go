@@ -210,7 +210,7 @@ func (c *client) recompressAfterExec(x *execRecompress) {
 	// Pushes that came while the scripts ran (EXEC's reply is written)
 	// may go out now.
 	if pinSeq > 0 {
-		c.notePin(pinSeq)
+		c.noteRoundtripPin(pinSeq)
 		c.wake()
 	}
 }

@@ -289,6 +289,12 @@ type writer struct {
 // until a call completes or a push arrives.
 func (w *writer) idle() {
 	c := w.c
+	if d := c.pinned.rtDone.Load(); d > c.pinned.done.Load() && c.queued() == 0 {
+		// Every reply before the reader's round trips is written: the
+		// pushes that came after them may go (noteRoundtripPin).
+		c.notePin(d)
+		w.writePushes()
+	}
 	c.writeOut()
 	c.trimWriter()
 	if w.lost && !c.out.broken {
