@@ -549,7 +549,12 @@ func (c *client) roundtripScript(req []byte) *call {
 	ping := newCall()
 	calls := append([]*call{ping}, askingCalls(ask, cl)...)
 	c.sendOn(up, append(append(make([]byte, 0, len(pingRequest)+len(req)), pingRequest...), req...), calls, nil)
-	c.endPinOrder()
+	if !c.pinned.held.keyed() {
+		// As above: a barrier on the command's keys lasts until the
+		// command is done (it ended here, between APPEND's probe and its
+		// write, and another client's SET of the key ran in between).
+		c.endPinOrder()
+	}
 	stop := c.watchGone()
 	<-ping.done
 	ping.release()

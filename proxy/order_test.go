@@ -419,6 +419,34 @@ func TestOrder_AppendThenOtherClientRead(t *testing.T) {
 	}
 }
 
+func TestOrder_PrivateAppendThenOtherClientWrite(t *testing.T) {
+	// A client with a private connection APPENDs to a missing key (a
+	// probe, then the write: two scripts); another client SETs the key
+	// right after: the APPEND finds the key missing. (The barrier ended
+	// after the probe, and the SET ran in between, in 98 rounds of 100.)
+	for _, tg := range orderTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			big := strings.Repeat(`{"id":676,"user":"squeeze"},`, 27)
+			a := dialWarm(t, tg.addr)
+			if got := a.do("SELECT", "0"); got != "+OK\r\n" {
+				t.Fatalf("SELECT = %q", got)
+			}
+			for i := range 30 {
+				key := fmt.Sprintf("papp:%d", i)
+				b := dialWarm(t, tg.addr)
+				a.send([]string{"APPEND", key, "w14"})
+				b.send([]string{"SET", key, big})
+				if got := a.read(); got != ":3\r\n" {
+					t.Fatalf("round %d: APPEND to a missing key, before another client's SET of it = %q, want :3", i, got)
+				}
+				if got := b.read(); got != "+OK\r\n" {
+					t.Fatalf("round %d: SET = %q", i, got)
+				}
+			}
+		})
+	}
+}
+
 func TestOrder_ReadOfBlockedDestinationThenPush(t *testing.T) {
 	// A client is blocked in BRPOPLPUSH src dst; another, with a private
 	// connection, reads dst; a third pushes to src right after: the read
