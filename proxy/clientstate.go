@@ -101,8 +101,8 @@ type reader struct {
 	noLoop   bool
 	handOff  bool
 	// pinsAway: the command handed off gives the client a private
-	// connection and is the last of what the poller read: the poller
-	// keeps the client in its set from then on (passState.pinning).
+	// connection: the poller keeps the client in its set from then on
+	// (passState.pinning).
 	pinsAway bool
 	// pass is the hand-over of the client between the poller, which
 	// keeps it in its set, and its goroutine (passState); drainAgain: the

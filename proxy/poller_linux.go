@@ -283,10 +283,10 @@ func (p *poller) step(c *client, fd int32, hup bool, held []*upConn) []*upConn {
 		// below, and is read by its goroutine until it comes back (its
 		// commands go out in the order it reads them, and it reads only
 		// as it has room, which bounds what a flood of large commands
-		// holds). So does one that gets its private connection for the
-		// last command the loop read (pinsAway): what it sends next,
-		// before its goroutine is done pinning it, gets its barrier
-		// when it comes (passState.pinning).
+		// holds). So does one that gets its private connection for a
+		// command the loop read (pinsAway): what it sends next, before
+		// its goroutine is done pinning it, gets its barrier when it
+		// comes (passState.pinning).
 		p.srv.pool.releaseWrites(held)
 		held = held[:0]
 		c.in.pass.handOver(fd, c.in.readFull || hup || c.in.inputEnds, pinsAway)

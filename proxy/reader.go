@@ -392,10 +392,11 @@ type passState struct {
 	gone    bool
 	pending *orderHold
 	// pinning: the goroutine has the client for the command that gives
-	// it a private connection, the last it read (client.pinsAway), and
-	// waits for nothing on the shared connections a barrier raised now
-	// could hold (the PING before it pins goes ahead of every barrier);
-	// the poller raises a barrier for input that came, as for a private
+	// it a private connection (client.pinsAway), and waits for nothing on
+	// the shared connections a barrier raised now could hold (the PING
+	// before it pins goes ahead of every barrier; the commands read with
+	// it go under that command's barrier, which holds everything); the
+	// poller raises a barrier for input that came, as for a private
 	// client, until the goroutine resumes.
 	pinning bool
 	// private: the client has a private connection (setPrivate); only
@@ -707,7 +708,7 @@ func (c *client) processNext(inLoop bool, off int, maxBulk int64) (int, cmdStep)
 			return off + m, step
 		}
 	}
-	if inLoop && c.mustHandOff(info, args, m, off+m == len(c.in.rbuf)) {
+	if inLoop && c.mustHandOff(info, args, m) {
 		return off, cmdRest
 	}
 	off += m
@@ -784,9 +785,8 @@ func (c *client) refuseInput(err error) {
 // command is larger than maxLoopCommand, or it may wait for Redis or for
 // room in the reply queue (loopSafe). If so it sets handOff and, for a
 // command that waits, raises the order barrier it is sent behind; for one
-// that pins the client and is the last of the read (last), it sets
-// pinsAway. The poller only, from process.
-func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int, last bool) bool {
+// that pins the client, it sets pinsAway. The poller only, from process.
+func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int) bool {
 	if c.loopable() && size <= maxLoopCommand && c.loopSafe(info, args) {
 		return false
 	}
@@ -798,7 +798,7 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int, last bool) 
 		// client sent before it goes first.
 		c.flush()
 		c.pinned.held = c.s.pool.raiseOrderFor(scopeOf(info, args, c.s.pool.order.blocked.Load() > 0))
-		c.in.pinsAway = last && needsPin(info, args)
+		c.in.pinsAway = needsPin(info, args)
 	}
 	return true
 }
