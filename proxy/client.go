@@ -529,9 +529,11 @@ func (c *client) roundtripScript(req []byte) *call {
 		// command is done (process ends it): past a NOSCRIPT, after which
 		// the script goes again by its text, and between the round trips
 		// of a command that makes several (APPEND probes, then writes),
-		// requests on those keys must not run (orderscope.go). One that
-		// holds everything ends now that the script is written.
-		if !c.pinned.held.keyed() {
+		// requests on those keys must not run (orderscope.go). So does
+		// any barrier of such a command (steps: one that holds everything
+		// because the command came with a SELECT, say). Another one, a
+		// script's that holds everything, ends now that it is written.
+		if !c.pinned.held.keyed() && !c.in.steps {
 			c.endPinOrder() // if a command waited, it is written now
 		}
 		c.in.one[0] = nil
@@ -549,9 +551,9 @@ func (c *client) roundtripScript(req []byte) *call {
 	ping := newCall()
 	calls := append([]*call{ping}, askingCalls(ask, cl)...)
 	c.sendOn(up, append(append(make([]byte, 0, len(pingRequest)+len(req)), pingRequest...), req...), calls, nil)
-	if !c.pinned.held.keyed() {
-		// As above: a barrier on the command's keys lasts until the
-		// command is done (it ended here, between APPEND's probe and its
+	if !c.pinned.held.keyed() && !c.in.steps {
+		// As above: a barrier of a command of several steps lasts until
+		// it is done (it ended here, between APPEND's probe and its
 		// write, and another client's SET of the key ran in between).
 		c.endPinOrder()
 	}

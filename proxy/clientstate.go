@@ -114,6 +114,12 @@ type reader struct {
 	// scriptUp, when set, is the shared connection the scripts of the
 	// command being handled run on (see aclscript.go).
 	scriptUp *upConn
+	// steps: the command being handled runs as scripts that depend on
+	// each other (an inspect command: APPEND probes, then writes; a
+	// retry after NOSCRIPT or after another writer changed the key): its
+	// order barrier lasts until it is done, whatever it holds
+	// (roundtripScript).
+	steps bool
 	// tail is how Redis will show that it took the batch's last command
 	// (sendPrivate).
 	tail batchTail

@@ -53,7 +53,9 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	case pathSelect:
 		return c.selectNow(info, args, start)
 	case pathInspect:
+		c.in.steps = true
 		c.answer(c.inspect(p.info, args), start)
+		c.in.steps = false
 	case pathScript:
 		c.answer(c.runScript(info, args), start)
 	case pathListSearch:

@@ -347,6 +347,33 @@ func TestOrder_PinThenWriteUnanswered(t *testing.T) {
 	}
 }
 
+func TestOrder_PinThenAppendUnanswered(t *testing.T) {
+	// The first client's APPEND to a missing key, sent right after its
+	// unanswered pinning command, runs before the other client's SET of
+	// the key sent after it. (APPEND runs as two scripts, a probe and a
+	// write; the barrier, which holds everything here, ended once the
+	// probe was written, and the SET ran in between in 97 rounds of 100.)
+	for _, tg := range orderTargets(t) {
+		for _, first := range pinningFirst {
+			t.Run(tg.name+"/"+strings.Join(first, "_"), func(t *testing.T) {
+				big := strings.Repeat(`{"id":676,"user":"squeeze"},`, 110)
+				for i := range 20 {
+					key := fmt.Sprintf("pinappend:%s:%d", first[0], i)
+					a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+					a.send(first)
+					a.send([]string{"APPEND", key, "134961"})
+					b.send([]string{"SET", key, big})
+					a.read()
+					if got := a.read(); got != ":6\r\n" {
+						t.Fatalf("round %d: APPEND to a missing key, right after an unanswered %s and before another client's SET = %q, want :6", i, first[0], got)
+					}
+					b.read()
+				}
+			})
+		}
+	}
+}
+
 func TestOrder_SharedWriteThenPinnedRead(t *testing.T) {
 	// A client on the shared connection writes; another client, with a
 	// private connection (CLIENT SETNAME), reads right after: the GET sees
