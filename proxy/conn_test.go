@@ -158,53 +158,51 @@ func TestProxy_PubSub(t *testing.T) {
 	}
 }
 
-// TestProxy_SelectAfterPushes: a RESP3 client's SELECT sent right after
-// SUBSCRIBE of two channels is answered after both confirmations, as
-// Redis sends them (SELECT runs as a round trip of its own, and its reply
-// went out first before).
-func TestProxy_SelectAfterPushes(t *testing.T) {
-	e := startEnv(t)
-	for _, addr := range []string{e.redis.Addr, e.addr} {
-		for i := range 20 {
-			c := dialRaw(t, addr)
-			c.do("HELLO", "3")
-			a, b := fmt.Sprintf("sel:a:%d", i), fmt.Sprintf("sel:b:%d", i)
-			c.send([]string{"SUBSCRIBE", a, b}, []string{"SELECT", "0"})
-			for j, want := range []string{
-				">3\r\n$9\r\nsubscribe\r\n$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n:1\r\n",
-				">3\r\n$9\r\nsubscribe\r\n$" + strconv.Itoa(len(b)) + "\r\n" + b + "\r\n:2\r\n",
-				"+OK\r\n",
-			} {
-				if got := c.read(); got != want {
-					t.Fatalf("%s round %d: item %d = %q, want %q", addr, i, j, got, want)
-				}
-			}
-			c.nc.Close()
-		}
+// TestProxy_PushesAndRepliesInOrder: a RESP3 client's push messages and
+// replies come in the order Redis sends them, directly and through the
+// proxy, where SELECT runs as a round trip of its own: its reply went out
+// before the confirmations of a SUBSCRIBE sent before it, and it let a
+// confirmation go before the replies still queued ahead of it (9 runs of
+// 10).
+func TestProxy_PushesAndRepliesInOrder(t *testing.T) {
+	sub := func(kind, ch string, n int) string {
+		return ">3\r\n$" + strconv.Itoa(len(kind)) + "\r\n" + kind + "\r\n$" + strconv.Itoa(len(ch)) + "\r\n" + ch + "\r\n:" + strconv.Itoa(n) + "\r\n"
 	}
-}
-
-// TestProxy_PushAfterPipelinedReplies: a RESP3 client pipelines GET, SET,
-// PSUBSCRIBE, PUBLISH and SELECT: the subscription's confirmation comes
-// after the SET's reply, as Redis sends it. (SELECT, a round trip of the
-// proxy's, let the confirmation go before the replies still queued ahead
-// of it, in 9 runs of 10.)
-func TestProxy_PushAfterPipelinedReplies(t *testing.T) {
 	e := startEnv(t)
-	for n, addr := range []string{e.redis.Addr, e.addr} {
-		for i := range 30 {
-			c := dialRaw(t, addr)
-			c.do("HELLO", "3")
-			key := fmt.Sprintf("pushorder:%d:%d", n, i)
-			c.send([]string{"GET", key}, []string{"SET", key, "v"}, []string{"PSUBSCRIBE", "po:*"},
-				[]string{"PUBLISH", "other", "m"}, []string{"SELECT", "1"})
-			for j, want := range []string{"_\r\n", "+OK\r\n", ">3\r\n$10\r\npsubscribe\r\n$4\r\npo:*\r\n:1\r\n", ":0\r\n", "+OK\r\n"} {
-				if got := c.read(); got != want {
-					t.Fatalf("%s round %d: item %d = %q, want %q", addr, i, j, got, want)
+	for _, tc := range []struct {
+		name string
+		send func(key string) [][]string
+		want func(key string) []string
+	}{
+		{"SELECT after SUBSCRIBE of two channels",
+			func(key string) [][]string { return [][]string{{"SUBSCRIBE", key + ":a", key + ":b"}, {"SELECT", "0"}} },
+			func(key string) []string {
+				return []string{sub("subscribe", key+":a", 1), sub("subscribe", key+":b", 2), "+OK\r\n"}
+			}},
+		{"PSUBSCRIBE between replies, SELECT after",
+			func(key string) [][]string {
+				return [][]string{{"GET", key}, {"SET", key, "v"}, {"PSUBSCRIBE", "po:*"}, {"PUBLISH", "other", "m"}, {"SELECT", "1"}}
+			},
+			func(key string) []string {
+				return []string{"_\r\n", "+OK\r\n", sub("psubscribe", "po:*", 1), ":0\r\n", "+OK\r\n"}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for n, addr := range []string{e.redis.Addr, e.addr} {
+				for i := range 30 {
+					c := dialRaw(t, addr)
+					c.do("HELLO", "3")
+					key := fmt.Sprintf("pushorder:%d:%d:%d", len(tc.name), n, i)
+					c.send(tc.send(key)...)
+					for j, want := range tc.want(key) {
+						if got := c.read(); got != want {
+							t.Fatalf("%s round %d: item %d = %q, want %q", addr, i, j, got, want)
+						}
+					}
+					c.nc.Close()
 				}
 			}
-			c.nc.Close()
-		}
+		})
 	}
 }
 
