@@ -173,7 +173,7 @@ func (c *client) forward(p *plan, args [][]byte, start time.Time) {
 	reqMark := c.appendRequest(p, args)
 	c.noteTail(p, cl) // after: appendRequest may send the batch before it
 	if o := &c.s.pool.order; o.up.Load() > 0 {
-		c.in.scope.note(info, args, true, o.blocked.Load() > 0)
+		c.in.scope.note(info, args, true, o.mayWake())
 	} else {
 		c.in.scope.any = true // as note with no barrier up
 	}

@@ -100,10 +100,17 @@ type orderState struct {
 	up   atomic.Int32
 	held heldKeys
 	// blocked counts the blocking commands sent on private connections
-	// and not answered yet (call.blocker): while there are, a command
-	// that may serve one (rediscmd.Spec.Wakes) touches anything.
+	// and not answered yet (call.blocker), anyUp the barriers raised
+	// that hold everything (a blocking command's among them, before it is
+	// sent): while there are either, a command that may serve a blocked
+	// one (rediscmd.Spec.Wakes) touches anything (mayWake).
 	blocked atomic.Int32
+	anyUp   atomic.Int32
 }
+
+// mayWake reports whether a command that wakes blocked clients may serve
+// one now, or one that is on its way to block.
+func (o *orderState) mayWake() bool { return o.blocked.Load() > 0 || o.anyUp.Load() > 0 }
 
 // beginOrder raises an order barrier and waits for its turn: every earlier
 // barrier ended, and nothing sent to the shared connections before it left
@@ -130,6 +137,9 @@ func (p *pool) raiseOrderFor(scope *reqScope) *orderHold {
 	h := &orderHold{pool: p, ticket: o.next, scope: scope}
 	o.held.add(scope)
 	o.up.Add(1)
+	if !h.keyed() {
+		o.anyUp.Add(1)
+	}
 	if len(o.active) == 0 {
 		o.headSince = time.Now()
 	}
@@ -212,6 +222,9 @@ func (p *pool) endOrder(h *orderHold) {
 	}
 	o.held.releaseScope(h.scope)
 	o.up.Add(-1)
+	if !h.keyed() {
+		o.anyUp.Add(-1)
+	}
 	for i, t := range o.active {
 		if t == h {
 			if i == 0 {

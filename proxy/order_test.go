@@ -480,17 +480,26 @@ func TestOrder_ReadOfBlockedDestinationThenPush(t *testing.T) {
 	// sees dst as it was, empty. (The push's key is not the read's, but
 	// it serves the blocked client, which writes dst: a barrier keyed on
 	// dst let it pass, and the read found the element in 1 round of 3.)
+	// Also with the blocking command still on its way (its client is
+	// being given its private connection) when the others come, and the
+	// pusher on a private connection of its own.
 	e := startEnv(t)
 	reader := dialWarm(t, e.addr)
 	if got := reader.do("CLIENT", "SETNAME", "reader"); got != "+OK\r\n" {
 		t.Fatalf("CLIENT SETNAME = %q", got)
 	}
 	pusher := dialWarm(t, e.addr)
-	for i := range 30 {
+	for i := range 60 {
 		src, dst := fmt.Sprintf("wake:src:%d", i), fmt.Sprintf("wake:dst:%d", i)
 		blocker := dialWarm(t, e.addr)
 		blocker.send([]string{"BRPOPLPUSH", src, dst, "0"})
-		waitBlocked(t, e.redis.Addr, 1)
+		if i%2 == 0 {
+			waitBlocked(t, e.redis.Addr, 1)
+		} else if i == 1 {
+			if got := pusher.do("CLIENT", "SETNAME", "pusher"); got != "+OK\r\n" {
+				t.Fatalf("CLIENT SETNAME = %q", got)
+			}
+		}
 		reader.send([]string{"LRANGE", dst, "0", "-1"})
 		pusher.send([]string{"LPUSH", src, "x"})
 		if got := reader.read(); got != "*0\r\n" {

@@ -45,9 +45,9 @@ type reqScope struct {
 
 // note adds a command's keys, as info's table entry places them, to s.
 // up: a barrier is raised now (orderState.up); blocked: a client may be
-// blocked in Redis (orderState.blocked), whom a command that wakes
-// (rediscmd.Spec.Wakes) would serve, touching keys of that client's
-// command: then it touches anything.
+// blocked in Redis, or on its way to block (orderState.mayWake), whom a
+// command that wakes (rediscmd.Spec.Wakes) would serve, touching keys of
+// that client's command: then it touches anything.
 func (s *reqScope) note(info *cmdInfo, args [][]byte, up, blocked bool) {
 	if s.any {
 		return

@@ -357,7 +357,7 @@ func (c *client) inputScope() *reqScope {
 			s.any = true
 			break
 		}
-		s.note(c.lookupCommand(args[0]), args, true, c.s.pool.order.blocked.Load() > 0)
+		s.note(c.lookupCommand(args[0]), args, true, c.s.pool.order.mayWake())
 		b = b[n:]
 	}
 	return s
@@ -797,7 +797,7 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int) bool {
 		// goroutine sends it later (proxy/order.go). What the
 		// client sent before it goes first.
 		c.flush()
-		c.pinned.held = c.s.pool.raiseOrderFor(scopeOf(info, args, c.s.pool.order.blocked.Load() > 0))
+		c.pinned.held = c.s.pool.raiseOrderFor(scopeOf(info, args, c.s.pool.order.mayWake()))
 		c.in.pinsAway = needsPin(info, args)
 	}
 	return true
