@@ -400,10 +400,10 @@ type passState struct {
 	// client, until the goroutine resumes.
 	pinning bool
 	// private: the client has a private connection (setPrivate); only
-	// then does the poller raise a barrier for input that came (a client
-	// of the shared connections sends there in the order it read, and a
-	// barrier raised before it compresses a large value would hold the
-	// others meanwhile).
+	// then, or while pinning, does the poller raise a barrier for input
+	// that came (a client of the shared connections sends there in the
+	// order it read, and a barrier raised before it compresses a large
+	// value would hold the others meanwhile).
 	private bool
 }
 
@@ -476,10 +476,10 @@ func (ps *passState) resume() *orderHold {
 // meanwhile under a barrier the poller raised for it: then it reports
 // came with that barrier (see resume), and the goroutine keeps the client
 // and reads it. Input that came without one (the client has no private
-// connection, or the socket may hold more than the poller read) goes back to the poller
-// with the client (rearm: the caller asks the kernel to announce it
-// again, behind what other sockets announced before). Client's goroutine
-// only.
+// connection, or the socket may hold more than the poller read) goes back
+// to the poller with the client (rearm: the caller asks the kernel to
+// announce it again, behind what other sockets announced before).
+// Client's goroutine only.
 func (ps *passState) comeBack() (h *orderHold, came, rearm bool) {
 	ps.mu.Lock()
 	if !ps.came || ps.pending == nil {
