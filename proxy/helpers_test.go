@@ -85,6 +85,10 @@ type rawConn struct {
 	nc  net.Conn
 	br  *bufio.Reader
 	buf []byte
+	// settle, when set, is a pause between reading a reply and sending
+	// again (dialOrdered); justRead says a reply was read since the last send.
+	settle   time.Duration
+	justRead bool
 }
 
 func dialRaw(t testing.TB, addr string) *rawConn {
@@ -113,6 +117,10 @@ func (c *rawConn) send(cmds ...[]string) {
 
 func (c *rawConn) write(b []byte) {
 	c.t.Helper()
+	if c.settle > 0 && c.justRead {
+		time.Sleep(c.settle)
+	}
+	c.justRead = false
 	c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if _, err := c.nc.Write(b); err != nil {
 		c.t.Fatalf("write: %v", err)
@@ -137,6 +145,7 @@ func (c *rawConn) read() string {
 				}
 				out := string(c.buf[:n])
 				c.buf = c.buf[n:]
+				c.justRead = true
 				return out
 			}
 			if !errors.Is(err, resp.ErrIncomplete) {

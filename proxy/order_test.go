@@ -14,6 +14,19 @@ import (
 // which Redis itself orders only as its event loop happens to read the
 // sockets; through the proxy the order is certain for these commands.
 
+// dialOrdered connects a client that pauses a millisecond between
+// reading a reply and sending again. The pause lets the proxy's writer
+// return from the call that sent the reply just read: what a client sends
+// while that call holds the socket, the kernel announces after what other
+// sockets received later (a limit of the kernel's order, not of the
+// proxy's; docs/design/ordering.md "Limits"). The order under test, of
+// commands sent one right after the other, is not paused.
+func dialOrdered(t *testing.T, addr string) *rawConn {
+	c := dialRaw(t, addr)
+	c.settle = time.Millisecond
+	return c
+}
+
 // orderTargets returns the address each case runs against: the proxy.
 func orderTargets(t *testing.T) []struct{ name, addr string } {
 	e := startEnv(t)
@@ -23,7 +36,7 @@ func orderTargets(t *testing.T) []struct{ name, addr string } {
 func TestOrder_BlockingPopsFirstComeFirstServed(t *testing.T) {
 	for _, tg := range orderTargets(t) {
 		t.Run(tg.name, func(t *testing.T) {
-			pusher := dialRaw(t, tg.addr)
+			pusher := dialOrdered(t, tg.addr)
 			for i := range 10 {
 				src := fmt.Sprintf("src:%d", i)
 				// New clients every round: each must pin a new private
@@ -38,7 +51,7 @@ func TestOrder_BlockingPopsFirstComeFirstServed(t *testing.T) {
 func TestOrder_SubscribeThenPublish(t *testing.T) {
 	for _, tg := range orderTargets(t) {
 		t.Run(tg.name, func(t *testing.T) {
-			pub := dialRaw(t, tg.addr)
+			pub := dialOrdered(t, tg.addr)
 			for i := range 30 {
 				ch := fmt.Sprintf("ch:%d", i)
 				sub := dialWarm(t, tg.addr)
@@ -67,7 +80,7 @@ func TestOrder_LastWriterWins(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			// Values that compress, so that the proxy rewrites both SETs.
 			v1, v2 := compressible(300, 1), compressible(300, 2)
-			check := dialRaw(t, tg.addr)
+			check := dialOrdered(t, tg.addr)
 			for i := range 50 {
 				a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
 				a.send([]string{"SET", "k", v1})
@@ -95,7 +108,7 @@ func TestOrder_BlockedStreamReadThenDelete(t *testing.T) {
 	if r := mon.do("MONITOR"); r != "+OK\r\n" {
 		t.Fatalf("MONITOR = %q", r)
 	}
-	admin := dialRaw(t, e.addr)
+	admin := dialOrdered(t, e.addr)
 	for i := range 5 {
 		key := fmt.Sprintf("stream:%d", i)
 		if r := admin.do("XGROUP", "CREATE", key, "g", "$", "MKSTREAM"); r != "+OK\r\n" {
@@ -137,7 +150,7 @@ func TestOrder_BlockedStreamReadThenDelete(t *testing.T) {
 // dialWarm connects and runs a PING, as a client of a connection pool
 // would have before: the connection is established at both ends.
 func dialWarm(t *testing.T, addr string) *rawConn {
-	c := dialRaw(t, addr)
+	c := dialOrdered(t, addr)
 	if got := c.do("PING"); got != "+PONG\r\n" {
 		t.Fatalf("PING = %q", got)
 	}
@@ -183,12 +196,6 @@ func TestOrder_ResubscribeThenPublish(t *testing.T) {
 			sub := dialWarm(t, tg.addr)
 			for i := range 100 {
 				ch := fmt.Sprintf("resub:%d", i)
-				// The pause lets the proxy's writer return from the call
-				// that sent the reply just read: what a client sends while
-				// that call holds the socket, the kernel announces after
-				// what other sockets received later (a limit of the kernel's
-				// order, not of the proxy's; docs/design/ordering.md).
-				time.Sleep(time.Millisecond)
 				sub.send([]string{"SUBSCRIBE", ch})
 				if got := pub.do("PUBLISH", ch, "m"); got != ":1\r\n" {
 					t.Fatalf("round %d: PUBLISH right after SUBSCRIBE on a subscribed connection = %q, want :1", i, got)
@@ -269,7 +276,7 @@ func TestOrder_KeyedBarrier(t *testing.T) {
 	for _, tg := range orderTargets(t) {
 		t.Run(tg.name, func(t *testing.T) {
 			v := compressible(3000, 3)
-			setup := dialRaw(t, tg.addr)
+			setup := dialOrdered(t, tg.addr)
 			for i := range 30 {
 				k, j := fmt.Sprintf("keyed:%d", i), fmt.Sprintf("other:%d", i)
 				if got := setup.do("SET", k, v); got != "+OK\r\n" {
