@@ -323,3 +323,69 @@ func TestStream_ReadRest(t *testing.T) {
 		t.Fatalf("after the command: %q", got)
 	}
 }
+
+// writeCounter counts the writes to the connection it wraps.
+type writeCounter struct {
+	net.Conn
+	writes int
+}
+
+func (w *writeCounter) Write(b []byte) (int, error) {
+	w.writes++
+	return w.Conn.Write(b)
+}
+
+// TestStream_PassPieces: a streamed value goes to Redis in pieces of
+// streamPiece bytes, the part of it that came with the command's head
+// in the first, whatever sizes the client writes it in, and arrives
+// exactly as sent.
+func TestStream_PassPieces(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		head, rest int
+		writes     int
+	}{
+		{"head only", 100, 0, 1},
+		{"less than a piece", 100, 5000, 1},
+		{"a piece with the head", 1000, streamPiece - 1000, 1},
+		{"a byte more than a piece", 1000, streamPiece - 999, 2},
+		{"two pieces and a part", 64 << 10, 2*streamPiece + 12345 - 64<<10, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestServer(t)
+			mine, theirs := net.Pipe()
+			upMine, upTheirs := net.Pipe()
+			defer mine.Close()
+			defer theirs.Close()
+			defer upMine.Close()
+			defer upTheirs.Close()
+			value := []byte(rawValue(tc.head+tc.rest, 5))
+			go func() { // the client writes in small pieces
+				for b := value[tc.head:]; len(b) > 0; {
+					n := min(len(b), 40000)
+					if _, err := theirs.Write(b[:n]); err != nil {
+						return
+					}
+					b = b[n:]
+				}
+			}()
+			got := make(chan []byte)
+			go func() { // Redis's side
+				b, _ := io.ReadAll(upTheirs)
+				got <- b
+			}()
+			counter := &writeCounter{Conn: upMine}
+			st := streamedSet{c: &client{s: s, nc: mine}, up: &upConn{nc: counter}}
+			if !st.passPieces(value[:tc.head], int64(tc.rest)) {
+				t.Fatal("passPieces failed")
+			}
+			upMine.Close()
+			if b := <-got; !bytes.Equal(b, value) {
+				t.Fatalf("Redis got %d bytes, not the %d sent", len(b), len(value))
+			}
+			if counter.writes != tc.writes {
+				t.Fatalf("%d writes to Redis, want %d", counter.writes, tc.writes)
+			}
+		})
+	}
+}
