@@ -26,7 +26,9 @@
 //     at least 3 points more memory: a margin, so that the noise of one
 //     run's timings, or a codec a point ahead, does not flip the advice
 //     from run to run. If it saves less than the minimum gain, the advice
-//     is to leave the values raw (images, already compressed data).
+//     is to leave the values raw (images, already compressed data); when
+//     no codec saves that much, the reason names the one that saves the
+//     most, not the fast one (which the timings pick).
 //   - Codecs that came after the first release (minlz: older squeeze
 //     readers cannot read their frames) are measured and shown, but
 //     advised, for writes or at rest, only with Options.LaterCodecs.
@@ -728,6 +730,12 @@ func writeAdvice(p *Prefix, values []Value, stored [][]int, candidates []codec.A
 		}
 	}
 	w := p.Codecs[best]
+	if s := p.Codecs[strongest]; s.SavedPct < 100*minGain {
+		// None would do: name the one that saves the most, which sizes
+		// decide, not which codec the timings made the fast one.
+		adv.Why = fmt.Sprintf("no codec saves the %.0f%% minimum gain (the most: %s, %.1f%%): store these values raw", 100*minGain, s.Codec, s.SavedPct)
+		return adv, best
+	}
 	if w.SavedPct < 100*minGain {
 		adv.Why = fmt.Sprintf("the best fast codec (%s) saves %.1f%%, under the %.0f%% minimum gain: store these values raw", w.Codec, w.SavedPct, 100*minGain)
 		if s := p.Codecs[strongest]; s.SavedPct >= 100*minGain+atRestPoints {
