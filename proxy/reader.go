@@ -729,13 +729,12 @@ func (c *client) processNext(inLoop bool, off int, maxBulk int64) (int, cmdStep)
 		c.flush()
 		c.endPinOrder()
 		return off, cmdEnd
-	case c.pinned.held != nil && c.pinned.conn == nil && c.lastWhole(off):
-		// The command raised an order barrier on the shared connection,
-		// which covers the commands read with it (they came together:
-		// another client's command read after them must not pass any):
-		// send the batch once the last of them is in it, so that the
-		// barrier ends. (On a private connection the whole batch goes
-		// under it: sendPrivate.)
+	case c.pinned.held != nil && c.pinned.conn == nil && (!c.in.coversRest || c.lastWhole(off)):
+		// The command raised an order barrier on the shared connection:
+		// send the batch now (with the commands read behind it, if the
+		// barrier covers them: coversRest), so that the barrier ends.
+		// (On a private connection the whole batch goes under it:
+		// sendPrivate.)
 		c.flush()
 		c.endPinOrder()
 	}
@@ -808,12 +807,22 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size, end int) bool {
 		// after it must reach Redis after it, although the client's
 		// goroutine sends it later (proxy/order.go). What the
 		// client sent before it goes first.
-		// So must those read with it, which the goroutine sends after
-		// it: the barrier holds what they touch too, and lasts until the
-		// last of them is sent (processOne).
+		// So must the commands read behind it, which the goroutine sends
+		// after it: the barrier covers them too, unless one of them
+		// must wait as well (restWaits): the barrier would then last as
+		// many round trips, and hold every other client's command on
+		// those keys that long (50 clients pipelining STRLEN of one
+		// key ran at a third of their rate).
 		c.flush()
-		c.pinned.held = c.s.pool.raiseOrderFor(c.scopeFrom(end - size))
-		c.in.keepsPlace = needsPin(info, args) || info.flags&rediscmd.Inspect != 0 && c.lastWhole(end)
+		pins := needsPin(info, args)
+		scope := scopeOf(info, args, c.s.pool.order.mayWake())
+		// (args are not read from here on: the calls below parse rbuf
+		// again, into the same slice.)
+		c.in.keepsPlace = pins || info.flags&rediscmd.Inspect != 0 && c.lastWhole(end)
+		if c.in.coversRest = !c.restWaits(end); c.in.coversRest {
+			scope = c.scopeFrom(end - size)
+		}
+		c.pinned.held = c.s.pool.raiseOrderFor(scope)
 	}
 	return true
 }
@@ -830,6 +839,22 @@ func (c *client) lastWhole(off int) bool {
 	}
 	_, _, err := c.readCommand(c.in.rbuf[off:], c.s.maxBulk())
 	return errors.Is(err, resp.ErrIncomplete)
+}
+
+// restWaits reports whether a whole command in rbuf from off must wait
+// (mustWait) or is larger than the loop handles. Command reader only.
+func (c *client) restWaits(off int) bool {
+	for b := c.in.rbuf[off:]; len(b) > 0; {
+		args, n, err := c.readCommand(b, c.s.maxBulk())
+		if err != nil {
+			return false // the rest: a part of a command, or input refused
+		}
+		if len(args) > 0 && (n > maxLoopCommand || c.mustWait(c.lookupCommand(args[0]), args)) {
+			return true
+		}
+		b = b[n:]
+	}
+	return false
 }
 
 // keepTail keeps the unparsed tail of rbuf, from off, at its start, and
