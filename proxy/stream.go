@@ -153,8 +153,8 @@ func (st *streamedSet) abort() {
 }
 
 // passValue writes the command up to its value's last streamTail bytes on
-// the stream's connection: what rbuf holds of it, then the rest straight
-// from the client's socket to Redis's. What it wrote leaves rbuf. It
+// the stream's connection: what rbuf holds of it, then the rest from the
+// client's socket, in pieces (passPieces). What it wrote leaves rbuf. It
 // returns false if the client left, or Redis did.
 func (st *streamedSet) passValue(at int, size int64) bool {
 	c := st.c

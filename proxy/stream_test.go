@@ -389,3 +389,30 @@ func TestStream_PassPieces(t *testing.T) {
 		})
 	}
 }
+
+// TestStream_PassPiecesRedisGone: Redis's side closed while a value
+// passes: passPieces reports the failure (the caller drops the SET with
+// its connection) and does not hang on the client's remaining bytes.
+func TestStream_PassPiecesRedisGone(t *testing.T) {
+	s := newTestServer(t)
+	mine, theirs := net.Pipe()
+	upMine, upTheirs := net.Pipe()
+	defer mine.Close()
+	defer theirs.Close()
+	defer upMine.Close()
+	upTheirs.Close() // Redis is gone
+	value := []byte(rawValue(3*streamPiece, 7))
+	go theirs.Write(value)
+	up := &upConn{nc: upMine, srv: s, closed: make(chan struct{})}
+	st := streamedSet{c: &client{s: s, nc: mine}, up: up}
+	done := make(chan bool)
+	go func() { done <- st.passPieces(nil, int64(len(value))) }()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("passPieces succeeded with Redis gone")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("passPieces hung with Redis gone")
+	}
+}
