@@ -333,18 +333,34 @@ func (c *upConn) endSeg(ticket uint64) {
 // writes to the connection, else by its writer (a sender, the reader, or an
 // event loop that holds the connection, which see holdN and write without
 // waiting for replies). A writer that holds the connection with nothing
-// left to write does not make it wait.
+// left to write does not make it wait. The barrier may end meanwhile (the
+// sweeper ends one that was the oldest too long, and a barrier raised for
+// input that came may have ended before its goroutine adopted it): the
+// writer wakes this goroutine all the same (writeWait), where waking it
+// only while a barrier was raised left it waiting for good once the last
+// one had ended, with its client's batch unsent.
 func (c *upConn) writeBeforeBarrier() {
 	c.mu.Lock()
-	if !c.dead && !c.writing && len(c.wbuf) > 0 {
-		c.writing = true
-		c.writeQueued() // unlocks
-		c.mu.Lock()
-	}
+	c.writeWait++
 	for !c.dead && (c.inWrite || len(c.wbuf) > 0) {
+		if !c.writing && !c.inWrite {
+			c.writing = true
+			c.writeQueued() // unlocks
+			c.mu.Lock()
+			continue
+		}
 		c.written.Wait()
 	}
+	c.writeWait--
 	c.mu.Unlock()
+}
+
+// wakeWriteWaiters wakes the goroutines that wait for a writer to stop:
+// while a barrier is raised, or one waits in writeBeforeBarrier. Under mu.
+func (c *upConn) wakeWriteWaiters() {
+	if c.holdN > 0 || c.writeWait > 0 {
+		c.written.Broadcast()
+	}
 }
 
 // sendAhead sends requests of the client that raised a barrier on this

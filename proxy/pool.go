@@ -113,9 +113,7 @@ func (p *pool) releaseWrites(held []*upConn) {
 			continue
 		}
 		c.writing = false
-		if c.holdN > 0 {
-			c.written.Broadcast()
-		}
+		c.wakeWriteWaiters()
 		c.mu.Unlock()
 	}
 }

@@ -297,8 +297,12 @@ type upConn struct {
 	// Order barriers (proxy/order.go), guarded by mu: holdN counts the
 	// barriers raised; while it is above zero, requests sent go to after
 	// and their calls to afterCalls, and written is signalled whenever a
-	// writer stops.
+	// writer stops. writeWait counts the goroutines waiting for the
+	// writer to write what was queued before their barrier
+	// (writeBeforeBarrier): written is signalled for them too, although
+	// their barrier may have ended meanwhile (wakeWriteWaiters).
 	holdN      int
+	writeWait  int
 	segs       []afterSeg // one per barrier, oldest first
 	after      []byte
 	afterCalls []*call
@@ -634,9 +638,7 @@ func (c *upConn) sendHeld(by *poller, req []byte, calls []*call, scope *reqScope
 		bufpool.Put(buf)
 		c.spare = nil // it became wbuf above: no longer spare
 	}
-	if c.holdN > 0 {
-		c.written.Broadcast()
-	}
+	c.wakeWriteWaiters()
 	c.mu.Unlock()
 	if err != nil {
 		c.fail(fmt.Errorf("write to upstream: %w", err))
@@ -690,9 +692,7 @@ func (c *upConn) writeQueued() {
 		}
 	}
 	c.writing = false
-	if c.holdN > 0 {
-		c.written.Broadcast()
-	}
+	c.wakeWriteWaiters()
 	c.mu.Unlock()
 }
 
