@@ -26,6 +26,7 @@ type Metrics struct {
 	failovers    prometheus.Counter
 	streams      prometheus.Counter
 	parks        prometheus.Counter
+	expired      prometheus.Counter
 	streamBytes  prometheus.Counter
 	passed       *prometheus.CounterVec
 	reloads      *prometheus.CounterVec
@@ -62,6 +63,7 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 		dropped:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_clients_dropped_total", Help: "Client connections the proxy closed because they held more unread replies than a bound allows, by bound: client-buffer-limit or max-memory."}, []string{"bound"}),
 		upErrors:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_upstream_errors_total", Help: "Upstream failures, by kind: dial, tls, conn."}, []string{"kind"}),
 		failovers:    prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_sentinel_failovers_total", Help: "Master switches announced by Redis Sentinel (sentinel:// upstreams); each closes the upstream connections."}),
+		expired:      prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_order_barriers_expired_total", Help: "Order barriers ended after holding other clients' commands for 250 ms as the oldest (a command Redis kept waiting, by CLIENT PAUSE or a long run): the commands after it were then ordered as they reached Redis."}),
 		parks:        prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_upstream_parked_total", Help: "Shared upstream connections Redis held (a CLIENT PAUSE) that the proxy set aside, sending other clients' commands on a new one meanwhile."}),
 		streams:      prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_streamed_values_total", Help: "SET values of 1 MiB or more stored as they are, passed to Redis as they arrived instead of whole."}),
 		streamBytes:  prometheus.NewCounter(prometheus.CounterOpts{Name: "squeeze_proxy_streamed_bytes_total", Help: "Bytes of the values counted in squeeze_proxy_streamed_values_total."}),
@@ -72,7 +74,7 @@ func NewMetrics(reg prometheus.Registerer, alg codec.Algorithm) *Metrics {
 		scriptPrefix: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "squeeze_proxy_script_prefix_last_use_seconds", Help: "Key prefixes whose values are stored uncompressed because scripts use them (see squeeze:script-prefixes), one series each: the Unix time a script last declared a key of it. Compressed again after --script-prefix-ttl without use."}, []string{"prefix"}),
 		scriptEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "squeeze_proxy_script_prefix_changes_total", Help: "Key prefixes kept uncompressed because scripts use them, by change: learned (from then on stored uncompressed) or forgotten (unused for --script-prefix-ttl: compressed again)."}, []string{"change"}),
 	}
-	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.quarantine, m.dropped, m.upErrors, m.redirects, m.failovers, m.parks, m.streams, m.streamBytes, m.passed, m.reloads, m.upstreamInfo, m.scriptPrefix, m.scriptEvents)
+	reg.MustRegister(m.conns, m.connsTotal, m.commands, m.bytesIn, m.bytesStored, m.values, m.decodeErrors, m.quarantine, m.dropped, m.upErrors, m.redirects, m.failovers, m.parks, m.expired, m.streams, m.streamBytes, m.passed, m.reloads, m.upstreamInfo, m.scriptPrefix, m.scriptEvents)
 	m.outcome[codec.Compressed] = m.values.WithLabelValues("compressed")
 	m.outcome[codec.StoredRaw] = m.values.WithLabelValues("raw")
 	m.outcome[codec.Wrapped] = m.values.WithLabelValues("wrapped")
@@ -270,6 +272,12 @@ func (m *Metrics) commandByID(id int32, name string, d time.Duration) {
 func (m *Metrics) command(name string, d time.Duration) {
 	if m != nil {
 		m.stats(name).observe(d, 1)
+	}
+}
+
+func (m *Metrics) orderExpired() {
+	if m != nil {
+		m.expired.Inc()
 	}
 }
 

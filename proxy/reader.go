@@ -330,7 +330,7 @@ func (c *client) passStep() readEnd {
 	switch c.commandReady() {
 	case readyWhole:
 		if c.pinned.held == nil {
-			c.pinned.held = c.s.pool.raiseOrderFor(c.inputScope())
+			c.pinned.held = c.raiseOrder(c.inputScope())
 		}
 		return endToGoroutine
 	case readyStream:
@@ -456,7 +456,7 @@ func (ps *passState) reserve(p *pool) bool {
 	}
 	ps.came = true
 	if (ps.private || ps.pinning) && !ps.gone && ps.pending == nil {
-		ps.pending = p.raiseOrder()
+		ps.pending = p.raiseOrderBy(ps, nil)
 	}
 	return true
 }
@@ -797,7 +797,7 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int) bool {
 		// goroutine sends it later (proxy/order.go). What the
 		// client sent before it goes first.
 		c.flush()
-		c.pinned.held = c.s.pool.raiseOrderFor(scopeOf(info, args, c.s.pool.order.mayWake()))
+		c.pinned.held = c.raiseOrder(scopeOf(info, args, c.s.pool.order.mayWake()))
 		c.in.pinsAway = needsPin(info, args)
 	}
 	return true
