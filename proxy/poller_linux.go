@@ -103,10 +103,15 @@ func newPoller(srv *Server) (*poller, error) {
 
 // run reads c in the poller until c must be read by its own goroutine
 // again (endToGoroutine) or its input ended (endGone, endDrained, endStop).
-// The caller is c's serve goroutine.
-func (p *poller) run(c *client) readEnd {
-	if c.in.pass.isKept() {
-		return <-c.in.handback // still in the set (passState)
+// The caller is c's serve goroutine; kept: it gave c back to the poller,
+// which kept c in its set (readLoop's endToSet). That is known from the
+// goroutine's own last look, not asked again: once c is given back, the
+// poller may already have read it, dropped it from the set and handed it
+// over again, and a goroutine that then saw it out of the set added it
+// anew, and handled its command while the poller read it too.
+func (p *poller) run(c *client, kept bool) readEnd {
+	if kept {
+		return <-c.in.handback // still in the set, or handed over again (passState)
 	}
 	select {
 	case <-c.life.draining:

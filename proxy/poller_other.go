@@ -15,7 +15,7 @@ var errNoPoller = errors.New("no event loop on this system")
 
 func newPoller(*Server) (*poller, error) { return nil, errNoPoller }
 
-func (p *poller) run(c *client) readEnd { return endToGoroutine }
+func (p *poller) run(c *client, kept bool) readEnd { return endToGoroutine }
 
 func (p *poller) close() {}
 

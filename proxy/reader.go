@@ -49,11 +49,11 @@ func (c *client) serve() {
 	var end readEnd
 	for {
 		if c.pollable() {
-			if end = c.in.poller.run(c); end != endToGoroutine {
+			if end = c.in.poller.run(c, end == endToSet); end != endToGoroutine {
 				break
 			}
 		}
-		if end = c.readLoop(); end != endToLoop {
+		if end = c.readLoop(); end != endToLoop && end != endToSet {
 			break
 		}
 	}
@@ -108,6 +108,7 @@ const (
 	endStay        readEnd = iota // poller: keep reading this client
 	endToGoroutine                // a command must wait: read in the goroutine
 	endToLoop                     // the goroutine is done waiting: back to the poller
+	endToSet                      // the same, for a client the poller kept in its set (passState)
 	endGone                       // the client closed or the socket failed
 	endDrained                    // Shutdown: stop after the commands read
 	endStop                       // QUIT or malformed input: close after the replies
@@ -195,7 +196,7 @@ func (c *client) readLoop() readEnd {
 				// that the poller had not read yet).
 				c.in.poller.rearm(c)
 			}
-			return endToLoop
+			return endToSet
 		}
 		if c.pollable() {
 			if len(c.in.rbuf) == 0 {
