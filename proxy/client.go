@@ -361,6 +361,7 @@ var pingRequest = resp.AppendCommand(nil, []byte("PING"))
 // wait (see pin and process), if no send on the private connection took
 // it over (sendPrivate): once the command is written.
 func (c *client) endPinOrder() {
+	c.in.coversRest = false
 	if c.pinned.held != nil {
 		c.pinned.held.endPart() // the goroutine's part, if it had one
 		c.pinned.held = nil

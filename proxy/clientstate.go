@@ -100,10 +100,16 @@ type reader struct {
 	handback chan readEnd
 	noLoop   bool
 	handOff  bool
-	// pinsAway: the command handed off gives the client a private
-	// connection: the poller keeps the client in its set from then on
-	// (passState.pinning).
-	pinsAway bool
+	// keepsPlace: the command handed off gives the client a private
+	// connection (the poller keeps the client in its set from then on),
+	// or is an inspect command, the last whole one read (kept in the set
+	// until its goroutine is done with it): what the client sends
+	// meanwhile gets its barrier when it comes (passState.pinning).
+	keepsPlace bool
+	// coversRest: the barrier raised for the command handed off covers
+	// the whole commands read behind it, and ends once the last of them
+	// is sent (client.mustHandOff).
+	coversRest bool
 	// pass is the hand-over of the client between the poller, which
 	// keeps it in its set, and its goroutine (passState); drainAgain: the
 	// goroutine's last read filled its buffer (readWaiting).

@@ -627,3 +627,46 @@ func TestOrder_InputDuringBatchNoStall(t *testing.T) {
 		t.Fatalf("%d order barriers expired (held every client 250 ms)", n)
 	}
 }
+
+func TestOrder_InspectThenWriteUnanswered(t *testing.T) {
+	// A client of the shared connection sends a command the proxy answers
+	// after a round trip of its own (STRLEN of a compressed value), then,
+	// without waiting for its reply, a SET of another key; another client
+	// reads that key right after: the GET sees the SET, which came first.
+	// Apart: the SET in a read of its own (the client's goroutine had the
+	// client while it ran the STRLEN, out of the loop's set: the SET was
+	// read when it came back, after the GET). Together: in one write with
+	// the STRLEN (the barrier raised for the STRLEN held only its key,
+	// and ended before the goroutine sent the SET).
+	for _, tg := range orderTargets(t) {
+		for _, apart := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/apart=%v", tg.name, apart), func(t *testing.T) {
+				v := compressible(3000, 4)
+				setup := dialOrdered(t, tg.addr)
+				a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+				for i := range 50 {
+					k, j := fmt.Sprintf("insp:%d", i), fmt.Sprintf("insp:other:%d", i)
+					if got := setup.do("SET", k, v); got != "+OK\r\n" {
+						t.Fatalf("SET = %q", got)
+					}
+					if apart {
+						a.send([]string{"STRLEN", k})
+						time.Sleep(200 * time.Microsecond) // the STRLEN in a read of its own
+						a.send([]string{"SET", j, "new"})
+					} else {
+						a.send([]string{"STRLEN", k}, []string{"SET", j, "new"})
+					}
+					if got := b.do("GET", j); got != bulk("new") {
+						t.Fatalf("round %d: GET right after another client's SET (sent behind its unanswered STRLEN) = %q, want the SET's value", i, got)
+					}
+					if got := a.read(); got != fmt.Sprintf(":%d\r\n", len(v)) {
+						t.Fatalf("round %d: STRLEN = %q", i, got)
+					}
+					if got := a.read(); got != "+OK\r\n" {
+						t.Fatalf("round %d: SET = %q", i, got)
+					}
+				}
+			})
+		}
+	}
+}

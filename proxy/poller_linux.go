@@ -277,10 +277,10 @@ func (p *poller) step(c *client, fd int32, hup bool, held []*upConn) []*upConn {
 	if end == endToGoroutine {
 		p.handoffs.Add(1)
 	}
-	pinsAway := c.in.pinsAway
-	c.in.pinsAway = false
+	keepsPlace := c.in.keepsPlace
+	c.in.keepsPlace = false
 	switch {
-	case end == endToGoroutine && (c.in.pass.isPrivate() || pinsAway):
+	case end == endToGoroutine && (c.in.pass.isPrivate() || keepsPlace):
 		// What the loop sent for c must reach Redis before the
 		// goroutine sends more. A client with a private connection
 		// stays in the set, so that input it sends meanwhile keeps its
@@ -289,12 +289,13 @@ func (p *poller) step(c *client, fd int32, hup bool, held []*upConn) []*upConn {
 		// commands go out in the order it reads them, and it reads only
 		// as it has room, which bounds what a flood of large commands
 		// holds). So does one that gets its private connection for a
-		// command the loop read (pinsAway): what it sends next, before
-		// its goroutine is done pinning it, gets its barrier when it
+		// command the loop read, or that waits for an inspect command's
+		// round trips (keepsPlace): what it sends next, before its
+		// goroutine is done with that command, gets its barrier when it
 		// comes (passState.pinning).
 		p.srv.pool.releaseWrites(held)
 		held = held[:0]
-		c.in.pass.handOver(fd, c.in.readFull || hup || c.in.inputEnds, pinsAway)
+		c.in.pass.handOver(fd, c.in.readFull || hup || c.in.inputEnds, keepsPlace)
 		c.in.handback <- end
 	case end != endStay:
 		c.in.pass.dropped()

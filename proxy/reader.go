@@ -347,9 +347,13 @@ func (c *client) passStep() readEnd {
 // raised for them (passStep): commands of clients with a private
 // connection on keys the table places hold, and wait for, only those on
 // the same keys (orderscope.go). Poller only, while it has the client.
-func (c *client) inputScope() *reqScope {
+func (c *client) inputScope() *reqScope { return c.scopeFrom(0) }
+
+// scopeFrom is what the whole commands in rbuf from off touch (see
+// inputScope). Command reader only.
+func (c *client) scopeFrom(off int) *reqScope {
 	s := &reqScope{}
-	for b := c.in.rbuf; len(b) > 0 && !s.any; {
+	for b := c.in.rbuf[off:]; len(b) > 0 && !s.any; {
 		args, n, err := c.readCommand(b, c.s.maxBulk())
 		if err != nil {
 			break // the rest: a part of a command (its own barrier), or input refused
@@ -393,10 +397,13 @@ type passState struct {
 	gone    bool
 	pending *orderHold
 	// pinning: the goroutine has the client for the command that gives
-	// it a private connection (client.pinsAway), and waits for nothing on
-	// the shared connections a barrier raised now could hold (the PING
-	// before it pins goes ahead of every barrier; the commands read with
-	// it go under that command's barrier, which holds everything); the
+	// it a private connection, or for an inspect command read last
+	// (client.keepsPlace), and waits for nothing on the shared
+	// connections a barrier raised now could hold (the PING before it
+	// pins goes ahead of every barrier; the commands read with it go
+	// under that command's barrier, which holds everything; an inspect
+	// command's round trips go under its own barrier, which lasts until
+	// it is done: client.in.steps); the
 	// poller raises a barrier for input that came, as for a private
 	// client, until the goroutine resumes.
 	pinning bool
@@ -709,7 +716,7 @@ func (c *client) processNext(inLoop bool, off int, maxBulk int64) (int, cmdStep)
 			return off + m, step
 		}
 	}
-	if inLoop && c.mustHandOff(info, args, m) {
+	if inLoop && c.mustHandOff(info, args, m, off+m) {
 		return off, cmdRest
 	}
 	off += m
@@ -723,10 +730,12 @@ func (c *client) processNext(inLoop bool, off int, maxBulk int64) (int, cmdStep)
 		c.flush()
 		c.endPinOrder()
 		return off, cmdEnd
-	case c.pinned.held != nil && c.pinned.conn == nil:
+	case c.pinned.held != nil && c.pinned.conn == nil && (!c.in.coversRest || c.lastWhole(off)):
 		// The command raised an order barrier on the shared connection:
-		// send the batch now, so that the barrier ends. (On a private
-		// connection the whole batch goes under it: sendPrivate.)
+		// send the batch now (with the commands read behind it, if the
+		// barrier covers them: coversRest), so that the barrier ends.
+		// (On a private connection the whole batch goes under it:
+		// sendPrivate.)
 		c.flush()
 		c.endPinOrder()
 	}
@@ -786,8 +795,10 @@ func (c *client) refuseInput(err error) {
 // command is larger than maxLoopCommand, or it may wait for Redis or for
 // room in the reply queue (loopSafe). If so it sets handOff and, for a
 // command that waits, raises the order barrier it is sent behind; for one
-// that pins the client, it sets pinsAway. The poller only, from process.
-func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int) bool {
+// that pins the client, or an inspect command with no whole command
+// behind it in rbuf (from end), it sets keepsPlace. The poller only,
+// from process.
+func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size, end int) bool {
 	if c.loopable() && size <= maxLoopCommand && c.loopSafe(info, args) {
 		return false
 	}
@@ -797,11 +808,54 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size int) bool {
 		// after it must reach Redis after it, although the client's
 		// goroutine sends it later (proxy/order.go). What the
 		// client sent before it goes first.
+		// So must the commands read behind it, which the goroutine sends
+		// after it: the barrier covers them too, unless one of them
+		// must wait as well (restWaits): the barrier would then last as
+		// many round trips, and hold every other client's command on
+		// those keys that long (50 clients pipelining STRLEN of one
+		// key ran at a third of their rate).
 		c.flush()
-		c.pinned.held = c.raiseOrder(scopeOf(info, args, c.s.pool.order.mayWake()))
-		c.in.pinsAway = needsPin(info, args)
+		pins := needsPin(info, args)
+		scope := scopeOf(info, args, c.s.pool.order.mayWake())
+		// (args are not read from here on: the calls below parse rbuf
+		// again, into the same slice.)
+		c.in.keepsPlace = pins || info.flags&rediscmd.Inspect != 0 && c.lastWhole(end)
+		if c.in.coversRest = !c.restWaits(end); c.in.coversRest {
+			scope = c.scopeFrom(end - size)
+		}
+		c.pinned.held = c.raiseOrder(scope)
 	}
 	return true
+}
+
+// lastWhole reports whether rbuf holds no whole command from off: an
+// inspect command that is the last may keep its client's place
+// (keepsPlace). One that is not keeps the loop's set: its barrier, which
+// holds only its own keys and ends with it, would not cover the commands
+// after it, which its goroutine sends after it, and a barrier raised for
+// input that came meanwhile would hold them. Command reader only.
+func (c *client) lastWhole(off int) bool {
+	if off >= len(c.in.rbuf) {
+		return true
+	}
+	_, _, err := c.readCommand(c.in.rbuf[off:], c.s.maxBulk())
+	return errors.Is(err, resp.ErrIncomplete)
+}
+
+// restWaits reports whether a whole command in rbuf from off must wait
+// (mustWait) or is larger than the loop handles. Command reader only.
+func (c *client) restWaits(off int) bool {
+	for b := c.in.rbuf[off:]; len(b) > 0; {
+		args, n, err := c.readCommand(b, c.s.maxBulk())
+		if err != nil {
+			return false // the rest: a part of a command, or input refused
+		}
+		if len(args) > 0 && (n > maxLoopCommand || c.mustWait(c.lookupCommand(args[0]), args)) {
+			return true
+		}
+		b = b[n:]
+	}
+	return false
 }
 
 // keepTail keeps the unparsed tail of rbuf, from off, at its start, and
