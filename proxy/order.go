@@ -40,7 +40,6 @@ import (
 type orderHold struct {
 	pool    *pool
 	ticket  uint64
-	owner   *passState // the client it was raised for; nil: none named
 	conns   []*upConn
 	scope   *reqScope // what its command touches; nil: anything (orderscope.go)
 	awaited bool      // awaitOrder returned: it is this barrier's turn
@@ -132,17 +131,12 @@ func (p *pool) raiseOrder() *orderHold { return p.raiseOrderFor(nil) }
 
 // raiseOrderFor is raiseOrder for a command that touches scope (nil:
 // anything): requests that touch none of its keys pass it (orderscope.go).
-func (p *pool) raiseOrderFor(scope *reqScope) *orderHold { return p.raiseOrderBy(nil, scope) }
-
-// raiseOrderBy is raiseOrderFor for a barrier raised for the commands of
-// the client whose hand-over owner is: its later barriers do not wait for
-// it (waitsFor).
-func (p *pool) raiseOrderBy(owner *passState, scope *reqScope) *orderHold {
+func (p *pool) raiseOrderFor(scope *reqScope) *orderHold {
 	o := &p.order
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.next++
-	h := &orderHold{pool: p, ticket: o.next, owner: owner, scope: scope}
+	h := &orderHold{pool: p, ticket: o.next, scope: scope}
 	o.held.add(scope)
 	o.up.Add(1)
 	if !h.keyed() {
@@ -179,9 +173,9 @@ func (p *pool) raiseOrderBy(owner *passState, scope *reqScope) *orderHold {
 }
 
 // raiseOrder raises an order barrier for c's commands that touch scope
-// (nil: anything): see pool.raiseOrderBy.
+// (nil: anything): see pool.raiseOrderFor.
 func (c *client) raiseOrder(scope *reqScope) *orderHold {
-	return c.s.pool.raiseOrderBy(&c.in.pass, scope)
+	return c.s.pool.raiseOrderFor(scope)
 }
 
 // awaitOrder waits until every barrier raised before h has ended, then
@@ -702,20 +696,11 @@ func (h *orderHold) signalTurn() {
 
 // waitsFor reports whether h must wait for a barrier raised before it:
 // one that touches what h's command touches (all of them, when either
-// touches anything: orderscope.go), raised for another client. A client's
-// own earlier barrier does not hold it: its goroutine handles its
-// commands one after the other, and the earlier barrier may be one the
-// poller raised for input that came while the goroutine handled a batch,
-// which only that goroutine ends, after this batch (passState.reserve);
-// waiting for it held the client, and everyone behind it, until the
-// sweeper ended it 250 ms later. Under orderState.mu.
+// touches anything: orderscope.go). Under orderState.mu.
 func (o *orderState) waitsFor(h *orderHold) bool {
 	for _, t := range o.active {
 		if t == h {
 			return false
-		}
-		if h.owner != nil && t.owner == h.owner {
-			continue
 		}
 		if t.scope.conflicts(h.scope) {
 			return true

@@ -594,40 +594,6 @@ func TestUpConn_WriteBeforeBarrierOutlivesBarrier(t *testing.T) {
 	}
 }
 
-// TestOrder_InputDuringBatchNoStall: a client with a private connection
-// pipelines commands whose handling waits (a blocking pop that times out,
-// then STRLEN of a compressed value, an inspect command, whose round trip
-// waits behind it), and sends more meanwhile. The poller raises a barrier
-// for that input at once (its place in the order); the SET read with the
-// first commands, sent after the round trip, raised a barrier of its own
-// that waited for that one, which only its own goroutine ends later: every
-// client stood still until the sweeper ended it 250 ms on. No barrier
-// may expire here.
-func TestOrder_InputDuringBatchNoStall(t *testing.T) {
-	e := startEnv(t)
-	c := dialWarm(t, e.addr)
-	if got := c.do("SET", "stall:big", strings.Repeat("squeeze ", 200)); got != "+OK\r\n" {
-		t.Fatalf("SET = %q", got)
-	}
-	if got := c.do("CLIENT", "SETNAME", "pipeliner"); got != "+OK\r\n" {
-		t.Fatalf("CLIENT SETNAME = %q", got)
-	}
-	before := e.srv.pool.order.expired.Load()
-	for i := range 5 {
-		c.send([]string{"BLPOP", "stall:none", "0.1"}, []string{"STRLEN", "stall:big"}, []string{"SET", "stall:k", fmt.Sprint(i)})
-		time.Sleep(30 * time.Millisecond) // the goroutine waits for the pop's timeout
-		c.send([]string{"GET", "stall:k"})
-		for j, want := range []string{"*-1\r\n", ":1600\r\n", "+OK\r\n", bulk(fmt.Sprint(i))} {
-			if got := c.read(); got != want {
-				t.Fatalf("round %d, reply %d = %q, want %q", i, j, got, want)
-			}
-		}
-	}
-	if n := e.srv.pool.order.expired.Load() - before; n != 0 {
-		t.Fatalf("%d order barriers expired (held every client 250 ms)", n)
-	}
-}
-
 func TestOrder_InspectThenWriteUnanswered(t *testing.T) {
 	// A client of the shared connection sends a command the proxy answers
 	// after a round trip of its own (STRLEN of a compressed value), then,

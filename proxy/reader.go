@@ -464,7 +464,7 @@ func (ps *passState) reserve(p *pool) bool {
 	}
 	ps.came = true
 	if (ps.private || ps.pinning) && !ps.gone && ps.pending == nil {
-		ps.pending = p.raiseOrderBy(ps, nil)
+		ps.pending = p.raiseOrder()
 	}
 	return true
 }
