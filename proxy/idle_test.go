@@ -51,6 +51,17 @@ func TestProxy_IdleClientsHoldLittle(t *testing.T) {
 			t.Fatalf("reply %q, want %q", got, want)
 		}
 	}
+	// settled measures until the figure is within bound, for up to 2 s:
+	// the last writers fall asleep and buffers go back to the free lists
+	// within milliseconds, later on a loaded machine (73 KB a client once
+	// in a CI run, 100 ms after the load, where it is under 1 KB here).
+	settled := func(measure func() int64, bound int64) int64 {
+		v := measure()
+		for end := time.Now().Add(2 * time.Second); v > bound && time.Now().Before(end); v = measure() {
+			time.Sleep(50 * time.Millisecond)
+		}
+		return v
+	}
 	conns := make([]net.Conn, n)
 	before := heap()
 	for i := range conns {
@@ -62,8 +73,7 @@ func TestProxy_IdleClientsHoldLittle(t *testing.T) {
 		conns[i] = c
 		exchange(c, "*1\r\n$4\r\nPING\r\n", "+PONG\r\n")
 	}
-	time.Sleep(100 * time.Millisecond) // the last writers are asleep
-	idle := (heap() - before) / n
+	idle := settled(func() int64 { return (heap() - before) / n }, 8<<10) // the last writers are asleep
 	t.Logf("%d idle clients: %d bytes of heap each (this process's side of the connection included)", n, idle)
 	if idle > 8<<10 {
 		t.Errorf("an idle client holds %d bytes of heap, want at most 8 KiB", idle)
@@ -90,10 +100,8 @@ func TestProxy_IdleClientsHoldLittle(t *testing.T) {
 		key := fmt.Sprint("idle:", i)
 		exchange(c, fmt.Sprintf("*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", len(key), key), bulk(value))
 	}
-	time.Sleep(100 * time.Millisecond)
-	after := (heap() - before) / n
 	// The free lists of buffers are the process's, not the clients'.
-	after -= bufpool.KeptBytes() / n
+	after := settled(func() int64 { return (heap() - before - bufpool.KeptBytes()) / n }, 8<<10)
 	t.Logf("the same clients idle again: %d bytes of heap each", after)
 	if after > 8<<10 {
 		t.Errorf("a client idle again holds %d bytes of heap, want at most 8 KiB", after)
@@ -118,8 +126,7 @@ func TestProxy_IdleClientsHoldLittle(t *testing.T) {
 		exchange(c, fmt.Sprintf("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(key), key, doc.Len(), doc.String()), "+OK\r\n")
 		exchange(c, fmt.Sprintf("*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", len(key), key), bulk(doc.String()))
 	}
-	time.Sleep(100 * time.Millisecond)
-	docs := (heap() - kept() - before) / m
+	docs := settled(func() int64 { return (heap() - kept() - before) / m }, 64<<10)
 	t.Logf("%d clients idle after a SET and a GET of %d bytes: %d bytes of heap each, besides %d bytes in free lists", m, doc.Len(), docs, kept())
 	if docs > 64<<10 {
 		t.Errorf("a client idle after a SET and a GET of %d bytes holds %d bytes of heap, want at most 64 KiB", doc.Len(), docs)
