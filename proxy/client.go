@@ -286,7 +286,7 @@ func (c *client) sendPrivate(up *upConn, req []byte, calls []*call, tail *batchT
 	h := c.pinned.held
 	c.pinned.held = nil
 	if h == nil {
-		h = c.raiseOrder(nil)
+		h = c.s.pool.raiseOrder()
 	}
 	c.s.pool.awaitOrderTaken(h)
 	// More commands read with these follow (a SELECT whose reply the
@@ -594,7 +594,7 @@ func (c *client) pin() error {
 	// holds them until that command is written (proxy/order.go).
 	if c.pinned.held == nil {
 		c.flush() // this client's earlier commands go before the barrier
-		c.pinned.held = c.raiseOrder(nil)
+		c.pinned.held = c.s.pool.raiseOrder()
 	}
 	if !c.pinned.held.awaited {
 		c.s.pool.awaitOrder(c.pinned.held)

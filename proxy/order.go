@@ -172,12 +172,6 @@ func (p *pool) raiseOrderFor(scope *reqScope) *orderHold {
 	return h
 }
 
-// raiseOrder raises an order barrier for c's commands that touch scope
-// (nil: anything): see pool.raiseOrderFor.
-func (c *client) raiseOrder(scope *reqScope) *orderHold {
-	return c.s.pool.raiseOrderFor(scope)
-}
-
 // awaitOrder waits until every barrier raised before h has ended, then
 // writes what the held connections queued before h, and returns once it is
 // written.

@@ -168,3 +168,21 @@ func TestOrder_DisjointBarriersDoNotWait(t *testing.T) {
 		p.endOrder(h)
 	}
 }
+
+// TestOrder_SweeperCountsExpired: a barrier that stays the oldest for
+// maxOrderHold is ended by the sweeper and counted
+// (squeeze_proxy_order_barriers_expired_total); one ended by its owner
+// is not.
+func TestOrder_SweeperCountsExpired(t *testing.T) {
+	var p pool
+	p.raiseOrderFor(nil).end() // ended in time: not counted
+	h := p.raiseOrderFor(nil)
+	for end := time.Now().Add(5 * time.Second); !h.ended.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the sweeper did not end the barrier within 5 s")
+		}
+	}
+	if n := p.order.expired.Load(); n != 1 {
+		t.Fatalf("%d barriers counted as expired, want 1", n)
+	}
+}

@@ -331,7 +331,7 @@ func (c *client) passStep() readEnd {
 	switch c.commandReady() {
 	case readyWhole:
 		if c.pinned.held == nil {
-			c.pinned.held = c.raiseOrder(c.inputScope())
+			c.pinned.held = c.s.pool.raiseOrderFor(c.inputScope())
 		}
 		return endToGoroutine
 	case readyStream:
@@ -823,7 +823,7 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size, end int) bool {
 		if c.in.coversRest = !c.restWaits(end); c.in.coversRest {
 			scope = c.scopeFrom(end - size)
 		}
-		c.pinned.held = c.raiseOrder(scope)
+		c.pinned.held = c.s.pool.raiseOrderFor(scope)
 	}
 	return true
 }

@@ -256,7 +256,7 @@ func (st *streamedSet) finish(shapeArgs [][]byte, whole int) {
 
 	// The barrier holds the requests on the SET's key; others pass it
 	// (orderscope.go).
-	h := c.raiseOrder(&reqScope{keys: []uint64{hashKey(st.key)}})
+	h := c.s.pool.raiseOrderFor(&reqScope{keys: []uint64{hashKey(st.key)}})
 	c.s.pool.awaitOrder(h)
 	st.waitPing()
 	p := c.s.pool
