@@ -353,12 +353,7 @@ func TestStream_PassPieces(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestServer(t)
-			mine, theirs := net.Pipe()
-			upMine, upTheirs := net.Pipe()
-			defer mine.Close()
-			defer theirs.Close()
-			defer upMine.Close()
-			defer upTheirs.Close()
+			mine, theirs, upMine, upTheirs := streamPipes(t)
 			value := []byte(rawValue(tc.head+tc.rest, 5))
 			go func() { // the client writes in small pieces
 				for b := value[tc.head:]; len(b) > 0; {
@@ -395,11 +390,7 @@ func TestStream_PassPieces(t *testing.T) {
 // its connection) and does not hang on the client's remaining bytes.
 func TestStream_PassPiecesRedisGone(t *testing.T) {
 	s := newTestServer(t)
-	mine, theirs := net.Pipe()
-	upMine, upTheirs := net.Pipe()
-	defer mine.Close()
-	defer theirs.Close()
-	defer upMine.Close()
+	mine, theirs, upMine, upTheirs := streamPipes(t)
 	upTheirs.Close() // Redis is gone
 	value := []byte(rawValue(3*streamPiece, 7))
 	go theirs.Write(value)
@@ -415,4 +406,16 @@ func TestStream_PassPiecesRedisGone(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("passPieces hung with Redis gone")
 	}
+}
+
+// streamPipes returns the two pipes a streamed value passes through: the
+// client's socket (the proxy's end, the client's) and Redis's (the
+// proxy's end, Redis's), closed when the test ends.
+func streamPipes(t *testing.T) (mine, theirs, upMine, upTheirs net.Conn) {
+	mine, theirs = net.Pipe()
+	upMine, upTheirs = net.Pipe()
+	for _, c := range []net.Conn{mine, theirs, upMine, upTheirs} {
+		t.Cleanup(func() { c.Close() })
+	}
+	return mine, theirs, upMine, upTheirs
 }
