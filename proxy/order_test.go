@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -634,5 +635,57 @@ func TestOrder_InspectThenWriteUnanswered(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestOrder_LongCommandBehindSelectThenOtherPop(t *testing.T) {
+	// A client with a private connection sends SELECT, which the proxy
+	// answers after its round trip, then, while its goroutine waits for
+	// that reply, an LPUSH of 6 KB; another client's BRPOPLPUSH comes
+	// right after. Redis runs the LPUSH first: it answers 2, and the pop
+	// gets the element that was there. The goroutine read the LPUSH into
+	// a 4 KiB buffer, ended the barrier raised for it while it was not
+	// whole, and raised another for the rest once it had read it, after
+	// the other client's: the pop ran first in most runs (an order
+	// scene's LPUSH answered 3 where Redis answered 4).
+	// Random bytes: compressed, the value would fit the first read.
+	raw := make([]byte, 8000)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range raw {
+		raw[i] = byte(r.Uint32())
+	}
+	v := string(raw)
+	for _, tg := range orderTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			setup := dialOrdered(t, tg.addr)
+			a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+			// b sends right behind a, without the pause after a read: each
+			// round starts with one of its own.
+			b.settle = 0
+			for _, c := range []*rawConn{a, b} {
+				if got := c.do("SELECT", "0"); got != "+OK\r\n" {
+					t.Fatalf("SELECT = %q", got)
+				}
+			}
+			for i := range 30 {
+				src := fmt.Sprintf("longpush:src:%d", i)
+				if got := setup.do("RPUSH", src, "old"); got != ":1\r\n" {
+					t.Fatalf("RPUSH = %q", got)
+				}
+				time.Sleep(time.Millisecond)
+				a.send([]string{"SELECT", "0"})
+				a.send([]string{"LPUSH", src, v})
+				b.send([]string{"BRPOPLPUSH", src, "dst:b", "0"})
+				if got := a.read(); got != "+OK\r\n" {
+					t.Fatalf("round %d: SELECT = %q", i, got)
+				}
+				if got := a.read(); got != ":2\r\n" {
+					t.Fatalf("round %d: LPUSH, sent before the other client's BRPOPLPUSH, = %q; want :2 (the pop ran first)", i, got)
+				}
+				if got := b.read(); got != bulk("old") {
+					t.Fatalf("round %d: the other client's BRPOPLPUSH = %q", i, got)
+				}
+			}
+		})
 	}
 }

@@ -614,6 +614,15 @@ func (c *client) growRead() {
 	if len(c.in.rbuf) < cap(c.in.rbuf) {
 		return
 	}
+	if c.in.rbuf == nil {
+		// A buffer of the usual size, as the poller reads into
+		// (passStep): in one of 4 KiB (readGrowth's first), a 6 KB
+		// command the client sent while its goroutine was busy was read
+		// in two parts, and the order barrier raised for it ended after
+		// the first (TestOrder_LongCommandBehindSelectThenOtherPop).
+		c.in.rbuf = getReadBuf()
+		return
+	}
 	nb := bufpool.Get(readGrowth(len(c.in.rbuf), resp.PendingBulkEnd(c.in.rbuf)))[:len(c.in.rbuf)]
 	copy(nb, c.in.rbuf)
 	bufpool.Put(c.in.rbuf) // between two runs of process: no argument points into it
