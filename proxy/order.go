@@ -532,6 +532,9 @@ func (c *client) noteTail(p *plan, cl *call) {
 	switch {
 	case cl != nil:
 		t.last, t.confirms, t.silent = cl, false, false
+		if p.confirmsAfter > 0 {
+			c.pinned.confirms.owe(confirmSub, p.confirmsAfter)
+		}
 	case p.confirms > 0:
 		kind := confirmSub
 		if p.info.flags&rediscmd.Unsubscribe != 0 {

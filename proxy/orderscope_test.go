@@ -186,3 +186,38 @@ func TestOrder_SweeperCountsExpired(t *testing.T) {
 		t.Fatalf("%d barriers counted as expired, want 1", n)
 	}
 }
+
+// TestConfirmations_FirstSubscribeOwesItsOtherChannels: a RESP2 client's
+// first SUBSCRIBE of two channels, then SUBSCRIBE c and PSUBSCRIBE p*,
+// each in a batch of its own. The first one's reply is its first
+// channel's confirmation; its second comes as a relayed message and must
+// not count for SUBSCRIBE c: it did, and then c's confirmation ended the
+// PSUBSCRIBE's barrier before Redis had taken it (a PUBLISH sent right
+// after it counted no receiver, in order scenes of pub/sub).
+func TestConfirmations_FirstSubscribeOwesItsOtherChannels(t *testing.T) {
+	var p pool
+	c := &client{}
+	first := &plan{expect: true, relayEnter: true, confirmsAfter: 1}
+	c.noteTail(first, newCall())
+	c.noteTail(&plan{info: lookup([]byte("SUBSCRIBE")), confirms: 1}, nil)
+	hc := p.raiseOrderFor(nil)
+	c.pinned.confirms.arm(hc)
+	c.noteTail(&plan{info: lookup([]byte("PSUBSCRIBE")), confirms: 1}, nil)
+	hp := p.raiseOrderFor(nil)
+	c.pinned.confirms.arm(hp)
+	defer hc.end()
+	defer hp.end()
+
+	c.pinned.confirms.confirmed(confirmSub) // subscribe b 2: the first SUBSCRIBE's
+	if hc.ended.Load() || hp.ended.Load() {
+		t.Fatalf("the first SUBSCRIBE's second confirmation ended a later command's barrier (SUBSCRIBE c: %v, PSUBSCRIBE: %v)", hc.ended.Load(), hp.ended.Load())
+	}
+	c.pinned.confirms.confirmed(confirmSub) // subscribe c 3
+	if !hc.ended.Load() || hp.ended.Load() {
+		t.Fatalf("after SUBSCRIBE c's confirmation: its barrier ended %v, the PSUBSCRIBE's %v; want true, false", hc.ended.Load(), hp.ended.Load())
+	}
+	c.pinned.confirms.confirmed(confirmSub) // psubscribe p* 4
+	if !hp.ended.Load() {
+		t.Fatal("the PSUBSCRIBE's confirmation did not end its barrier")
+	}
+}

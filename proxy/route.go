@@ -122,6 +122,13 @@ func (p *plan) forward(in *routeIn, args [][]byte, pinned bool) {
 		// the first shows it ran (order.go).
 		p.confirms = max(1, len(args)-1)
 	}
+	if p.relayEnter && p.expect && info.flags&rediscmd.Subscribe != 0 {
+		// Entering the relay, the reply is the first channel's
+		// confirmation; the others come as relayed messages, which
+		// count as confirmations (order.go): owed too, else they count
+		// for the commands after it and end their barriers early.
+		p.confirmsAfter = len(args) - 2
+	}
 	p.after = afterOf(in, info, args, p.expect)
 }
 
@@ -240,7 +247,10 @@ type plan struct {
 	// confirms: the confirmations a subscription command that gets no
 	// reply owes (in the RESP2 relay, or in RESP3).
 	confirms int
-	after    afterStep
+	// confirmsAfter: those that come after the reply of a subscription
+	// command entering the relay (one per channel past the first).
+	confirmsAfter int
+	after         afterStep
 }
 
 // path is where a command goes.
