@@ -404,10 +404,27 @@ func (c *client) flush() {
 	}
 }
 
+// noteStep makes the scope of a round trip of the command being handled
+// (stepInfo) that command's keys. Unnoted, the scope passed every barrier
+// (orderscope.go): an APPEND's probe on a shared connection ran before
+// another client's SET of the key, sent on a private connection before
+// it (order scenes, seed 105). After flush, which empties the scope.
+func (c *client) noteStep() {
+	if c.in.stepInfo == nil {
+		return
+	}
+	if o := &c.s.pool.order; o.up.Load() > 0 {
+		c.in.scope.note(c.in.stepInfo, c.in.stepArgs, true, o.mayWake())
+	} else {
+		c.in.scope.any = true // as note with no barrier up
+	}
+}
+
 // roundtrip sends one request on the client's connection after everything
 // sent before, and waits for the reply. The caller releases the call.
 func (c *client) roundtrip(req []byte) *call {
 	c.flush()
+	c.noteStep()
 	cl := newCall()
 	up, err := c.conn()
 	if err != nil {
@@ -503,6 +520,7 @@ func (c *client) watchPeer() (stop func()) {
 // Its pinSeq is left for that reply's call to note (see emit).
 func (c *client) roundtripScript(req []byte) *call {
 	c.flush()
+	c.noteStep()
 	req, ask := c.askingFirst(req)
 	cl := newCall()
 	if c.in.scriptUp != nil {

@@ -132,6 +132,11 @@ type reader struct {
 	// scope is what the batch touches, for the order barriers
 	// (orderscope.go).
 	scope reqScope
+	// stepInfo and stepArgs are the command being handled in round trips
+	// of the proxy's own (an inspect command, a script, SELECT): each
+	// round trip's scope is that command's keys (client.noteStep).
+	stepInfo *cmdInfo
+	stepArgs [][]byte
 	// sharedUp is the shared connection the last batch went to
 	// (client.sharedConn).
 	sharedUp *upConn

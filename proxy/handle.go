@@ -37,6 +37,14 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		}
 	}
 	switch p.path {
+	case pathSelect, pathInspect, pathScript, pathListSearch:
+		// Its round trips touch its keys (noteStep).
+		c.in.stepInfo, c.in.stepArgs = info, args
+		ok := c.handleSteps(p.path, p.info, info, args, start)
+		c.in.stepInfo, c.in.stepArgs = nil, nil
+		return ok
+	}
+	switch p.path {
 	case pathLost:
 		// End the client's connection as a failed Redis would, without a
 		// reply, so that the client's library reconnects (an error reply
@@ -50,18 +58,26 @@ func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 		return false
 	case pathRefuseScript:
 		c.enqueue(c.localCall(info.name, resp.AppendError(nil, "ERR squeeze: "+info.name+" is disabled by --scripts=reject: scripts would see compressed values")))
+	default:
+		c.forward(&p, args, start)
+	}
+	return true
+}
+
+// handleSteps handles a command the proxy runs in round trips of its own
+// (handle).
+func (c *client) handleSteps(path path, routed, info *cmdInfo, args [][]byte, start time.Time) bool {
+	switch path {
 	case pathSelect:
 		return c.selectNow(info, args, start)
 	case pathInspect:
 		c.in.steps = true
-		c.answer(c.inspect(p.info, args), start)
+		c.answer(c.inspect(routed, args), start)
 		c.in.steps = false
 	case pathScript:
 		c.answer(c.runScript(info, args), start)
 	case pathListSearch:
 		c.answer(c.listSearch(info, args), start)
-	default:
-		c.forward(&p, args, start)
 	}
 	return true
 }

@@ -37,6 +37,9 @@ func hashKey(k []byte) uint64 { return maphash.Bytes(keySeed, k) }
 type reqScope struct {
 	keys []uint64
 	any  bool
+	// noted: a command was noted (note); a scope with none, of requests
+	// the proxy wrote for a command it did not note, touches anything.
+	noted bool
 	// heldBack counts the client's requests held behind barriers on the
 	// shared connections (pinning.heldBack): while some are, its later
 	// requests do not pass them.
@@ -49,6 +52,7 @@ type reqScope struct {
 // command that wakes (rediscmd.Spec.Wakes) would serve, touching keys of
 // that client's command: then it touches anything.
 func (s *reqScope) note(info *cmdInfo, args [][]byte, up, blocked bool) {
+	s.noted = true
 	if s.any {
 		return
 	}
@@ -61,7 +65,7 @@ func (s *reqScope) addKey(k []byte) { s.keys = append(s.keys, hashKey(k)) }
 
 // reset empties s for the next batch, keeping its storage.
 func (s *reqScope) reset() {
-	s.keys, s.any = s.keys[:0], false
+	s.keys, s.any, s.noted = s.keys[:0], false, false
 	if cap(s.keys) > 1024 {
 		s.keys = nil
 	}
@@ -91,7 +95,7 @@ type heldKeys struct {
 func (h *heldKeys) passOrHold(s *reqScope) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s != nil && !s.any && h.any == 0 && (s.heldBack == nil || s.heldBack.Load() == 0) {
+	if s != nil && s.noted && !s.any && h.any == 0 && (s.heldBack == nil || s.heldBack.Load() == 0) {
 		free := true
 		for _, k := range s.keys {
 			if h.keys[k] > 0 {
