@@ -832,6 +832,17 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size, end int) bool {
 		if c.in.coversRest = !c.restWaits(end); c.in.coversRest {
 			scope = c.scopeFrom(end - size)
 		}
+		if c.pinned.heldBack.Load() > 0 {
+			// Requests the client sent before wait behind barriers (the
+			// batch just flushed, say): its goroutine's round trips go
+			// ahead of every barrier once this one's turn comes, and a
+			// keyed barrier's turn may come before theirs (a DEL held
+			// behind another client's barrier on its key, which then
+			// ended while an older one on other keys still held it: the
+			// client's APPEND of the key, sent after the DEL, ran
+			// first). Holding everything, it comes after them all.
+			scope = nil
+		}
 		c.pinned.held = c.s.pool.raiseOrderFor(scope)
 	}
 	return true
