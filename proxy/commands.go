@@ -32,8 +32,8 @@ type cmdInfo struct {
 	// touches: the keys the command reads and writes, for the order
 	// barriers (orderscope.go).
 	touches rediscmd.Touches
-	// wakes: see rediscmd.Spec.Wakes.
-	wakes bool
+	// wakes and reads: see rediscmd.Spec.Wakes and ReadsOnly.
+	wakes, reads bool
 }
 
 // commandTable holds the proxy's entries by lower-case name.
@@ -55,7 +55,7 @@ func infoOf(spec *rediscmd.Spec) *cmdInfo {
 		spec: spec, name: spec.Name, id: int32(commandCount),
 		vals: spec.Values, reply: shape(spec.Reply), flags: spec.Flags, keys: spec.Keys,
 		headOnly: spec.Has(rediscmd.HeadOnly), readOnly: spec.Has(rediscmd.ReadOnly),
-		compare: spec.Has(rediscmd.Compare), arity: spec.Arity, touches: touchesOf(spec), wakes: spec.Wakes,
+		compare: spec.Has(rediscmd.Compare), arity: spec.Arity, touches: touchesOf(spec), wakes: spec.Wakes, reads: spec.ReadsOnly,
 	}
 }
 

@@ -24,11 +24,24 @@ import (
 // held waits too. So one client flooding the proxy with large values holds
 // back the commands on its own keys, not another client's PING or GET.
 
+// Two commands that only read a key (rediscmd.Spec.ReadsOnly: GET,
+// STRLEN, LRANGE ...) give the same replies in either order too: a
+// barrier raised for one holds only the requests that write one of its
+// keys, and one raised for a write holds those that read or write them.
+// So 50 clients that pipeline STRLEN of one compressed value, each
+// command under a barrier of its own that lasts its round trips, do not
+// take turns.
+
 // keySeed hashes keys for the sets below; a collision only holds a
 // request that could have passed.
 var keySeed = maphash.MakeSeed()
 
-func hashKey(k []byte) uint64 { return maphash.Bytes(keySeed, k) }
+// hashKey is a key's hash with its low bit clear; the sets below note a
+// key a command writes with the bit set (keyWrite), one it only reads
+// without.
+func hashKey(k []byte) uint64 { return maphash.Bytes(keySeed, k) &^ keyWrite }
+
+const keyWrite = 1
 
 // reqScope is what a batch of requests touches: the hashes of its keys,
 // or any. Keys are noted only while a barrier is up; a batch begun without
@@ -40,6 +53,8 @@ type reqScope struct {
 	// noted: a command was noted (note); a scope with none, of requests
 	// the proxy wrote for a command it did not note, touches anything.
 	noted bool
+	// writing: the command being noted writes its keys (note).
+	writing bool
 	// heldBack counts the client's requests held behind barriers on the
 	// shared connections (pinning.heldBack): while some are, its later
 	// requests do not pass them.
@@ -56,12 +71,19 @@ func (s *reqScope) note(info *cmdInfo, args [][]byte, up, blocked bool) {
 	if s.any {
 		return
 	}
+	s.writing = !info.reads
 	if !up || info.wakes && blocked || !info.touches.EachKey(args, s.addKey) {
 		s.any = true
 	}
 }
 
-func (s *reqScope) addKey(k []byte) { s.keys = append(s.keys, hashKey(k)) }
+func (s *reqScope) addKey(k []byte) {
+	h := hashKey(k)
+	if s.writing {
+		h |= keyWrite
+	}
+	s.keys = append(s.keys, h)
+}
 
 // reset empties s for the next batch, keeping its storage.
 func (s *reqScope) reset() {
@@ -69,14 +91,6 @@ func (s *reqScope) reset() {
 	if cap(s.keys) > 1024 {
 		s.keys = nil
 	}
-}
-
-// scopeOf is the scope of one command, for the barrier raised for it
-// (blocked: see note).
-func scopeOf(info *cmdInfo, args [][]byte, blocked bool) *reqScope {
-	s := &reqScope{}
-	s.note(info, args, true, blocked)
-	return s
 }
 
 // heldKeys are the keys of the raised barriers and of the requests held
@@ -98,7 +112,9 @@ func (h *heldKeys) passOrHold(s *reqScope) bool {
 	if s != nil && s.noted && !s.any && h.any == 0 && (s.heldBack == nil || s.heldBack.Load() == 0) {
 		free := true
 		for _, k := range s.keys {
-			if h.keys[k] > 0 {
+			// Held if a barrier or a held request writes the key, or
+			// this one writes it and one reads it.
+			if h.keys[k|keyWrite] > 0 || k&keyWrite != 0 && h.keys[k&^keyWrite] > 0 {
 				free = false
 				break
 			}
@@ -172,14 +188,14 @@ func (h *orderHold) keyed() bool { return h != nil && h.scope != nil && !h.scope
 
 // conflicts reports whether commands of scopes s and t may see or change
 // what the other does: either touches anything (nil or any), or they
-// share a key hash.
+// share a key hash that one of them writes.
 func (s *reqScope) conflicts(t *reqScope) bool {
 	if s == nil || t == nil || s.any || t.any {
 		return true
 	}
 	for _, a := range s.keys {
 		for _, b := range t.keys {
-			if a == b {
+			if a^b <= keyWrite && (a|b)&keyWrite != 0 {
 				return true
 			}
 		}

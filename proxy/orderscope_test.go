@@ -101,6 +101,17 @@ func TestHeldKeys_PassOrHold(t *testing.T) {
 	if !h.passOrHold(scopeFor(t, true, []string{"GET", "k"})) {
 		t.Error("GET k held with no barrier")
 	}
+
+	// A barrier of a command that only reads its key holds the writes
+	// of that key, not the reads.
+	read := scopeFor(t, true, []string{"STRLEN", "r"})
+	h.add(read)
+	if !h.passOrHold(scopeFor(t, true, []string{"GET", "r"})) {
+		t.Error("GET r held behind a barrier of STRLEN r")
+	}
+	if h.passOrHold(scopeFor(t, true, []string{"APPEND", "r", "x"})) {
+		t.Error("APPEND r passed a barrier of STRLEN r")
+	}
 }
 
 func TestTouches_ProxyEntries(t *testing.T) {
@@ -117,14 +128,18 @@ func TestTouches_ProxyEntries(t *testing.T) {
 
 func TestReqScope_Conflicts(t *testing.T) {
 	get := func(k string) *reqScope { return scopeFor(t, true, []string{"GET", k}) }
+	set := func(k string) *reqScope { return scopeFor(t, true, []string{"SET", k, "v"}) }
 	for _, tc := range []struct {
 		name string
 		a, b *reqScope
 		want bool
 	}{
-		{"different keys", get("a"), get("b"), false},
-		{"same key", get("a"), get("a"), true},
-		{"one of several", scopeFor(t, true, []string{"MGET", "x", "a"}), get("a"), true},
+		{"different keys", set("a"), set("b"), false},
+		{"same key, one writes", set("a"), get("a"), true},
+		{"same key, both write", set("a"), set("a"), true},
+		{"same key, both only read", get("a"), scopeFor(t, true, []string{"STRLEN", "a"}), false},
+		{"one of several", scopeFor(t, true, []string{"DEL", "x", "a"}), get("a"), true},
+		{"read of one of several", scopeFor(t, true, []string{"MGET", "x", "a"}), get("a"), false},
 		{"nothing touches nothing", scopeFor(t, true, []string{"PING"}), get("a"), false},
 		{"anything", scopeFor(t, true, []string{"EVAL", "return 1", "0"}), get("a"), true},
 		{"unknown (nil)", nil, get("a"), true},
@@ -140,9 +155,10 @@ func TestReqScope_Conflicts(t *testing.T) {
 
 func TestOrder_DisjointBarriersDoNotWait(t *testing.T) {
 	// A barrier raised after another waits for it only when their
-	// commands touch something in common (orderState.waitsFor).
+	// commands touch something in common that one of them writes
+	// (orderState.waitsFor).
 	var p pool
-	scope := func(k string) *reqScope { return scopeFor(t, true, []string{"GET", k}) }
+	scope := func(k string) *reqScope { return scopeFor(t, true, []string{"SET", k, "v"}) }
 	first := p.raiseOrderFor(scope("a"))
 	other := p.raiseOrderFor(scope("b"))
 	same := p.raiseOrderFor(scope("a"))

@@ -254,9 +254,9 @@ func (st *streamedSet) finish(shapeArgs [][]byte, whole int) {
 	c.enqueue(cl) // may wait for room: before the barrier, which must not
 	c.expect(cl.reserved)
 
-	// The barrier holds the requests on the SET's key; others pass it
-	// (orderscope.go).
-	h := c.s.pool.raiseOrderFor(&reqScope{keys: []uint64{hashKey(st.key)}})
+	// The barrier holds the requests on the SET's key, which it writes;
+	// others pass it (orderscope.go).
+	h := c.s.pool.raiseOrderFor(&reqScope{keys: []uint64{hashKey(st.key) | keyWrite}, noted: true})
 	c.s.pool.awaitOrder(h)
 	st.waitPing()
 	p := c.s.pool

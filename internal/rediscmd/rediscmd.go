@@ -35,6 +35,10 @@ type Spec struct {
 	// to a list a BRPOPLPUSH waits on), which then reads and writes the
 	// keys of its own command (touches.go).
 	Wakes bool
+	// ReadsOnly: the command only reads the keys Touches names (COMMAND
+	// flags it readonly): two such commands give the same replies in
+	// either order, also on one key (touches.go).
+	ReadsOnly bool
 }
 
 // Has reports whether the command has every fact in f.

@@ -161,6 +161,9 @@ func TestTable_Touches(t *testing.T) {
 			t.Errorf("%s: keys at %d..%d step %d in the table, %d..%d step %d in the server",
 				spec.Name, first, last, step, sc.first, sc.last, sc.step)
 		}
+		if ro := slices.Contains(sc.flags, "readonly"); first > 0 && spec.ReadsOnly != ro {
+			t.Errorf("%s: reads only in the table: %v; the server flags it readonly: %v", spec.Name, spec.ReadsOnly, ro)
+		}
 		for _, f := range []string{"movablekeys", "pubsub", "admin", "noscript", "blocking"} {
 			if slices.Contains(sc.flags, f) {
 				t.Errorf("%s: the table says it touches only its keys, the server flags it %s", spec.Name, f)

@@ -54,9 +54,22 @@ var touchGroups = map[Touches]string{
 // which the pushing command's Touches does not name.
 const wakeGroup = `LPUSH RPUSH LPUSHX RPUSHX ZADD ZINCRBY XADD`
 
+// readGroup are the commands of touchGroups that only read their keys:
+// COMMAND flags them readonly (TestTable_Touches holds each against the
+// server). An order barrier raised for one holds the requests that write
+// one of its keys, and lets those that read them pass.
+const readGroup = `GET STRLEN GETRANGE GETBIT BITCOUNT BITPOS
+	HGET HMGET HGETALL HVALS HKEYS HLEN HEXISTS HSTRLEN HRANDFIELD HSCAN
+	LRANGE LINDEX LLEN SCARD SISMEMBER SMISMEMBER SMEMBERS SRANDMEMBER SSCAN
+	ZCARD ZSCORE ZMSCORE ZRANK ZREVRANK ZCOUNT ZRANGE ZRANGEBYSCORE ZREVRANGE
+	ZREVRANGEBYSCORE ZSCAN XLEN XRANGE XREVRANGE TTL PTTL TYPE EXISTS TOUCH MGET`
+
 func init() {
 	for _, name := range strings.Fields(wakeGroup) {
 		table[name].Wakes = true
+	}
+	for _, name := range strings.Fields(readGroup) {
+		table[name].ReadsOnly = true
 	}
 	for t, group := range touchGroups {
 		for _, name := range strings.Fields(group) {
