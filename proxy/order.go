@@ -375,7 +375,10 @@ func (c *upConn) wakeWriteWaiters() {
 // (shared) connection ahead of the barrier: they came before what it holds
 // (the command that made the client wait, or the PING that makes sure its
 // own earlier commands ran before it moves to a private connection). On a
-// connection that no barrier holds it is send.
+// connection that no barrier holds it is send. Like send, it leaves a
+// request under 32 KiB to the reader while earlier ones await replies, to
+// go with those of other clients in one write; a larger one, which it
+// would copy, goes at once if nobody writes.
 func (c *upConn) sendAhead(req []byte, calls []*call) {
 	c.mu.Lock()
 	if c.holdN == 0 || c.dead {
@@ -385,7 +388,7 @@ func (c *upConn) sendAhead(req []byte, calls []*call) {
 	}
 	c.inflight = append(c.inflight, calls...)
 	c.queuedTotal += uint64(len(calls))
-	if !c.writing && len(c.wbuf) == 0 {
+	if !c.writing && len(c.wbuf) == 0 && (c.awaiting.Load() <= c.queued || len(req) >= forwardAsIsMin) {
 		// Nothing queued: write req without copying it (a large value).
 		c.awaiting.Add(int64(len(calls)))
 		c.writing = true
@@ -395,8 +398,13 @@ func (c *upConn) sendAhead(req []byte, calls []*call) {
 	c.wbuf = appendBig(c.wbuf, req)
 	c.queued += int64(len(calls))
 	c.awaiting.Add(int64(len(calls)))
-	if c.writing {
-		c.mu.Unlock() // the writer writes it (holdN > 0)
+	if c.writing || len(req) < forwardAsIsMin && c.awaiting.Load() > c.queued {
+		// The writer writes it (holdN > 0), or the reader once the
+		// replies to what was written come, together with what other
+		// clients send meanwhile, as send does: written at once, each
+		// went alone, and 50 clients that pipeline STRLEN of one key
+		// cost Redis twice the CPU a request.
+		c.mu.Unlock()
 		return
 	}
 	c.writing = true

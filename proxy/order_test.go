@@ -604,10 +604,12 @@ func TestOrder_InspectThenWriteUnanswered(t *testing.T) {
 	// client while it ran the STRLEN, out of the loop's set: the SET was
 	// read when it came back, after the GET). Together: in one write with
 	// the STRLEN (the barrier raised for the STRLEN held only its key,
-	// and ended before the goroutine sent the SET).
+	// and ended before the goroutine sent the SET). Between: in one write
+	// between two STRLEN of the compressed value (the barrier ended with
+	// the first STRLEN when another command of the read waited too).
 	for _, tg := range orderTargets(t) {
-		for _, apart := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/apart=%v", tg.name, apart), func(t *testing.T) {
+		for _, form := range []string{"apart", "together", "between"} {
+			t.Run(tg.name+"/"+form, func(t *testing.T) {
 				v := compressible(3000, 4)
 				setup := dialOrdered(t, tg.addr)
 				a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
@@ -616,12 +618,15 @@ func TestOrder_InspectThenWriteUnanswered(t *testing.T) {
 					if got := setup.do("SET", k, v); got != "+OK\r\n" {
 						t.Fatalf("SET = %q", got)
 					}
-					if apart {
+					switch form {
+					case "apart":
 						a.send([]string{"STRLEN", k})
 						time.Sleep(200 * time.Microsecond) // the STRLEN in a read of its own
 						a.send([]string{"SET", j, "new"})
-					} else {
+					case "together":
 						a.send([]string{"STRLEN", k}, []string{"SET", j, "new"})
+					case "between":
+						a.send([]string{"STRLEN", k}, []string{"SET", j, "new"}, []string{"STRLEN", k})
 					}
 					if got := b.do("GET", j); got != bulk("new") {
 						t.Fatalf("round %d: GET right after another client's SET (sent behind its unanswered STRLEN) = %q, want the SET's value", i, got)
@@ -631,6 +636,11 @@ func TestOrder_InspectThenWriteUnanswered(t *testing.T) {
 					}
 					if got := a.read(); got != "+OK\r\n" {
 						t.Fatalf("round %d: SET = %q", i, got)
+					}
+					if form == "between" {
+						if got := a.read(); got != fmt.Sprintf(":%d\r\n", len(v)) {
+							t.Fatalf("round %d: second STRLEN = %q", i, got)
+						}
 					}
 				}
 			})

@@ -818,20 +818,20 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size, end int) bool {
 		// goroutine sends it later (proxy/order.go). What the
 		// client sent before it goes first.
 		// So must the commands read behind it, which the goroutine sends
-		// after it: the barrier covers them too, unless one of them
-		// must wait as well (restWaits): the barrier would then last as
-		// many round trips, and hold every other client's command on
-		// those keys that long (50 clients pipelining STRLEN of one
-		// key ran at a third of their rate).
+		// after it: the barrier covers them too (coversRest), also when
+		// some of them must wait as well and it lasts as many round
+		// trips. (It ended with the first such command, and another
+		// client's GET ran before the SET sent between two GETRANGEs
+		// of a compressed value. What made that rule: 50 clients that
+		// pipeline STRLEN of one key ran at a third of their rate; two
+		// commands that only read a key no longer wait for each other.)
 		c.flush()
 		pins := needsPin(info, args)
-		scope := scopeOf(info, args, c.s.pool.order.mayWake())
-		// (args are not read from here on: the calls below parse rbuf
-		// again, into the same slice.)
 		c.in.keepsPlace = pins || info.flags&rediscmd.Inspect != 0 && c.lastWhole(end)
-		if c.in.coversRest = !c.restWaits(end); c.in.coversRest {
-			scope = c.scopeFrom(end - size)
-		}
+		c.in.coversRest = true
+		// (args are not read from here on: scopeFrom parses rbuf again,
+		// into the same slice.)
+		scope := c.scopeFrom(end - size)
 		if c.pinned.heldBack.Load() > 0 {
 			// Requests the client sent before wait behind barriers (the
 			// batch just flushed, say): its goroutine's round trips go
@@ -860,22 +860,6 @@ func (c *client) lastWhole(off int) bool {
 	}
 	_, _, err := c.readCommand(c.in.rbuf[off:], c.s.maxBulk())
 	return errors.Is(err, resp.ErrIncomplete)
-}
-
-// restWaits reports whether a whole command in rbuf from off must wait
-// (mustWait) or is larger than the loop handles. Command reader only.
-func (c *client) restWaits(off int) bool {
-	for b := c.in.rbuf[off:]; len(b) > 0; {
-		args, n, err := c.readCommand(b, c.s.maxBulk())
-		if err != nil {
-			return false // the rest: a part of a command, or input refused
-		}
-		if len(args) > 0 && (n > maxLoopCommand || c.mustWait(c.lookupCommand(args[0]), args)) {
-			return true
-		}
-		b = b[n:]
-	}
-	return false
 }
 
 // keepTail keeps the unparsed tail of rbuf, from off, at its start, and
