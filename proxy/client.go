@@ -666,8 +666,8 @@ func (c *client) pushes() chan pushMsg {
 // onPush runs on the pinned connection's reader for push messages and
 // relayed replies.
 func (c *client) onPush(msg []byte, seq uint64) {
-	if kind := confirmationOf(msg); kind != confirmNone {
-		c.pinned.confirms.confirmed(kind)
+	if cf := confirmationOf(msg); cf.kind != confirmNone {
+		c.pinned.confirms.confirmed(cf)
 	}
 	select {
 	case *c.pinned.push.Load() <- pushMsg{append([]byte(nil), msg...), seq}: // made by pin, which dialed

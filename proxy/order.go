@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -541,14 +542,18 @@ func (c *client) noteTail(p *plan, cl *call) {
 	case cl != nil:
 		t.last, t.confirms, t.silent = cl, false, false
 		if p.confirmsAfter > 0 {
-			c.pinned.confirms.owe(confirmSub, p.confirmsAfter)
+			c.pinned.confirms.owe(confirmSub, familyOf(p.info.name), p.confirmsAfter)
 		}
 	case p.confirms > 0:
 		kind := confirmSub
 		if p.info.flags&rediscmd.Unsubscribe != 0 {
 			kind = confirmUnsub
 		}
-		c.pinned.confirms.owe(kind, p.confirms)
+		n := p.confirms
+		if p.confirmsEach {
+			n = -1 // one per subscription the client has then
+		}
+		c.pinned.confirms.owe(kind, familyOf(p.info.name), n)
 		t.confirms, t.silent = true, false
 	default:
 		t.silent, t.confirms = true, false
@@ -559,26 +564,37 @@ func (c *client) noteTail(p *plan, cl *call) {
 // reply (in the RESP2 relay, or RESP3 where push messages confirm them)
 // still owe, oldest first: Redis confirms each channel of such a command,
 // and the first confirmation shows that Redis took the command, which
-// ends the barrier armed on it. An UNSUBSCRIBE without channels owes one
-// here (Redis confirms each channel the client had): the confirmations
-// past the first end nothing earlier than its own would, at worst a later
-// command's barrier early.
+// ends the barrier armed on it. An UNSUBSCRIBE without channels (or
+// PUNSUBSCRIBE, SUNSUBSCRIBE) owes one confirmation per subscription of
+// its family the client has when Redis runs it, one if none: the
+// confirmations, which come in the order Redis ran the commands, tell
+// how many (each names the count left), so it is sized at its first.
+// (Owing one, the others counted for the commands after it and ended
+// their barriers before Redis had taken them.)
 type confirmations struct {
 	mu   sync.Mutex
 	owed []confirmOwed
+	// subs are the client's subscriptions by family, as the last
+	// confirmation counted them (track).
+	subs [3]int64
 }
 
 type confirmOwed struct {
 	kind confirmKind
+	fam  subFamily
+	// left: the confirmations still owed; all: an unsubscription of
+	// every subscription of fam, sized at its first (left < 0 until).
 	left int
+	all  bool
 	h    *orderHold
 }
 
-// owe notes a command that owes n confirmations of kind. Command reader
-// only.
-func (cs *confirmations) owe(kind confirmKind, n int) {
+// owe notes a command that owes n confirmations of kind, of subscriptions
+// of family fam; n < 0: one per subscription of fam the client has when
+// Redis runs it (an unsubscription without names). Command reader only.
+func (cs *confirmations) owe(kind confirmKind, fam subFamily, n int) {
 	cs.mu.Lock()
-	cs.owed = append(cs.owed, confirmOwed{kind: kind, left: n})
+	cs.owed = append(cs.owed, confirmOwed{kind: kind, fam: fam, left: n, all: n < 0})
 	cs.mu.Unlock()
 }
 
@@ -605,58 +621,138 @@ func (cs *confirmations) drop() {
 	}
 }
 
-// confirmed counts a confirmation of kind that came: the oldest command
-// that owes one of that kind is owed one fewer (confirmations of another
-// kind belong to a reply the proxy reads as such). The private
-// connection's reader.
-func (cs *confirmations) confirmed(kind confirmKind) {
+// confirmed counts a confirmation that came: the oldest command that owes
+// one of its kind is owed one fewer (confirmations of another kind belong
+// to a reply the proxy reads as such), and the client's subscriptions are
+// counted anew (track). The private connection's reader.
+func (cs *confirmations) confirmed(cf confirmation) {
 	var h *orderHold
 	cs.mu.Lock()
-	if len(cs.owed) > 0 && (cs.owed[0].kind == kind || kind == confirmRefused) {
+	if len(cs.owed) > 0 && (cs.owed[0].kind == cf.kind || cf.kind == confirmRefused) {
 		e := &cs.owed[0]
+		if e.left < 0 {
+			// Redis confirms each subscription the client had, or once.
+			e.left = int(max(1, cs.subs[e.fam]))
+		}
 		h, e.h = e.h, nil
-		if e.left--; e.left <= 0 || kind == confirmRefused {
+		if e.left--; e.left <= 0 || cf.kind == confirmRefused {
 			n := copy(cs.owed, cs.owed[1:])
 			cs.owed[n] = confirmOwed{}
 			cs.owed = cs.owed[:n]
 		}
 	}
+	cs.trackLocked(cf)
 	cs.mu.Unlock()
 	h.end()
+}
+
+// track counts the client's subscriptions anew from a confirmation that
+// is the reply of a call (a RESP2 SUBSCRIBE entering the relay), which
+// owes nothing. The private connection's reader.
+func (cs *confirmations) track(cf confirmation) {
+	cs.mu.Lock()
+	cs.trackLocked(cf)
+	cs.mu.Unlock()
+}
+
+func (cs *confirmations) trackLocked(cf confirmation) {
+	if cf.count < 0 || cf.kind != confirmSub && cf.kind != confirmUnsub {
+		return
+	}
+	switch cf.fam {
+	case famShard: // counted alone
+		cs.subs[famShard] = cf.count
+	case famPattern: // the count is of channels and patterns together
+		cs.subs[famPattern] = max(0, cf.count-cs.subs[famChannel])
+	default:
+		cs.subs[famChannel] = max(0, cf.count-cs.subs[famPattern])
+	}
+}
+
+// subFamily is the kind of subscription a command names: channels
+// (SUBSCRIBE), patterns (PSUBSCRIBE) or shard channels (SSUBSCRIBE).
+type subFamily uint8
+
+const (
+	famChannel subFamily = iota
+	famPattern
+	famShard
+)
+
+// familyOf is the family of subscriptions a subscription command changes.
+func familyOf(name string) subFamily {
+	switch name {
+	case "PSUBSCRIBE", "PUNSUBSCRIBE":
+		return famPattern
+	case "SSUBSCRIBE", "SUNSUBSCRIBE":
+		return famShard
+	}
+	return famChannel
+}
+
+// confirmation is what a message from a private connection confirms
+// (confirmationOf).
+type confirmation struct {
+	kind confirmKind
+	fam  subFamily
+	// count: the subscriptions the client has after it, of channels and
+	// patterns together, or of shard channels; -1: not a count.
+	count int64
 }
 
 // confirmationOf returns what a message from a private connection (a
 // RESP2 relayed reply, a RESP3 push) confirms: a subscription (confirmSub)
 // or its end (confirmUnsub), from the first element of the array or push
-// (subscribe, unsubscribe, or their pattern or shard forms); an error
-// reply, the refusal of such a command (confirmRefused); else confirmNone.
-func confirmationOf(msg []byte) confirmKind {
+// (subscribe, unsubscribe, or their pattern or shard forms), with the
+// count of subscriptions left, its third; an error reply, the refusal of
+// such a command (confirmRefused); else confirmNone.
+func confirmationOf(msg []byte) confirmation {
+	cf := confirmation{count: -1}
 	if len(msg) > 0 && msg[0] == '-' {
-		return confirmRefused
+		cf.kind = confirmRefused
+		return cf
 	}
 	if len(msg) < 4 || msg[0] != '*' && msg[0] != '>' {
-		return confirmNone
+		return cf
 	}
-	i := bytes.IndexByte(msg, '\n')
-	if i < 0 || i+1 >= len(msg) || msg[i+1] != '$' {
-		return confirmNone
+	v, _, err := resp.ReadValue(msg)
+	if err != nil || v.N != 3 {
+		return cf
 	}
-	rest := msg[i+2:]
-	j := bytes.IndexByte(rest, '\n')
-	if j < 1 {
-		return confirmNone
+	it := v.Elements()
+	name, _ := it.Next()
+	if name.Type != resp.BulkString || len(name.Str) < 9 || len(name.Str) > 12 {
+		return cf
 	}
-	n, ok := resp.ParseInt(rest[:j-1])
-	if !ok || n < 9 || n > 12 || int(n) > len(rest)-j-1 {
-		return confirmNone
+	var lower [12]byte
+	n := copy(lower[:], name.Str)
+	for i, b := range lower[:n] {
+		if 'A' <= b && b <= 'Z' {
+			lower[i] = b + 'a' - 'A'
+		}
 	}
-	switch string(bytes.ToLower(rest[j+1 : j+1+int(n)])) {
-	case "subscribe", "psubscribe", "ssubscribe":
-		return confirmSub
-	case "unsubscribe", "punsubscribe", "sunsubscribe":
-		return confirmUnsub
+	word := string(lower[:n]) // no allocation: compared and dropped
+	switch word {
+	case "subscribe", "unsubscribe":
+		cf.fam = famChannel
+	case "psubscribe", "punsubscribe":
+		cf.fam = famPattern
+	case "ssubscribe", "sunsubscribe":
+		cf.fam = famShard
+	default:
+		return cf
 	}
-	return confirmNone
+	cf.kind = confirmSub
+	if strings.Contains(word, "unsub") {
+		cf.kind = confirmUnsub
+	}
+	it.Next()
+	if count, ok := it.Next(); ok && count.Type == resp.Integer {
+		if c, ok := resp.ParseInt(count.Str); ok {
+			cf.count = c
+		}
+	}
+	return cf
 }
 
 // confirmKind is what a confirmation confirms (confirmationOf).

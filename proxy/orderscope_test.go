@@ -213,7 +213,7 @@ func TestOrder_SweeperCountsExpired(t *testing.T) {
 func TestConfirmations_FirstSubscribeOwesItsOtherChannels(t *testing.T) {
 	var p pool
 	c := &client{}
-	first := &plan{expect: true, relayEnter: true, confirmsAfter: 1}
+	first := &plan{info: lookup([]byte("SUBSCRIBE")), expect: true, relayEnter: true, confirmsAfter: 1}
 	c.noteTail(first, newCall())
 	c.noteTail(&plan{info: lookup([]byte("SUBSCRIBE")), confirms: 1}, nil)
 	hc := p.raiseOrderFor(nil)
@@ -224,16 +224,80 @@ func TestConfirmations_FirstSubscribeOwesItsOtherChannels(t *testing.T) {
 	defer hc.end()
 	defer hp.end()
 
-	c.pinned.confirms.confirmed(confirmSub) // subscribe b 2: the first SUBSCRIBE's
+	sub := confirmation{kind: confirmSub, count: -1}
+	c.pinned.confirms.confirmed(sub) // subscribe b 2: the first SUBSCRIBE's
 	if hc.ended.Load() || hp.ended.Load() {
 		t.Fatalf("the first SUBSCRIBE's second confirmation ended a later command's barrier (SUBSCRIBE c: %v, PSUBSCRIBE: %v)", hc.ended.Load(), hp.ended.Load())
 	}
-	c.pinned.confirms.confirmed(confirmSub) // subscribe c 3
+	c.pinned.confirms.confirmed(sub) // subscribe c 3
 	if !hc.ended.Load() || hp.ended.Load() {
 		t.Fatalf("after SUBSCRIBE c's confirmation: its barrier ended %v, the PSUBSCRIBE's %v; want true, false", hc.ended.Load(), hp.ended.Load())
 	}
-	c.pinned.confirms.confirmed(confirmSub) // psubscribe p* 4
+	c.pinned.confirms.confirmed(sub) // psubscribe p* 4
 	if !hp.ended.Load() {
 		t.Fatal("the PSUBSCRIBE's confirmation did not end its barrier")
+	}
+}
+
+// TestConfirmations_UnsubscribeAllOwesOnePerSubscription: a client with
+// two channels and a pattern sends UNSUBSCRIBE without names, then
+// PUNSUBSCRIBE p*, each in a batch of its own. Redis confirms the
+// UNSUBSCRIBE once per channel: owed once, its second confirmation
+// counted for the PUNSUBSCRIBE and ended its barrier before Redis had
+// taken it.
+func TestConfirmations_UnsubscribeAllOwesOnePerSubscription(t *testing.T) {
+	var p pool
+	c := &client{}
+	confirm := func(msg string) { c.pinned.confirms.confirmed(confirmationOf([]byte(msg))) }
+	// The subscriptions so far, as Redis confirmed them.
+	c.noteTail(&plan{info: lookup([]byte("SUBSCRIBE")), confirms: 2}, nil)
+	c.noteTail(&plan{info: lookup([]byte("PSUBSCRIBE")), confirms: 1}, nil)
+	confirm("*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n")
+	confirm("*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n")
+	confirm(">3\r\n$10\r\npsubscribe\r\n$2\r\np*\r\n:3\r\n")
+
+	c.noteTail(&plan{info: lookup([]byte("UNSUBSCRIBE")), confirms: 1, confirmsEach: true}, nil)
+	hu := p.raiseOrderFor(nil)
+	c.pinned.confirms.arm(hu)
+	c.noteTail(&plan{info: lookup([]byte("PUNSUBSCRIBE")), confirms: 1}, nil)
+	hp := p.raiseOrderFor(nil)
+	c.pinned.confirms.arm(hp)
+	defer hu.end()
+	defer hp.end()
+
+	confirm("*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:2\r\n")
+	if !hu.ended.Load() {
+		t.Fatal("the UNSUBSCRIBE's first confirmation did not end its barrier")
+	}
+	confirm("*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:1\r\n")
+	if hp.ended.Load() {
+		t.Fatal("the UNSUBSCRIBE's second confirmation ended the PUNSUBSCRIBE's barrier")
+	}
+	if got := c.pinned.confirms.subs; got != [3]int64{0, 1, 0} {
+		t.Fatalf("subscriptions counted %v, want no channel and 1 pattern", got)
+	}
+	confirm("*3\r\n$12\r\npunsubscribe\r\n$2\r\np*\r\n:0\r\n")
+	if !hp.ended.Load() {
+		t.Fatal("the PUNSUBSCRIBE's confirmation did not end its barrier")
+	}
+}
+
+func TestConfirmationOf(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		want confirmation
+	}{
+		{"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n", confirmation{confirmSub, famChannel, 1}},
+		{">3\r\n$12\r\nPUNSUBSCRIBE\r\n$2\r\np*\r\n:0\r\n", confirmation{confirmUnsub, famPattern, 0}},
+		{"*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n", confirmation{confirmUnsub, famChannel, 0}},
+		{">3\r\n$10\r\nssubscribe\r\n$1\r\ns\r\n:4\r\n", confirmation{confirmSub, famShard, 4}},
+		{"*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\nm\r\n", confirmation{confirmNone, famChannel, -1}},
+		{"-ERR refused\r\n", confirmation{confirmRefused, famChannel, -1}},
+		{"+OK\r\n", confirmation{confirmNone, famChannel, -1}},
+		{"*3\r\n$9\r\nsubscr", confirmation{confirmNone, famChannel, -1}},
+	} {
+		if got := confirmationOf([]byte(tc.msg)); got != tc.want {
+			t.Errorf("%q: %+v, want %+v", tc.msg, got, tc.want)
+		}
 	}
 }

@@ -121,6 +121,9 @@ func (p *plan) forward(in *routeIn, args [][]byte, pinned bool) {
 		// Confirmed by Redis's messages, one per channel, not a reply:
 		// the first shows it ran (order.go).
 		p.confirms = max(1, len(args)-1)
+		// Without names, an unsubscription is confirmed once per
+		// subscription the client has when Redis runs it.
+		p.confirmsEach = len(args) == 1 && info.flags&rediscmd.Unsubscribe != 0
 	}
 	if p.relayEnter && p.expect && info.flags&rediscmd.Subscribe != 0 {
 		// Entering the relay, the reply is the first channel's
@@ -248,8 +251,11 @@ type plan struct {
 	// reply owes (in the RESP2 relay, or in RESP3).
 	confirms int
 	// confirmsAfter: those that come after the reply of a subscription
-	// command entering the relay (one per channel past the first).
+	// command entering the relay (one per channel past the first);
+	// confirmsEach: one per subscription the client has (an
+	// unsubscription without names), confirms then says 1.
 	confirmsAfter int
+	confirmsEach  bool
 	after         afterStep
 }
 

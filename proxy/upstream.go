@@ -892,6 +892,11 @@ func (c *upConn) takeReply(v *resp.Value, in *replyBuf, batch *replyBatch) error
 		c.monitor = cl.cmd == "MONITOR"
 		c.relay.Store(true)
 		c.trackRelay(*v)
+		if cl.owner != nil {
+			// The first confirmation of a SUBSCRIBE entering the relay:
+			// it counts the client's subscriptions too.
+			cl.owner.pinned.confirms.track(confirmationOf(v.Raw))
+		}
 	}
 	if !shared {
 		c.completed++
