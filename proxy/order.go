@@ -50,6 +50,9 @@ type orderHold struct {
 	turn  chan struct{}
 	taken bool        // awaitOrderTaken returned
 	ended atomic.Bool // endOrder ran
+	// behindHeld: requests held when it was raised touch what its
+	// command touches; it waits for every barrier raised before it.
+	behindHeld bool
 	// parts counts what must be taken before the barrier ends when it
 	// covers several batches of one read (client.sendPrivate): each batch
 	// sent under it, and the goroutine's own while more may follow; 0:
@@ -109,6 +112,9 @@ type orderState struct {
 	anyUp   atomic.Int32
 	// expired counts the barriers the sweeper ended (sweepOrder).
 	expired atomic.Uint64
+	// heldCalls counts the requests held behind barriers, on every
+	// shared connection (orders).
+	heldCalls atomic.Int32
 }
 
 // mayWake reports whether a command that wakes blocked clients may serve
@@ -138,6 +144,13 @@ func (p *pool) raiseOrderFor(scope *reqScope) *orderHold {
 	defer o.mu.Unlock()
 	o.next++
 	h := &orderHold{pool: p, ticket: o.next, scope: scope}
+	// A request held now that its command conflicts with runs before it;
+	// it leaves when the barrier it waits behind (maybe on other keys)
+	// ends, and the earlier ones: so this one waits for every earlier
+	// barrier. (Reads passing reads, a client's LLEN, on a private
+	// connection, ran before another client's LPUSH held behind a barrier
+	// on other keys; a GETRANGE before a SET held behind a GET's.)
+	h.behindHeld = o.heldCalls.Load() > 0 && o.held.holds(scope)
 	o.held.add(scope)
 	o.up.Add(1)
 	if !h.keyed() {
@@ -242,7 +255,7 @@ func (p *pool) endOrder(h *orderHold) {
 	// Wake the barriers that waited for h (their turn may have come),
 	// and h if it still waits (the sweeper ended it).
 	for _, t := range o.active {
-		if t.turn != nil && t.scope.conflicts(h.scope) && !o.waitsFor(t) {
+		if t.turn != nil && (t.behindHeld || t.scope.overlaps(h.scope)) && !o.waitsFor(t) {
 			t.signalTurn()
 		}
 	}
@@ -439,6 +452,9 @@ func (c *upConn) holdBatch(req []byte, calls []*call, s *reqScope) {
 			cl.owner.pinned.heldBack.Add(1)
 		}
 	}
+	if c.srv != nil && c.srv.pool != nil {
+		c.srv.pool.order.heldCalls.Add(int32(len(calls)))
+	}
 }
 
 // releaseHeld forgets the keys of the first calls held, the first nKeys
@@ -453,6 +469,7 @@ func (c *upConn) releaseHeld(calls []*call, nKeys, nAny int) {
 	if c.srv == nil || c.srv.pool == nil {
 		return
 	}
+	c.srv.pool.order.heldCalls.Add(-int32(len(calls)))
 	c.srv.pool.order.held.release(c.afterKeys[:nKeys], nAny)
 	c.afterKeys = c.afterKeys[:copy(c.afterKeys, c.afterKeys[nKeys:])]
 	c.afterAny -= nAny
@@ -803,7 +820,7 @@ func (o *orderState) waitsFor(h *orderHold) bool {
 		if t == h {
 			return false
 		}
-		if t.scope.conflicts(h.scope) {
+		if h.behindHeld || t.scope.conflicts(h.scope) {
 			return true
 		}
 	}

@@ -127,6 +127,22 @@ func (h *heldKeys) passOrHold(s *reqScope) bool {
 	return false
 }
 
+// holds reports whether a batch of scope s would be held by the keys
+// noted, its client's aside (s nil: any).
+func (h *heldKeys) holds(s *reqScope) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s == nil || s.any || h.any > 0 {
+		return true
+	}
+	for _, k := range s.keys {
+		if h.keys[k|keyWrite] > 0 || k&keyWrite != 0 && h.keys[k&^keyWrite] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // add notes the keys of a barrier or a held batch (s nil: any).
 func (h *heldKeys) add(s *reqScope) {
 	h.mu.Lock()
@@ -185,6 +201,22 @@ func touchesOf(spec *rediscmd.Spec) rediscmd.Touches {
 // keyed reports whether h holds only the requests on its command's keys
 // (nil: no barrier).
 func (h *orderHold) keyed() bool { return h != nil && h.scope != nil && !h.scope.any }
+
+// overlaps reports whether scopes s and t share a key, however they use
+// it, or either touches anything.
+func (s *reqScope) overlaps(t *reqScope) bool {
+	if s == nil || t == nil || s.any || t.any {
+		return true
+	}
+	for _, a := range s.keys {
+		for _, b := range t.keys {
+			if a^b <= keyWrite {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // conflicts reports whether commands of scopes s and t may see or change
 // what the other does: either touches anything (nil or any), or they

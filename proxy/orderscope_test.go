@@ -301,3 +301,39 @@ func TestConfirmationOf(t *testing.T) {
 		}
 	}
 }
+
+// TestOrder_BarrierBehindHeldRequestWaitsForAll: a barrier of a command
+// that only reads k, raised while a SET of k is held behind barriers,
+// waits for every barrier raised before it, also one on other keys: the
+// SET leaves when the barrier it waits behind ends, and the command must
+// run after it (a client's LLEN, on a private connection, ran before
+// another client's LPUSH held behind a barrier on other keys).
+func TestOrder_BarrierBehindHeldRequestWaitsForAll(t *testing.T) {
+	var p pool
+	o := &p.order
+	other := p.raiseOrderFor(scopeFor(t, true, []string{"SET", "j", "v"}))
+	free := p.raiseOrderFor(scopeFor(t, true, []string{"STRLEN", "k"}))
+	set := scopeFor(t, true, []string{"SET", "k", "v"})
+	if o.held.passOrHold(set) {
+		t.Fatal("SET k passed a barrier of STRLEN k")
+	}
+	o.heldCalls.Add(1) // as holdBatch counts it
+	behind := p.raiseOrderFor(scopeFor(t, true, []string{"LLEN", "k"}))
+	unrelated := p.raiseOrderFor(scopeFor(t, true, []string{"GET", "x"}))
+	defer func() {
+		for _, h := range []*orderHold{other, free, behind, unrelated} {
+			h.end()
+		}
+	}()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.waitsFor(free) {
+		t.Error("a barrier of STRLEN k, raised before the SET was held, waits")
+	}
+	if !o.waitsFor(behind) {
+		t.Error("a barrier of LLEN k, raised while a SET of k is held, does not wait")
+	}
+	if o.waitsFor(unrelated) {
+		t.Error("a barrier of GET x waits for barriers of other keys")
+	}
+}
