@@ -109,19 +109,8 @@ type heldKeys struct {
 func (h *heldKeys) passOrHold(s *reqScope) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s != nil && s.noted && !s.any && h.any == 0 && (s.heldBack == nil || s.heldBack.Load() == 0) {
-		free := true
-		for _, k := range s.keys {
-			// Held if a barrier or a held request writes the key, or
-			// this one writes it and one reads it.
-			if h.keys[k|keyWrite] > 0 || k&keyWrite != 0 && h.keys[k&^keyWrite] > 0 {
-				free = false
-				break
-			}
-		}
-		if free {
-			return true
-		}
+	if s != nil && s.noted && (s.heldBack == nil || s.heldBack.Load() == 0) && !h.holdsLocked(s) {
+		return true
 	}
 	h.addLocked(s)
 	return false
@@ -132,10 +121,16 @@ func (h *heldKeys) passOrHold(s *reqScope) bool {
 func (h *heldKeys) holds(s *reqScope) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.holdsLocked(s)
+}
+
+func (h *heldKeys) holdsLocked(s *reqScope) bool {
 	if s == nil || s.any || h.any > 0 {
 		return true
 	}
 	for _, k := range s.keys {
+		// Held if a barrier or a held request writes the key, or this
+		// one writes it and one reads it.
 		if h.keys[k|keyWrite] > 0 || k&keyWrite != 0 && h.keys[k&^keyWrite] > 0 {
 			return true
 		}
