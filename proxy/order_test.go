@@ -699,3 +699,39 @@ func TestOrder_LongCommandBehindSelectThenOtherPop(t *testing.T) {
 		})
 	}
 }
+
+func TestOrder_InspectThenInspectAndWriteWhileBusy(t *testing.T) {
+	// A client of the shared connection sends STRLEN of a compressed
+	// value, which its goroutine answers after a round trip, and while
+	// it does, GETRANGE of the value and a SET of another key in one
+	// write; another client reads that key right after. The barrier
+	// raised for the second write ended with the GETRANGE, and the GET
+	// held behind it ran before the SET.
+	for _, tg := range orderTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			v := compressible(3000, 5)
+			setup := dialOrdered(t, tg.addr)
+			a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
+			b.settle = 0 // right behind a: each round starts with a pause
+			for i := range 40 {
+				k, j := fmt.Sprintf("busy:%d", i), fmt.Sprintf("busy:other:%d", i)
+				if got := setup.do("SET", k, v); got != "+OK\r\n" {
+					t.Fatalf("SET = %q", got)
+				}
+				time.Sleep(time.Millisecond)
+				a.send([]string{"STRLEN", k})
+				time.Sleep(50 * time.Microsecond) // a read of its own, while the STRLEN runs
+				a.send([]string{"GETRANGE", k, "0", "1"}, []string{"SET", j, "new"})
+				b.send([]string{"GET", j})
+				if got := b.read(); got != bulk("new") {
+					t.Fatalf("round %d: GET right after another client's SET = %q, want the SET's value", i, got)
+				}
+				for n, want := range []string{fmt.Sprintf(":%d\r\n", len(v)), bulk(v[:2]), "+OK\r\n"} {
+					if got := a.read(); got != want {
+						t.Fatalf("round %d: reply %d = %q, want %q", i, n, got, want)
+					}
+				}
+			}
+		})
+	}
+}

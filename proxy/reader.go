@@ -544,6 +544,12 @@ func (c *client) adoptHold(h *orderHold) {
 	case h == nil:
 	case c.pinned.held == nil:
 		c.pinned.held = h
+		// On a shared connection it covers every whole command read
+		// with it, as the barrier of a command handed off does
+		// (mustHandOff): ended after the first, it let another client's
+		// GET held behind it run before the SET read with that first
+		// command (order scenes, seed 144).
+		c.in.coversRest = c.pinned.conn == nil
 	default:
 		h.end()
 	}
