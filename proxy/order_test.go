@@ -735,3 +735,33 @@ func TestOrder_InspectThenInspectAndWriteWhileBusy(t *testing.T) {
 		})
 	}
 }
+
+func TestOrder_PrivateCommandAfterPassedReply(t *testing.T) {
+	// A GET of a large value stored as it is: its reply passes from
+	// Redis's socket to the client's as it arrives. Then another client
+	// pins a private connection (SELECT): its command waits until Redis
+	// has answered what the shared connection sent before it. The passed
+	// reply was not counted as answered, and every later private command
+	// waited for good (10 s here, the read's deadline; a differential run
+	// in the race stage).
+	e := startEnv(t, withMinSize(64<<20))
+	big := rawValue(200<<10, 3)
+	a := dialRaw(t, e.addr)
+	if got := a.do("SET", "passed", big); got != "+OK\r\n" {
+		t.Fatalf("SET = %q", got)
+	}
+	if got := a.do("GET", "passed"); got != bulk(big) {
+		t.Fatalf("GET = %.40q", got)
+	}
+	b := dialRaw(t, e.addr)
+	b.send([]string{"SELECT", "0"})
+	b.nc.SetReadDeadline(time.Now().Add(3 * time.Second))
+	buf := make([]byte, 16)
+	n, err := b.nc.Read(buf)
+	if err != nil {
+		t.Fatalf("a command on a private connection, after a reply passed through: %v", err)
+	}
+	if got := string(buf[:n]); got != "+OK\r\n" {
+		t.Fatalf("SELECT = %q", got)
+	}
+}

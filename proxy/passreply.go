@@ -99,6 +99,11 @@ func (c *upConn) passReply(b []byte) (bool, error) {
 	}
 	c.taken = nil
 	c.awaiting.Add(-1)
+	if c.onPush == nil {
+		// Answered, for awaitTaken: uncounted, a private command behind
+		// it waited for good.
+		c.noteDelivered(1)
+	}
 	o.expect(-cl.reserved)
 	cl.reserved = 0
 	total := int64(nl+1) + size + 2

@@ -224,6 +224,9 @@ func (c *upConn) takeQueueIfFree() ([]byte, []*call) {
 	clear(tail)
 	c.inflight = c.inflight[:len(c.inflight)-int(n)]
 	c.awaiting.Add(-n)
+	// Gone to another connection: nothing waits for them here
+	// (awaitTaken; the written.Broadcast below wakes it).
+	c.delivered.Add(uint64(n))
 	c.writing = false
 	c.written.Broadcast()
 	c.mu.Unlock()

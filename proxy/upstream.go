@@ -1095,6 +1095,17 @@ func (c *upConn) pushSeq() uint64 {
 	return c.completed
 }
 
+// noteDelivered counts n replies Redis gave, and wakes the goroutines
+// waiting for them (awaitTaken). Without mu.
+func (c *upConn) noteDelivered(n uint64) {
+	c.delivered.Add(n)
+	if c.takenWait.Load() > 0 {
+		c.mu.Lock()
+		c.written.Broadcast()
+		c.mu.Unlock()
+	}
+}
+
 // replyBatch is what the reader of a shared connection completed in one
 // read. Its bookkeeping is shared with other goroutines (the process's
 // memory totals, the count of calls awaiting replies, each call's ready
@@ -1112,13 +1123,8 @@ type replyBatch struct {
 func (c *upConn) deliver(b *replyBatch) {
 	if b.replied != 0 {
 		c.awaiting.Add(-b.replied)
-		c.delivered.Add(uint64(b.replied))
+		c.noteDelivered(uint64(b.replied))
 		b.replied = 0
-		if c.takenWait.Load() > 0 {
-			c.mu.Lock()
-			c.written.Broadcast()
-			c.mu.Unlock()
-		}
 	}
 	if b.held != 0 || b.expected != 0 {
 		c.srv.expectedTotal.Add(b.expected)
