@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -243,50 +244,72 @@ func TestProxyCommand_ClusterPortOffsetScaleOut(t *testing.T) {
 		n, _ := strconv.Atoi(p)
 		return n
 	}
-	offset := 0
-	for try := 1; try < 200 && offset == 0; try++ {
+	// A free offset is checked, then taken by the proxies; another
+	// process may bind one of its ports in between (the nodes' ports are
+	// ephemeral, so their offsets are too): then the next offset is tried.
+	var offset int
+	var dones []chan int
+	var stop context.CancelFunc = func() {}
+	defer func() {
+		stop()
+		for _, d := range dones {
+			<-d
+		}
+	}()
+	proxyOf := func(n *testutil.Redis) string { return "127.0.0.1:" + strconv.Itoa(port(n.Addr)+offset) }
+	start := func() error {
+		ctx, cancel := context.WithCancel(context.Background())
+		stop = cancel
+		for _, n := range all {
+			log := &syncBuffer{}
+			done := make(chan int, 1)
+			dones = append(dones, done)
+			go func() {
+				done <- run(ctx, env{Stdout: io.Discard, Stderr: log}, []string{"proxy", "--listen", proxyOf(n), "--upstream", n.URL(),
+					"--cluster-port-offset", strconv.Itoa(offset), "--min-size", "0", "--max-memory", "0"})
+			}()
+			for i := 0; ; i++ {
+				if r, err := testutil.Do(proxyOf(n), "PING"); err == nil && r == "+PONG" {
+					break
+				}
+				if strings.Contains(log.String(), "address already in use") {
+					return fmt.Errorf("proxy %s: %s", proxyOf(n), log.String())
+				}
+				if i > 250 {
+					t.Fatalf("proxy %s did not start:\n%s", proxyOf(n), log.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		return nil
+	}
+	for try := 1; ; try++ {
+		if try == 200 {
+			t.Skip("no common free port offset for the three nodes")
+		}
+		offset = try * 7
 		free := true
 		for _, n := range all {
-			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port(n.Addr)+try*7))
+			ln, err := net.Listen("tcp", proxyOf(n))
 			if err != nil {
 				free = false
 				break
 			}
 			ln.Close()
 		}
-		if free {
-			offset = try * 7
+		if !free {
+			continue
 		}
-	}
-	if offset == 0 {
-		t.Skip("no common free port offset for the three nodes")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var dones []chan int
-	defer func() {
-		cancel()
+		err := start()
+		if err == nil {
+			break
+		}
+		t.Logf("offset %d taken meanwhile, trying the next: %v", offset, err)
+		stop()
 		for _, d := range dones {
 			<-d
 		}
-	}()
-	proxyOf := func(n *testutil.Redis) string { return "127.0.0.1:" + strconv.Itoa(port(n.Addr)+offset) }
-	for _, n := range all {
-		log := &syncBuffer{}
-		done := make(chan int, 1)
-		dones = append(dones, done)
-		go func() {
-			done <- run(ctx, env{Stdout: io.Discard, Stderr: log}, []string{"proxy", "--listen", proxyOf(n), "--upstream", n.URL(),
-				"--cluster-port-offset", strconv.Itoa(offset), "--min-size", "0", "--max-memory", "0"})
-		}()
-		for i := 0; ; i++ {
-			if r, err := testutil.Do(proxyOf(n), "PING"); err == nil && r == "+PONG" {
-				break
-			}
-			if i > 250 {
-				t.Fatalf("proxy %s did not start:\n%s", proxyOf(n), log.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		dones = nil
 	}
 	meetClusterNode(t, nodes, added, bus)
 	key := "scale-out:offset"
