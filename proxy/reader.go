@@ -186,6 +186,7 @@ func (c *client) readLoop() readEnd {
 			if came {
 				c.adoptHold(h)
 				rerr = c.readWaiting()
+				c.keepPlace()
 				continue
 			}
 			if rearm {
@@ -397,8 +398,9 @@ type passState struct {
 	gone    bool
 	pending *orderHold
 	// pinning: the goroutine has the client for the command that gives
-	// it a private connection, or for an inspect command read last
-	// (client.keepsPlace), and waits for nothing on the shared
+	// it a private connection, for an inspect command read last
+	// (client.keepsPlace), or for input it adopted that client.keepPlace
+	// found safe, and waits for nothing on the shared
 	// connections a barrier raised now could hold (the PING before it
 	// pins goes ahead of every barrier; the commands read with it go
 	// under that command's barrier, which holds everything; an inspect
@@ -503,6 +505,23 @@ func (ps *passState) comeBack() (h *orderHold, came, rearm bool) {
 	return ps.resume(), true, false
 }
 
+// keepRaising makes the poller raise a barrier for input that comes
+// while the goroutine handles what it adopted (client.keepPlace), as
+// while pinning, until the goroutine resumes or comes back; for input
+// that came since it resumed, it raises that barrier now. Client's
+// goroutine only.
+func (ps *passState) keepRaising(p *pool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.gone {
+		return
+	}
+	ps.pinning = true
+	if ps.came && ps.pending == nil {
+		ps.pending = p.raiseOrder()
+	}
+}
+
 // leave marks the client done, lowering a pending barrier, and reports
 // whether the poller still has it in its set. Client's goroutine only.
 func (ps *passState) leave() bool {
@@ -534,6 +553,42 @@ func (c *client) readWaiting() error {
 	c.in.rbuf = c.in.rbuf[:len(c.in.rbuf)+n]
 	c.in.drainAgain = n == room && err == nil
 	return err
+}
+
+// keepPlace lets the poller raise a barrier for what a client of the
+// shared connections sends while its goroutine handles the input it
+// adopted under one (comeBack), when nothing in that input can be held by
+// such a barrier: the adopted barrier covers every command of it (its
+// round trips and batches go ahead of later barriers, sendOn) and lasts
+// until the last is sent, if the input is whole commands none of which
+// ends it sooner or raises one of its own: no script (its barrier ends
+// once written), no command of maxLoopCommand or more (a large value
+// waits its turn to be compressed, or streams under a barrier of its
+// own), nothing that gives the client a private connection or waits at
+// the door. Without it such input went back to the poller once the
+// goroutine was done, which read it after commands other clients sent
+// later (a SET sent while a GETRANGE ran, overtaken by another client's
+// GET of the key: order scenes, seed 144). Command reader only.
+func (c *client) keepPlace() {
+	if c.pinned.held == nil || !c.in.coversRest || c.pinned.conn != nil || c.in.drainAgain {
+		return
+	}
+	maxBulk := c.s.maxBulk()
+	for off := 0; off < len(c.in.rbuf); {
+		args, m, err := c.readCommand(c.in.rbuf[off:], maxBulk)
+		if err != nil || m >= maxLoopCommand {
+			return
+		}
+		off += m
+		if len(args) == 0 {
+			continue
+		}
+		info := c.s.served(conditional(c.lookupCommand(args[0]), args))
+		if info.flags&doorFlags != 0 || c.mustWait(info, args) && info.flags&rediscmd.Inspect == 0 {
+			return
+		}
+	}
+	c.in.pass.keepRaising(c.s.pool)
 }
 
 // adoptHold makes h, raised when the client's input came (passState),
