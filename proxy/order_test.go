@@ -709,16 +709,9 @@ func TestOrder_InspectThenInspectAndWriteWhileBusy(t *testing.T) {
 	// held behind it ran before the SET.
 	for _, tg := range orderTargets(t) {
 		t.Run(tg.name, func(t *testing.T) {
-			v := compressible(3000, 5)
-			setup := dialOrdered(t, tg.addr)
-			a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
-			b.settle = 0 // right behind a: each round starts with a pause
+			v, a, b := busyInspectClients(t, tg.addr)
 			for i := range 40 {
-				k, j := fmt.Sprintf("busy:%d", i), fmt.Sprintf("busy:other:%d", i)
-				if got := setup.do("SET", k, v); got != "+OK\r\n" {
-					t.Fatalf("SET = %q", got)
-				}
-				time.Sleep(time.Millisecond)
+				k, j := a.setCompressed(t, "busy", i, v)
 				a.send([]string{"STRLEN", k})
 				time.Sleep(50 * time.Microsecond) // a read of its own, while the STRLEN runs
 				a.send([]string{"GETRANGE", k, "0", "1"}, []string{"SET", j, "new"})
@@ -776,17 +769,10 @@ func TestOrder_WriteWhileAdoptedInputRuns(t *testing.T) {
 	// the GET (order scenes, seed 144's inspect scene 64).
 	for _, tg := range orderTargets(t) {
 		t.Run(tg.name, func(t *testing.T) {
-			v := compressible(3000, 5)
-			setup := dialOrdered(t, tg.addr)
-			a, b := dialWarm(t, tg.addr), dialWarm(t, tg.addr)
-			b.settle = 0 // right behind a: each round starts with a pause
+			v, a, b := busyInspectClients(t, tg.addr)
 			wrong := 0
 			for i := range 60 {
-				k, j := fmt.Sprintf("adopted:%d", i), fmt.Sprintf("adopted:other:%d", i)
-				if got := setup.do("SET", k, v); got != "+OK\r\n" {
-					t.Fatalf("SET = %q", got)
-				}
-				time.Sleep(time.Millisecond)
+				k, j := a.setCompressed(t, "adopted", i, v)
 				a.send([]string{"STRLEN", k})
 				time.Sleep(time.Duration(20+i%4*20) * time.Microsecond)
 				a.send([]string{"GETRANGE", k, "0", "1"})
@@ -817,4 +803,25 @@ func TestOrder_WriteWhileAdoptedInputRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// busyInspectClients dials the clients of the tests where one client
+// sends while its goroutine answers an inspect command of a compressed
+// value v: a sends, b reads right behind it.
+func busyInspectClients(t *testing.T, addr string) (v string, a, b *rawConn) {
+	a, b = dialWarm(t, addr), dialWarm(t, addr)
+	b.settle = 0 // right behind a: each round starts with a pause
+	return compressible(3000, 5), a, b
+}
+
+// setCompressed stores v under key prefix:i, waits for the reply and a
+// millisecond more, and returns that key and another one, prefix:other:i.
+func (c *rawConn) setCompressed(t *testing.T, prefix string, i int, v string) (key, other string) {
+	t.Helper()
+	key, other = fmt.Sprintf("%s:%d", prefix, i), fmt.Sprintf("%s:other:%d", prefix, i)
+	if got := c.do("SET", key, v); got != "+OK\r\n" {
+		t.Fatalf("SET = %q", got)
+	}
+	time.Sleep(time.Millisecond)
+	return key, other
 }
