@@ -763,19 +763,25 @@ func TestOrder_WriteWhileAdoptedInputRuns(t *testing.T) {
 	// A client of the shared connection sends STRLEN of a compressed
 	// value (its goroutine answers it after a round trip), then, while
 	// that runs, GETRANGE of the value (the goroutine adopts it with a
-	// barrier and runs its round trip), then, while that runs, a SET of
-	// another key; another client reads that key right after. The SET
-	// had no barrier: it went back to the event loop, which read it after
-	// the GET (order scenes, seed 144's inspect scene 64).
+	// barrier and runs its round trip), or both in one write, then, while
+	// the GETRANGE runs, a SET of another key; another client reads that
+	// key right after. The SET had no barrier: it went back to the event
+	// loop, which read it after the GET (order scenes, seed 144's inspect
+	// scene 64).
 	for _, tg := range orderTargets(t) {
 		t.Run(tg.name, func(t *testing.T) {
 			v, a, b := busyInspectClients(t, tg.addr)
 			wrong := 0
 			for i := range 60 {
 				k, j := a.setCompressed(t, "adopted", i, v)
-				a.send([]string{"STRLEN", k})
-				time.Sleep(time.Duration(20+i%4*20) * time.Microsecond)
-				a.send([]string{"GETRANGE", k, "0", "1"})
+				if i%2 == 0 {
+					a.send([]string{"STRLEN", k})
+					time.Sleep(time.Duration(20+i%8*10) * time.Microsecond)
+					a.send([]string{"GETRANGE", k, "0", "1"})
+				} else {
+					// Both in one write: the goroutine takes them at once.
+					a.send([]string{"STRLEN", k}, []string{"GETRANGE", k, "0", "1"})
+				}
 				time.Sleep(time.Duration(20+i/4%4*20) * time.Microsecond)
 				a.send([]string{"SET", j, "new"})
 				// b's GET a little after: sent at once, it sometimes

@@ -573,22 +573,33 @@ func (c *client) keepPlace() {
 	if c.pinned.held == nil || !c.in.coversRest || c.pinned.conn != nil || c.in.drainAgain {
 		return
 	}
+	if c.plainFrom(0) {
+		c.in.pass.keepRaising(c.s.pool)
+	}
+}
+
+// plainFrom reports whether rbuf holds, from off, whole commands only,
+// none of which ends the barrier that covers them before the last is
+// sent or raises one of its own (see keepPlace). Command reader only; it
+// parses into the reader's args.
+func (c *client) plainFrom(off int) bool {
 	maxBulk := c.s.maxBulk()
-	for off := 0; off < len(c.in.rbuf); {
+	for off < len(c.in.rbuf) {
 		args, m, err := c.readCommand(c.in.rbuf[off:], maxBulk)
 		if err != nil || m >= maxLoopCommand {
-			return
+			return false
 		}
 		off += m
 		if len(args) == 0 {
 			continue
 		}
 		info := c.s.served(conditional(c.lookupCommand(args[0]), args))
-		if info.flags&doorFlags != 0 || c.mustWait(info, args) && info.flags&rediscmd.Inspect == 0 {
-			return
+		if info.flags&(doorFlags|rediscmd.Script) != 0 || isScriptAdmin(args) ||
+			c.mustWait(info, args) && info.flags&rediscmd.Inspect == 0 {
+			return false
 		}
 	}
-	c.in.pass.keepRaising(c.s.pool)
+	return true
 }
 
 // adoptHold makes h, raised when the client's input came (passState),
@@ -866,7 +877,8 @@ func (c *client) refuseInput(err error) {
 // room in the reply queue (loopSafe). If so it sets handOff and, for a
 // command that waits, raises the order barrier it is sent behind; for one
 // that pins the client, or an inspect command with no whole command
-// behind it in rbuf (from end), it sets keepsPlace. The poller only,
+// behind it in rbuf (from end) or only commands that keep its barrier
+// until the last is sent (plainFrom), it sets keepsPlace. The poller only,
 // from process.
 func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size, end int) bool {
 	if c.loopable() && size <= maxLoopCommand && c.loopSafe(info, args) {
@@ -888,7 +900,7 @@ func (c *client) mustHandOff(info *cmdInfo, args [][]byte, size, end int) bool {
 		// commands that only read a key no longer wait for each other.)
 		c.flush()
 		pins := needsPin(info, args)
-		c.in.keepsPlace = pins || info.flags&rediscmd.Inspect != 0 && c.lastWhole(end)
+		c.in.keepsPlace = pins || info.flags&rediscmd.Inspect != 0 && (c.lastWhole(end) || c.plainFrom(end))
 		c.in.coversRest = true
 		// (args are not read from here on: scopeFrom parses rbuf again,
 		// into the same slice.)
