@@ -572,6 +572,14 @@ func (c *client) noteTail(p *plan, cl *call) {
 		}
 		c.pinned.confirms.owe(kind, familyOf(p.info.name), n)
 		t.confirms, t.silent = true, false
+	case p.relayReply:
+		// Its reply is relayed, not a call's: the first relayed reply
+		// after the confirmations owed before it shows Redis took it.
+		// (Ended once written, a PUBLISH sent after UNSUBSCRIBE let
+		// another client's SUBSCRIBE, sent later on another connection,
+		// run first: order scenes, seed 103.)
+		c.pinned.confirms.owe(confirmReply, famChannel, 1)
+		t.confirms, t.silent = true, false
 	default:
 		t.silent, t.confirms = true, false
 	}
@@ -587,7 +595,11 @@ func (c *client) noteTail(p *plan, cl *call) {
 // confirmations, which come in the order Redis ran the commands, tell
 // how many (each names the count left), so it is sized at its first.
 // (Owing one, the others counted for the commands after it and ended
-// their barriers before Redis had taken them.)
+// their barriers before Redis had taken them.) Another command sent in
+// the RESP2 relay owes its reply, relayed too (plan.relayReply): the
+// first relayed message that is neither a confirmation nor a published
+// message. (A MONITOR line counts as one: a command a monitoring client
+// sends may end its barrier at the line before its reply.)
 type confirmations struct {
 	mu   sync.Mutex
 	owed []confirmOwed
@@ -729,16 +741,28 @@ func confirmationOf(msg []byte) confirmation {
 		cf.kind = confirmRefused
 		return cf
 	}
-	if len(msg) < 4 || msg[0] != '*' && msg[0] != '>' {
+	if len(msg) == 0 {
+		return cf
+	}
+	if msg[0] != '*' && msg[0] != '>' {
+		cf.kind = confirmReply
 		return cf
 	}
 	v, _, err := resp.ReadValue(msg)
-	if err != nil || v.N != 3 {
+	if err != nil {
 		return cf
 	}
 	it := v.Elements()
 	name, _ := it.Next()
-	if name.Type != resp.BulkString || len(name.Str) < 9 || len(name.Str) > 12 {
+	if v.N < 1 || name.Type != resp.BulkString {
+		cf.kind = confirmReply // an array reply
+		return cf
+	}
+	if isPublished(name.Str) {
+		return cf
+	}
+	if v.N != 3 || len(name.Str) < 9 || len(name.Str) > 12 {
+		cf.kind = confirmReply // PING's pong in the relay, an array reply
 		return cf
 	}
 	var lower [12]byte
@@ -757,6 +781,7 @@ func confirmationOf(msg []byte) confirmation {
 	case "ssubscribe", "sunsubscribe":
 		cf.fam = famShard
 	default:
+		cf.kind = confirmReply
 		return cf
 	}
 	cf.kind = confirmSub
@@ -772,6 +797,19 @@ func confirmationOf(msg []byte) confirmation {
 	return cf
 }
 
+// isPublished reports whether name, the first element of a relayed
+// array or a push, makes it a published message (message, pmessage,
+// smessage), which confirms nothing.
+func isPublished(name []byte) bool {
+	switch len(name) {
+	case 7:
+		return bytes.EqualFold(name, []byte("message"))
+	case 8:
+		return bytes.EqualFold(name, []byte("pmessage")) || bytes.EqualFold(name, []byte("smessage"))
+	}
+	return false
+}
+
 // confirmKind is what a confirmation confirms (confirmationOf).
 type confirmKind uint8
 
@@ -780,6 +818,10 @@ const (
 	confirmSub
 	confirmUnsub
 	confirmRefused // an error reply: Redis took the command and refused it
+	// confirmReply: a relayed reply other than a subscription's
+	// confirmation or a published message, the reply of a command in the
+	// relay (relayReply).
+	confirmReply
 )
 
 // awaitTaken waits until Redis has answered every request queued on c so

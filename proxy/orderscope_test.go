@@ -282,6 +282,38 @@ func TestConfirmations_UnsubscribeAllOwesOnePerSubscription(t *testing.T) {
 	}
 }
 
+// TestConfirmations_RelayReplyEndsItsBarrier: a RESP2 subscriber sends
+// UNSUBSCRIBE, then PUBLISH, in one batch. The PUBLISH's reply is relayed
+// (no call waits for it): its barrier ended once written, and another
+// client's SUBSCRIBE sent after it on another connection ran first (order
+// scenes, seed 103). It ends at the reply now, after the confirmations
+// owed before it, and not at a published message.
+func TestConfirmations_RelayReplyEndsItsBarrier(t *testing.T) {
+	var p pool
+	c := &client{}
+	confirm := func(msg string) { c.pinned.confirms.confirmed(confirmationOf([]byte(msg))) }
+	c.noteTail(&plan{info: lookup([]byte("SUBSCRIBE")), confirms: 1}, nil)
+	confirm("*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n")
+
+	c.noteTail(&plan{info: lookup([]byte("UNSUBSCRIBE")), confirms: 1, confirmsEach: true}, nil)
+	c.noteTail(&plan{info: lookup([]byte("PUBLISH")), relayReply: true}, nil)
+	if !c.in.tail.confirms || c.in.tail.silent {
+		t.Fatalf("a command whose reply is relayed: tail %+v, want it to wait for a confirmation", c.in.tail)
+	}
+	h := p.raiseOrderFor(nil)
+	defer h.end()
+	c.pinned.confirms.arm(h)
+	confirm("*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nm\r\n")
+	confirm("*3\r\n$11\r\nunsubscribe\r\n$2\r\nch\r\n:0\r\n")
+	if h.ended.Load() {
+		t.Fatal("the PUBLISH's barrier ended before its reply")
+	}
+	confirm(":0\r\n")
+	if !h.ended.Load() {
+		t.Fatal("the PUBLISH's relayed reply did not end its barrier")
+	}
+}
+
 func TestConfirmationOf(t *testing.T) {
 	for _, tc := range []struct {
 		msg  string
@@ -293,8 +325,15 @@ func TestConfirmationOf(t *testing.T) {
 		{">3\r\n$10\r\nssubscribe\r\n$1\r\ns\r\n:4\r\n", confirmation{confirmSub, famShard, 4}},
 		{"*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\nm\r\n", confirmation{confirmNone, famChannel, -1}},
 		{"-ERR refused\r\n", confirmation{confirmRefused, famChannel, -1}},
-		{"+OK\r\n", confirmation{confirmNone, famChannel, -1}},
+		{"*4\r\n$8\r\npmessage\r\n$2\r\np*\r\n$1\r\na\r\n$1\r\nm\r\n", confirmation{confirmNone, famChannel, -1}},
+		{">3\r\n$8\r\nsmessage\r\n$1\r\ns\r\n$1\r\nm\r\n", confirmation{confirmNone, famChannel, -1}},
+		{"+OK\r\n", confirmation{confirmReply, famChannel, -1}},
+		{":0\r\n", confirmation{confirmReply, famChannel, -1}},
+		{"*2\r\n$4\r\npong\r\n$0\r\n\r\n", confirmation{confirmReply, famChannel, -1}},
+		{"*0\r\n", confirmation{confirmReply, famChannel, -1}},
+		{"*2\r\n:1\r\n:2\r\n", confirmation{confirmReply, famChannel, -1}},
 		{"*3\r\n$9\r\nsubscr", confirmation{confirmNone, famChannel, -1}},
+		{"", confirmation{confirmNone, famChannel, -1}},
 	} {
 		if got := confirmationOf([]byte(tc.msg)); got != tc.want {
 			t.Errorf("%q: %+v, want %+v", tc.msg, got, tc.want)

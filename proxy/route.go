@@ -125,6 +125,10 @@ func (p *plan) forward(in *routeIn, args [][]byte, pinned bool) {
 		// subscription the client has when Redis runs it.
 		p.confirmsEach = len(args) == 1 && info.flags&rediscmd.Unsubscribe != 0
 	}
+	if p.confirms == 0 && s.relay && pinned && !p.expect && !p.replyOff && s.skip == 0 && p.skip == 0 {
+		// Not CLIENT REPLY SKIP, which gets no reply either.
+		p.relayReply = true
+	}
 	if p.relayEnter && p.expect && info.flags&rediscmd.Subscribe != 0 {
 		// Entering the relay, the reply is the first channel's
 		// confirmation; the others come as relayed messages, which
@@ -256,7 +260,11 @@ type plan struct {
 	// unsubscription without names), confirms then says 1.
 	confirmsAfter int
 	confirmsEach  bool
-	after         afterStep
+	// relayReply: another command in the RESP2 relay, whose reply Redis
+	// sends there too (a PUBLISH after UNSUBSCRIBE, PING, an error): it
+	// shows Redis took the command (order.go's confirmations).
+	relayReply bool
+	after      afterStep
 }
 
 // path is where a command goes.
