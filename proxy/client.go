@@ -295,8 +295,9 @@ func (c *client) sendPrivate(up *upConn, req []byte, calls []*call, tail *batchT
 	// ends once Redis has taken the last batch (parts). Ended already
 	// (behind a blocked command, or by the sweeper), it carries nothing.
 	carry := !c.in.lastFlush && !h.ended.Load()
-	if carry && h.parts.Load() == 0 {
+	if carry && !c.pinned.heldPart {
 		h.parts.Add(1) // the goroutine's, until the last batch (endPinOrder)
+		c.pinned.heldPart = true
 	}
 	h.parts.Add(1) // this batch's
 	atWrite := c.endWhenTaken(h, calls, tail)
@@ -307,8 +308,13 @@ func (c *client) sendPrivate(up *upConn, req []byte, calls []*call, tail *batchT
 	switch {
 	case carry:
 		c.pinned.held = h
-	case h.parts.Load() > 1:
-		h.endPart() // the goroutine's: this is the last batch
+	case c.pinned.heldPart:
+		// The goroutine's: this is the last batch. (Told from the count
+		// of parts, it was missed when the batch's reply came before
+		// the count was read, and the barrier held the others until the
+		// sweeper ended it: 250 ms.)
+		c.pinned.heldPart = false
+		h.endPart()
 	}
 }
 
@@ -366,6 +372,7 @@ func (c *client) endPinOrder() {
 		c.pinned.held.endPart() // the goroutine's part, if it had one
 		c.pinned.held = nil
 	}
+	c.pinned.heldPart = false
 }
 
 // flush sends the batch of rewritten requests upstream.

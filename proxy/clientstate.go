@@ -207,6 +207,10 @@ type pinning struct {
 	// private connection under it (sendPrivate); else it is lowered once
 	// the command is written (endPinOrder). The reader's.
 	held *orderHold
+	// heldPart: held carries on to more batches (sendPrivate), and the
+	// reader holds a part of it until the last (orderHold.parts). The
+	// reader's.
+	heldPart bool
 	// blockers counts the blocking commands sent on the private
 	// connection whose replies have not come (call.blocker): Redis runs
 	// what the client sends after them only once they return.

@@ -606,6 +606,9 @@ type confirmations struct {
 	// subs are the client's subscriptions by family, as the last
 	// confirmation counted them (track).
 	subs [3]int64
+	// changed is closed, and forgotten, when an owed entry is settled or
+	// dropped (awaitOwed); nil while nobody waits.
+	changed chan struct{}
 }
 
 type confirmOwed struct {
@@ -627,7 +630,8 @@ func (cs *confirmations) owe(kind confirmKind, fam subFamily, n int) {
 	cs.mu.Unlock()
 }
 
-// arm makes the first confirmation of the last command noted end h.
+// arm makes the first confirmation of the last command noted end h, or
+// the part of it that the batch is (parts, client.sendPrivate).
 func (cs *confirmations) arm(h *orderHold) {
 	cs.mu.Lock()
 	if n := len(cs.owed); n > 0 && cs.owed[n-1].h == nil {
@@ -635,7 +639,7 @@ func (cs *confirmations) arm(h *orderHold) {
 		h = nil
 	}
 	cs.mu.Unlock()
-	h.end() // nothing owed: the confirmation came already
+	h.endPart() // nothing owed: the confirmation came already
 }
 
 // drop forgets what is owed, lowering the barriers armed on it: the client
@@ -644,6 +648,7 @@ func (cs *confirmations) drop() {
 	cs.mu.Lock()
 	owed := cs.owed
 	cs.owed = nil
+	cs.wakeLocked()
 	cs.mu.Unlock()
 	for _, e := range owed {
 		e.h.end()
@@ -668,11 +673,53 @@ func (cs *confirmations) confirmed(cf confirmation) {
 			n := copy(cs.owed, cs.owed[1:])
 			cs.owed[n] = confirmOwed{}
 			cs.owed = cs.owed[:n]
+			cs.wakeLocked()
 		}
 	}
 	cs.trackLocked(cf)
 	cs.mu.Unlock()
-	h.end()
+	h.endPart() // the part of its batch (client.sendPrivate)
+}
+
+// awaitOwed waits until nothing is owed any more, or closed is closed
+// (the private connection ended), for at most maxOrderHold: a
+// confirmation that never comes (Redis holds the command, or the proxy
+// misread one) leaves the client where it was before this wait, not stuck.
+// Command reader only.
+func (cs *confirmations) awaitOwed(closed <-chan struct{}) {
+	var timeout <-chan time.Time
+	for {
+		cs.mu.Lock()
+		if len(cs.owed) == 0 {
+			cs.mu.Unlock()
+			return
+		}
+		if cs.changed == nil {
+			cs.changed = make(chan struct{})
+		}
+		ch := cs.changed
+		cs.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(maxOrderHold)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-ch:
+		case <-closed:
+			return
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// wakeLocked wakes awaitOwed. Under mu.
+func (cs *confirmations) wakeLocked() {
+	if cs.changed != nil {
+		close(cs.changed)
+		cs.changed = nil
+	}
 }
 
 // track counts the client's subscriptions anew from a confirmation that

@@ -885,3 +885,56 @@ func TestOrder_PublishAfterUnsubscribeThenOtherSubscribes(t *testing.T) {
 		t.Fatalf("%d barriers ended by the sweeper: a relayed reply did not end its barrier", n)
 	}
 }
+
+func TestRelay_CommandsAfterUnsubscribeAll(t *testing.T) {
+	// A RESP2 subscriber sends UNSUBSCRIBE (every channel) and, in the
+	// same write, commands for outside the subscribed state, which Redis
+	// runs there once the UNSUBSCRIBE has: they are answered as Redis
+	// answers them, the compressed value decoded. HELLO 3 among them went
+	// as relayed traffic: Redis switched to RESP3 and the proxy did not
+	// see it, so the client's next SUBSCRIBE waited for a reply RESP3
+	// does not send and took the GET's (order scenes, seed 115).
+	e := startEnv(t)
+	v := compressible(3000, 9)
+	c := dialRaw(t, e.addr)
+	if got := c.do("SET", "relay:after", v); got != "+OK\r\n" {
+		t.Fatalf("SET = %q", got)
+	}
+	for round := range 20 {
+		if got := c.do("SUBSCRIBE", "relay:ch"); !strings.Contains(got, "subscribe") {
+			t.Fatalf("round %d: SUBSCRIBE = %q", round, got)
+		}
+		c.send([]string{"UNSUBSCRIBE"}, []string{"GET", "relay:after"}, []string{"STRLEN", "relay:after"})
+		if got := c.read(); !strings.Contains(got, "unsubscribe") {
+			t.Fatalf("round %d: UNSUBSCRIBE = %q", round, got)
+		}
+		if got := c.read(); got != bulk(v) {
+			t.Fatalf("round %d: GET right after UNSUBSCRIBE = %.60q, want the value", round, got)
+		}
+		if got := c.read(); got != fmt.Sprintf(":%d\r\n", len(v)) {
+			t.Fatalf("round %d: STRLEN right after UNSUBSCRIBE = %q", round, got)
+		}
+	}
+	if got := c.do("SUBSCRIBE", "relay:ch"); !strings.Contains(got, "subscribe") {
+		t.Fatalf("SUBSCRIBE = %q", got)
+	}
+	c.send([]string{"UNSUBSCRIBE"}, []string{"HELLO", "3"})
+	if got := c.read(); !strings.Contains(got, "unsubscribe") {
+		t.Fatalf("UNSUBSCRIBE = %q", got)
+	}
+	if got := c.read(); !strings.HasPrefix(got, "%") || !strings.Contains(got, "proto") {
+		t.Fatalf("HELLO 3 right after UNSUBSCRIBE = %.80q, want its map", got)
+	}
+	c.send([]string{"SUBSCRIBE", "relay:ch", "relay:ch2"}, []string{"GET", "relay:after"}, []string{"PING"})
+	for i := range 2 {
+		if got := c.read(); !strings.HasPrefix(got, ">3\r\n$9\r\nsubscribe") {
+			t.Fatalf("SUBSCRIBE in RESP3, confirmation %d = %q, want a push", i, got)
+		}
+	}
+	if got := c.read(); got != bulk(v) {
+		t.Fatalf("GET while subscribed in RESP3 = %.60q, want the value", got)
+	}
+	if got := c.read(); got != "+PONG\r\n" {
+		t.Fatalf("PING while subscribed in RESP3 = %q", got)
+	}
+}
