@@ -15,8 +15,8 @@ import (
 // connection).
 func (c *client) handle(info *cmdInfo, args [][]byte) bool {
 	start := c.in.readAt
-	if c.sess.relay && c.pinned.conn != nil && info.flags&(rediscmd.Subscribe|rediscmd.Unsubscribe) == 0 &&
-		info.name != "PING" && info.name != "QUIT" {
+	if c.sess.relay && c.pinned.conn != nil && info.flags&(rediscmd.Subscribe|rediscmd.Unsubscribe|rediscmd.Quit) == 0 &&
+		info.name != "PING" {
 		// Whether Redis still holds the client subscribed when it runs
 		// this command is known once the subscription commands before it
 		// are confirmed (an UNSUBSCRIBE of every channel ends it): HELLO 3
