@@ -188,7 +188,9 @@ func runFlood(ctx context.Context, w io.Writer, e *environment) ([]string, error
 	ping := startProber(proxy.addr, "PING through the proxy", pingOp)
 	direct := startProber(redis.addr, "PING straight to Redis", pingOp)
 	innocents := startInnocents(proxy.addr, e.cfg.Seed)
-	all := append(probers{ping, direct}, innocents...)
+	dialP := startDialProber(proxy.addr, "new connection and PING through the proxy", pingOp)
+	dialD := startDialProber(redis.addr, "new connection and PING straight to Redis", pingOp)
+	all := append(probers{ping, direct, dialP, dialD}, innocents...)
 	defer all.stop()
 	sampler := startSampler(proxy)
 	start := time.Now()
@@ -217,6 +219,8 @@ func runFlood(ctx context.Context, w io.Writer, e *environment) ([]string, error
 	t.add(append([]string{"PING through the proxy"}, pl.cells()...)...)
 	t.add(append([]string{"PING straight to Redis"}, dl.cells()...)...)
 	t.add(append([]string{"innocent SET+GET, proxy"}, innocents.all().cells()...)...)
+	t.add(append([]string{"connect+PING, proxy"}, dialP.during(load).cells()...)...)
+	t.add(append([]string{"connect+PING, Redis"}, dialD.during(load).cells()...)...)
 	t.writeTo(w)
 	fmt.Fprintf(w, "flood clients: %s\n", outcome)
 	against := "no --max-memory bound (0)"
@@ -240,8 +244,8 @@ func runFlood(ctx context.Context, w io.Writer, e *environment) ([]string, error
 			missed = append(missed, fmt.Sprintf("flood: proxy peak RSS %s over the bound %s (%s)", iec(peak), iec(limit), limitFrom))
 		}
 	}
-	failed, first := append(probers{ping}, innocents...).failures()
-	fmt.Fprintf(w, "failed round trips of innocent clients through the proxy (PING, SET+GET): %d (target 0)\n", failed)
+	failed, first := append(probers{ping, dialP}, innocents...).failures()
+	fmt.Fprintf(w, "failed round trips of innocent clients through the proxy (PING, SET+GET, connect+PING): %d (target 0)\n", failed)
 	return appendMissed(missed, judgeInnocent("flood", failed, first)), nil
 }
 

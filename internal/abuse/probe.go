@@ -41,12 +41,37 @@ type prober struct {
 	stopOnce  sync.Once
 }
 
-// startProber starts a prober against addr; name labels its failures.
+// startProber starts a prober against addr; name labels its failures. It
+// connects, and makes sure with a PING that the server serves the
+// connection, before it returns: its round trips are those of a client
+// that was there before the load began, as an application's pooled
+// connections are (connecting during a flood is measured apart:
+// startDialProber). Failing that, it connects at its first round trip.
 func startProber(addr, name string, op probeOp) *prober {
+	c, err := dial(addr, time.Second, 0)
+	if err == nil && pingOp(c, 0) != nil {
+		c.Close()
+		c = nil
+	}
+	if err != nil {
+		c = nil
+	}
+	return runProber(addr, name, op, c, false)
+}
+
+// startDialProber starts a prober that connects anew for each round trip
+// and closes the connection after it: its latencies are those of a client
+// that connects during the load, its connection included.
+func startDialProber(addr, name string, op probeOp) *prober {
+	return runProber(addr, name, op, nil, true)
+}
+
+// runProber runs a prober on c (nil: it connects at its first round trip);
+// redial: it closes the connection after each round trip.
+func runProber(addr, name string, op probeOp, c *conn, redial bool) *prober {
 	p := &prober{done: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
 		defer close(p.stopped)
-		var c *conn
 		defer func() {
 			if c != nil {
 				c.Close()
@@ -71,7 +96,7 @@ func startProber(addr, name string, op probeOp) *prober {
 			}
 			err := op(c, i)
 			p.record(sample{at: t0, d: time.Since(t0), failed: err != nil}, name, err)
-			if _, inStep := err.(replyError); err != nil && !inStep {
+			if _, inStep := err.(replyError); redial || err != nil && !inStep {
 				c.Close()
 				c = nil
 			}
