@@ -1,9 +1,12 @@
 package abuse
 
 import (
+	"bufio"
 	"bytes"
+	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -180,5 +183,71 @@ func TestHostileInputs(t *testing.T) {
 				t.Errorf("garbage %q", h.data)
 			}
 		}
+	}
+}
+
+// pongServer answers every line it reads ending in PING with +PONG on
+// loopback, and counts its connections and PINGs: a stand-in for the
+// server end of a prober's connection, not for Redis.
+type pongServer struct {
+	addr         string
+	conns, pings atomic.Int32
+}
+
+func startPongServer(t *testing.T) *pongServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	s := &pongServer{addr: ln.Addr().String()}
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			go func() {
+				defer nc.Close()
+				sc := bufio.NewScanner(nc)
+				for sc.Scan() {
+					if strings.HasSuffix(strings.TrimSpace(sc.Text()), "PING") {
+						s.pings.Add(1)
+						nc.Write([]byte("+PONG\r\n"))
+					}
+				}
+			}()
+		}
+	}()
+	return s
+}
+
+// TestStartProber_ConnectsBeforeTheLoad: a prober has its connection, and
+// its first PING answered, when startProber returns, and that PING is not
+// one of its samples; a dial prober connects anew for every round trip.
+func TestStartProber_ConnectsBeforeTheLoad(t *testing.T) {
+	s := startPongServer(t)
+	p := startProber(s.addr, "PING", pingOp)
+	if c, n := s.conns.Load(), s.pings.Load(); c != 1 || n != 1 {
+		t.Errorf("when startProber returned: %d connections, %d PINGs; want 1 and 1", c, n)
+	}
+	if got := p.during(); got.n != 0 {
+		t.Errorf("samples before the first round trip: %d, want 0 (the warm-up PING is not one)", got.n)
+	}
+	time.Sleep(5 * probeEvery)
+	p.stop()
+	if got := p.during(); got.n == 0 || got.failed != 0 || s.conns.Load() != 1 {
+		t.Errorf("after the load: %+v over %d connections, want samples without failures on 1", got, s.conns.Load())
+	}
+
+	d := startPongServer(t)
+	q := startDialProber(d.addr, "connect+PING", pingOp)
+	time.Sleep(5 * probeEvery)
+	q.stop()
+	got := q.during()
+	if got.n < 2 || got.failed != 0 || int(d.conns.Load()) != got.n {
+		t.Errorf("dial prober: %+v over %d connections, want one connection per round trip", got, d.conns.Load())
 	}
 }
