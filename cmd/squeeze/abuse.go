@@ -32,10 +32,11 @@ The proxy's fault and abuse suite. It starts redis-server and this binary's
            client's PING p99 and maximum meanwhile
   flood    20 clients (long form: 200) each pipeline 10 (50) SETs of 1 MiB
            and read no reply for a while: other clients' PING latency through
-           the proxy and straight to Redis, the proxy's peak RSS against its
-           --max-memory (128MiB here, 1GiB in the long form, unless the proxy
-           flags set one) and its RSS after the load, failed round trips of
-           innocent clients that SET and GET their own values
+           the proxy and straight to Redis (on connections made before the
+           load, and a new connection's first PING), the proxy's peak RSS
+           against its --max-memory (128MiB here, 1GiB in the long form,
+           unless the proxy flags set one) and its RSS after the load, failed
+           round trips of innocent clients that SET and GET their own values
   pause    CLIENT PAUSE 3000 WRITE straight to Redis, then one SET through the
            proxy that Redis holds: other clients' PING and GET latency
            through the proxy and straight to Redis during the pause

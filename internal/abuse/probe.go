@@ -49,11 +49,11 @@ type prober struct {
 // startDialProber). Failing that, it connects at its first round trip.
 func startProber(addr, name string, op probeOp) *prober {
 	c, err := dial(addr, time.Second, 0)
-	if err == nil && pingOp(c, 0) != nil {
-		c.Close()
+	switch {
+	case err != nil:
 		c = nil
-	}
-	if err != nil {
+	case pingOp(c, 0) != nil:
+		c.Close()
 		c = nil
 	}
 	return runProber(addr, name, op, c, false)
