@@ -710,20 +710,36 @@ func TestOrder_InspectThenInspectAndWriteWhileBusy(t *testing.T) {
 	for _, tg := range orderTargets(t) {
 		t.Run(tg.name, func(t *testing.T) {
 			v, a, b := busyInspectClients(t, tg.addr)
+			wrong := 0
 			for i := range 40 {
 				k, j := a.setCompressed(t, "busy", i, v)
 				a.send([]string{"STRLEN", k})
 				time.Sleep(50 * time.Microsecond) // a read of its own, while the STRLEN runs
 				a.send([]string{"GETRANGE", k, "0", "1"}, []string{"SET", j, "new"})
+				// b's GET a little after. Sent at once, it was announced
+				// first in about one run of 30 (1 of 1,200 rounds): a
+				// trace showed a's write land while the proxy wrote the
+				// STRLEN's reply to a's socket, so the kernel queued it
+				// on the socket's backlog until that write returned, and
+				// b's, sent 10 us later, was announced before it (the
+				// kernel's window, docs/design/ordering.md), not what
+				// this test checks.
+				time.Sleep(30 * time.Microsecond)
 				b.send([]string{"GET", j})
 				if got := b.read(); got != bulk("new") {
-					t.Fatalf("round %d: GET right after another client's SET = %q, want the SET's value", i, got)
+					wrong++
+					t.Logf("round %d: GET right after another client's SET = %q, want the SET's value", i, got)
 				}
 				for n, want := range []string{fmt.Sprintf(":%d\r\n", len(v)), bulk(v[:2]), "+OK\r\n"} {
 					if got := a.read(); got != want {
 						t.Fatalf("round %d: reply %d = %q, want %q", i, n, got, want)
 					}
 				}
+			}
+			// The proxy's rule broken gets most rounds wrong; the
+			// kernel's window, rarely one.
+			if wrong > 1 {
+				t.Errorf("%d of 40 rounds: another client's GET ran before the SET sent with a GETRANGE while the goroutine answered a STRLEN", wrong)
 			}
 		})
 	}
