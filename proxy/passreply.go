@@ -212,7 +212,7 @@ func (c *upConn) passFill(n int, rest int64) ([]byte, int64, error) {
 		// Requests that waited for replies go out meanwhile, as they do
 		// between the reads of a reply read whole.
 		c.flushQueued()
-		m, err := c.nc.Read(c.passBuf[n:end])
+		m, err := c.nc.Read(c.passBuf[n:min(end, n+upReadMax)])
 		n += m
 		rest -= int64(m)
 		if err != nil && m == 0 {
