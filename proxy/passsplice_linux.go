@@ -21,7 +21,11 @@ type passPipe struct{ r, w int }
 // f_SETPIPE_SZ is fcntl's F_SETPIPE_SZ (Linux 2.6.35).
 const f_SETPIPE_SZ = 1031
 
-// passPipeSize is the pipe's size asked for: what one splice moves at most.
+// passPipeSize is the pipe's size asked for. One splice from Redis's
+// socket moves at most upReadMax (upstream.go), as a read takes: moving up
+// to the pipe's size, a 10 MB GET cost Redis 7600 us against 7400 (4.2 MB:
+// 1017 against 983; twemproxy 7467 and 1050; medians of 7 interleaved
+// runs), for 3-7% more of the proxy's own CPU, half of twemproxy's.
 const passPipeSize = 1 << 20
 
 func newPassPipe() (*passPipe, error) {
@@ -75,7 +79,7 @@ func (c *upConn) splicePass(o *client, rest int64) (pend []byte, left int64, cli
 	var inPipe int
 	var serr error
 	fill := func(fd uintptr) bool {
-		n, err := rawSplice(fd, uintptr(p.w), int(min(rest, passPipeSize)))
+		n, err := rawSplice(fd, uintptr(p.w), int(min(rest, upReadMax)))
 		switch {
 		case err == syscall.EAGAIN:
 			return false // nothing to read yet (the pipe is empty: it has room)

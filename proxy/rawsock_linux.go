@@ -72,9 +72,6 @@ type rawSock struct {
 
 // newRawSock wraps nc if it is a plain TCP or Unix connection, and returns
 // nc itself otherwise (TLS).
-// NetConn returns the connection s reads and writes.
-func (s *rawSock) NetConn() net.Conn { return s.Conn }
-
 func newRawSock(nc net.Conn) net.Conn {
 	switch nc.(type) {
 	case *net.TCPConn, *net.UnixConn:

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -309,19 +310,14 @@ func (p *pool) takeStream() (*upConn, error) {
 const streamSendBuffer = 256 << 10
 
 // limitSendBuffer asks for a send buffer of n bytes on the socket under nc
-// (under TLS and rawSock too); if the system refuses, the socket keeps its
-// own.
+// (a rawSock's, or TLS's); if the system refuses, the socket keeps its own.
 func limitSendBuffer(nc net.Conn, n int) {
-	for {
-		switch c := nc.(type) {
-		case interface{ SetWriteBuffer(int) error }:
-			c.SetWriteBuffer(n)
-			return
-		case interface{ NetConn() net.Conn }:
-			nc = c.NetConn()
-		default:
-			return
-		}
+	nc = baseConn(nc)
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	if sc, ok := nc.(interface{ SetWriteBuffer(int) error }); ok {
+		sc.SetWriteBuffer(n)
 	}
 }
 

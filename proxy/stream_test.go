@@ -436,14 +436,7 @@ func TestTakeStream_LimitsSendBuffer(t *testing.T) {
 	}
 	sndbuf := func(nc net.Conn) int {
 		t.Helper()
-		for {
-			w, ok := nc.(interface{ NetConn() net.Conn })
-			if !ok {
-				break
-			}
-			nc = w.NetConn()
-		}
-		rc, err := nc.(syscall.Conn).SyscallConn()
+		rc, err := baseConn(nc).(syscall.Conn).SyscallConn()
 		if err != nil {
 			t.Fatal(err)
 		}
