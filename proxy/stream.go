@@ -300,11 +300,11 @@ func (p *pool) takeStream() (*upConn, error) {
 // (SO_SNDBUF; Linux doubles it and stops tuning it). With the kernel's own,
 // which grows to megabytes, each piece of 2 MiB waited in the socket
 // until Redis's reads opened the window, and went out from there in
-// Redis's time: 4.2 MB SETs cost Redis 833 us a request against 733
-// behind twemproxy, the proxy 1200 us, 452 a second. With 256 KiB the
-// proxy's write waits for room and sends as it gets it: Redis 683 us, the
-// proxy 850, 599 a second (medians of 7 interleaved runs; 128 KiB and
-// 512 KiB about the same, 64 KiB and 1 MiB in between; docs/RESULTS.md).
+// Redis's time: 4.2 MB SETs cost Redis 850 us a request against 767
+// behind twemproxy, the proxy 1217 us, 449 a second. With 256 KiB the
+// proxy's write waits for room and sends as it gets it: Redis 717 us, the
+// proxy 900, 585 a second (medians of 7 interleaved runs; 128 KiB and 512
+// KiB about the same, 64 KiB and 1 MiB less; docs/design/large-values.md).
 // Only streams: on the shared connections it slowed 100 kB SETs of ten
 // clients by 7%.
 const streamSendBuffer = 256 << 10

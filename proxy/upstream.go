@@ -779,14 +779,14 @@ const upReadSize = 32 << 10
 
 // upReadMax is the most one read from Redis's socket takes, into a buffer
 // grown for a large reply (replyBuf.readFrom) or a passed reply's chunk
-// (passFill), and one splice of a passed reply moves (splicePass). Read in one go, up to 512 KiB at a time, a 1 MB GET cost
-// Redis more CPU behind the proxy than behind twemproxy, which reads 16 KiB
-// at a time (223 against 196 us a request, median of 7 interleaved runs);
-// with reads of 64 KiB, 190 against 216, for 10-20 us more of the proxy's
-// own (still below twemproxy's). Redis's side of the socket (the pages its
-// writes fill, handed back as the proxy reads them) seems to do better
-// with a reader that keeps close behind it; figures and the command in
-// docs/RESULTS.md.
+// (passFill), and the most one splice of a passed reply moves
+// (splicePass). Read up to 512 KiB at a time, a 1 MB GET cost Redis more
+// CPU behind the proxy than behind twemproxy, which reads 16 KiB at a
+// time: 250 against 216 us a request; with reads of 64 KiB, 190 (medians
+// of 7 interleaved runs), for 10-20 us more of the proxy's own, still
+// below twemproxy's. Redis's side of the socket seems to do better with a
+// reader that keeps close behind its writes; the figures:
+// docs/design/large-values.md.
 const upReadMax = 64 << 10
 
 // readLoop is the connection's one reader goroutine (dialUpAs starts it).
