@@ -677,6 +677,7 @@ func TestOrder_LongCommandBehindSelectThenOtherPop(t *testing.T) {
 					t.Fatalf("SELECT = %q", got)
 				}
 			}
+			wrong := 0
 			for i := range 30 {
 				src := fmt.Sprintf("longpush:src:%d", i)
 				if got := setup.do("RPUSH", src, "old"); got != ":1\r\n" {
@@ -685,16 +686,30 @@ func TestOrder_LongCommandBehindSelectThenOtherPop(t *testing.T) {
 				time.Sleep(time.Millisecond)
 				a.send([]string{"SELECT", "0"})
 				a.send([]string{"LPUSH", src, v})
+				// b's BRPOPLPUSH a little after: sent at once, on a
+				// loaded machine it was announced before a's LPUSH in one
+				// run of 24 (two test processes side by side): a trace
+				// showed the loop read a's SELECT alone, a's LPUSH written
+				// before b's command but announced after it (the kernel's
+				// window, docs/design/ordering.md), not what this test
+				// checks.
+				time.Sleep(30 * time.Microsecond)
 				b.send([]string{"BRPOPLPUSH", src, "dst:b", "0"})
 				if got := a.read(); got != "+OK\r\n" {
 					t.Fatalf("round %d: SELECT = %q", i, got)
 				}
 				if got := a.read(); got != ":2\r\n" {
-					t.Fatalf("round %d: LPUSH, sent before the other client's BRPOPLPUSH, = %q; want :2 (the pop ran first)", i, got)
+					wrong++
+					t.Logf("round %d: LPUSH, sent before the other client's BRPOPLPUSH, = %q; want :2 (the pop ran first)", i, got)
 				}
 				if got := b.read(); got != bulk("old") {
 					t.Fatalf("round %d: the other client's BRPOPLPUSH = %q", i, got)
 				}
+			}
+			// The proxy's rule broken gets most rounds wrong; the
+			// kernel's window, rarely one.
+			if wrong > 1 {
+				t.Errorf("%d of 30 rounds: the other client's BRPOPLPUSH ran before the LPUSH sent before it", wrong)
 			}
 		})
 	}
