@@ -20,12 +20,23 @@
 # one over 128 kB); the arguments are docload's, -requests is required, and
 # FLAGS defaults to none (compression on):
 #   DOC=1 R=5 bash scripts/ab-proxy.sh HEAD~1 -- -op set -size 1MB -clients 4 -requests 1000
+# SHARED=1 puts A and B in front of one redis-server, the direct one (the
+# same keys for both; Redis's CPU "behind" each is its CPU during that
+# proxy's runs). TWEMPROXY=1 adds twemproxy (nutcracker, bash
+# scripts/setup-bench.sh) as a third column T, in front of B's Redis:
+#   SHARED=1 TWEMPROXY=1 R=7 PRE="..." bash scripts/ab-proxy.sh HEAD~1 -- -t get -d 1000000 -c 4 -n 3000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 R=${R:-5}
 DOC=${DOC:-}
 if [ -n "$DOC" ]; then FLAGS=${FLAGS:-}; else FLAGS=${FLAGS:---min-size 1GiB}; fi
-[ $# -ge 2 ] || { sed -n '2,17p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,26p' "$0"; exit 2; }
+TWEM=
+if [ -n "${TWEMPROXY:-}" ]; then
+  TWEM=$(command -v nutcracker || true)
+  [ -z "$TWEM" ] && [ -x /usr/sbin/nutcracker ] && TWEM=/usr/sbin/nutcracker
+  [ -n "$TWEM" ] || { echo "TWEMPROXY=1: nutcracker is not installed (bash scripts/setup-bench.sh)" >&2; exit 2; }
+fi
 A=$1; shift
 B=.
 if [ "$1" != "--" ]; then B=$1; shift; fi
@@ -66,12 +77,27 @@ start_proxy() { # BIN PORT UPSTREAM_PORT
   "$1" proxy --listen "127.0.0.1:$2" --upstream "redis://127.0.0.1:$3" --log-level warn $FLAGS 2>>"$work/proxy.log" &
   pids+=($!); waitport "$2"
 }
-RD=$(freeport); start_redis "$RD"
-RA=$(freeport); start_redis "$RA"; RA_PID=${pids[-1]}; PA=$(freeport); start_proxy "$work/a" "$PA" "$RA"; PA_PID=${pids[-1]}
-RB=$(freeport); start_redis "$RB"; RB_PID=${pids[-1]}; PB=$(freeport); start_proxy "$work/b" "$PB" "$RB"; PB_PID=${pids[-1]}
+RD=$(freeport); start_redis "$RD"; RD_PID=${pids[-1]}
+if [ -n "${SHARED:-}" ]; then
+  RA=$RD RA_PID=$RD_PID RB=$RD RB_PID=$RD_PID
+else
+  RA=$(freeport); start_redis "$RA"; RA_PID=${pids[-1]}
+  RB=$(freeport); start_redis "$RB"; RB_PID=${pids[-1]}
+fi
+PA=$(freeport); start_proxy "$work/a" "$PA" "$RA"; PA_PID=${pids[-1]}
+PB=$(freeport); start_proxy "$work/b" "$PB" "$RB"; PB_PID=${pids[-1]}
+# The paths every round measures after direct: name, proxy PID, Redis PID, port.
+paths=("A $PA_PID $RA_PID $PA" "B $PB_PID $RB_PID $PB")
+if [ -n "$TWEM" ]; then
+  PT=$(freeport)
+  printf 'ab:\n  listen: 127.0.0.1:%s\n  redis: true\n  preconnect: true\n  servers:\n    - 127.0.0.1:%s:1\n' "$PT" "$RB" > "$work/nutcracker.yml"
+  "$TWEM" -c "$work/nutcracker.yml" -s "$(freeport)" -a 127.0.0.1 -o "$work/nutcracker.log" &
+  pids+=($!); waitport "$PT"
+  paths+=("T ${pids[-1]} $RB_PID $PT")
+fi
 
 if [ -n "${PRE:-}" ]; then
-  for port in "$RD" "$PA" "$PB"; do eval "redis-cli -p $port $PRE" >/dev/null; done
+  for port in $(printf '%s\n' "$RD" "$RA" "$RB" | sort -u); do eval "redis-cli -p $port $PRE" >/dev/null; done
 fi
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -88,13 +114,19 @@ run() { # PID REDIS_PID PORT ARGS... : rate, and CPU microseconds per request of
   echo "$r $(per_req $((t1 - t0))) $(per_req $((r1 - r0)))"
 }
 tool=redis-benchmark; [ -n "$DOC" ] && tool=docload
-echo "A=$A B=$B, $tool $*, $R rounds, $(nproc) cores"
-printf '%10s %10s %8s %8s %10s %8s %8s\n' "direct" "A rps" "A us" "A R us" "B rps" "B us" "B R us"
+echo "A=$A B=$B${TWEM:+ T=twemproxy}${SHARED:+, one redis-server behind all}, $tool $*, $R rounds, $(nproc) cores"
+printf '%10s' "direct"; for p in "${paths[@]}"; do n=${p%% *}; printf ' %10s %8s %8s' "$n rps" "$n us" "$n R us"; done; echo
 for _ in $(seq "$R"); do
-  d=$(rate "$RD" "$@"); a=$(run "$PA_PID" "$RA_PID" "$PA" "$@"); b=$(run "$PB_PID" "$RB_PID" "$PB" "$@")
-  echo "$d $a $b" | tee -a "$work/rounds" | awk '{printf "%10.0f %10.0f %8.2f %8.2f %10.0f %8.2f %8.2f\n", $1, $2, $3, $4, $5, $6, $7}'
+  line=$(rate "$RD" "$@")
+  for p in "${paths[@]}"; do read -r _ pid rpid port <<< "$p"; line="$line $(run "$pid" "$rpid" "$port" "$@")"; done
+  echo "$line" | tee -a "$work/rounds" | awk '{printf "%10.0f", $1; for (i = 2; i <= NF; i += 3) printf " %10.0f %8.2f %8.2f", $i, $(i+1), $(i+2); print ""}'
 done
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ar=$(awk '{print $2/$1}' "$work/rounds" | median); au=$(awk '{print $3}' "$work/rounds" | median); aru=$(awk '{print $4}' "$work/rounds" | median)
-br=$(awk '{print $5/$1}' "$work/rounds" | median); bu=$(awk '{print $6}' "$work/rounds" | median); bru=$(awk '{print $7}' "$work/rounds" | median)
-printf 'median: A %.2fx direct, %.2f us/request (Redis behind it %.2f); B %.2fx direct, %.2f us/request (Redis behind it %.2f)\n' "$ar" "$au" "$aru" "$br" "$bu" "$bru"
+out="median:"
+i=2
+for p in "${paths[@]}"; do
+  r=$(awk -v i=$i '{print $i/$1}' "$work/rounds" | median); u=$(awk -v i=$((i + 1)) '{print $i}' "$work/rounds" | median); ru=$(awk -v i=$((i + 2)) '{print $i}' "$work/rounds" | median)
+  out="$out $(printf '%s %.2fx direct, %.2f us/request (Redis behind it %.2f);' "${p%% *}" "$r" "$u" "$ru")"
+  i=$((i + 3))
+done
+echo "${out%;}"
