@@ -36,6 +36,15 @@ type MultiConfig struct {
 	// GETRANGE, which the proxy runs as a script
 	// (TestOrder_AppendThenOtherClientRead).
 	SendAfterPin, PrivateAfterShared, LargeCommands, Inspect bool
+	// Gap is the time an order scene played as written (RunOrder's
+	// target) lets pass between one send and the next, measured from
+	// the start of the one before; 0 sends each at once. Redis itself
+	// runs commands that reach it on several sockets within a few
+	// microseconds in the order its event loop reads them, a client's
+	// whole read at a time: the gap at which Redis played as written
+	// agrees with the settled play is the resolution of its own order
+	// (docs/design/ordering.md).
+	Gap time.Duration
 }
 
 // action is one thing a scene does on one side.
@@ -110,6 +119,12 @@ func (sc scene) describe(j int) []string {
 // play runs a scene on one server and returns what its clients received,
 // in the order the scene read it, each prefixed with the client's index.
 func play(addr string, sc scene, timeout time.Duration) ([]string, error) {
+	return playGap(addr, sc, timeout, 0)
+}
+
+// playGap is play with at least gap between the starts of two sends
+// (the kernel's timer slack and the scheduler may add to it).
+func playGap(addr string, sc scene, timeout, gap time.Duration) ([]string, error) {
 	conns, admin, closeAll, err := dialScene(addr, sc.clients)
 	if err != nil {
 		return nil, err
@@ -123,11 +138,21 @@ func play(addr string, sc scene, timeout time.Duration) ([]string, error) {
 		}
 		out = append(out, strconv.Itoa(i)+" "+s)
 	}
+	var lastSend time.Time
+	if gap > 0 {
+		defer exactPauses()()
+	}
 	for _, a := range sc.acts {
 		c := conns[a.client]
 		c.SetDeadline(time.Now().Add(timeout))
 		switch {
 		case a.send != nil:
+			if gap > 0 {
+				if d := gap - time.Since(lastSend); d > 0 {
+					pause(d)
+				}
+				lastSend = time.Now()
+			}
 			if err := c.send([][]string{a.send}); err != nil {
 				return out, err
 			}

@@ -44,7 +44,9 @@ type settle struct {
 // target, and returns the first difference as a *Mismatch (Step is the
 // scene, Index the recorded reply).
 func RunOrder(ref, target string, cfg MultiConfig) (int, error) {
-	return runOrder(ref, target, cfg, play)
+	return runOrder(ref, target, cfg, func(addr string, sc scene, timeout time.Duration) ([]string, error) {
+		return playGap(addr, sc, timeout, cfg.Gap)
+	})
 }
 
 // runOrder is RunOrder with the target's player: play, or playSettled to
