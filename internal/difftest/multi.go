@@ -45,6 +45,15 @@ type MultiConfig struct {
 	// agrees with the settled play is the resolution of its own order
 	// (docs/design/ordering.md).
 	Gap time.Duration
+	// Replays is how many order scenes that depart from the settled play
+	// are played once more, on both servers, under new key and channel
+	// names; the run fails when a replay departs too, or when one more
+	// scene departs. A machine's scheduler can stall a server longer than
+	// Gap (then Redis itself departs: see Gap); a fault of the order rule
+	// departs again. Logf, when set, reports each replay and what it
+	// replaced.
+	Replays int
+	Logf    func(format string, args ...any)
 }
 
 // action is one thing a scene does on one side.

@@ -64,22 +64,62 @@ func runOrder(ref, target string, cfg MultiConfig, playTarget func(string, scene
 	}
 	g := &orderGen{multiGen: multiGen{r: newMultiRand(cfg.Seed ^ 0x0dde5), max: cfg.MaxValue},
 		sendAfterPin: cfg.SendAfterPin, privateAfterShared: cfg.PrivateAfterShared, inspect: cfg.Inspect}
+	replays := 0
 	for i := 0; i < cfg.Scenes; i++ {
 		sc := g.scene(i)
-		ta, err := playSettled(ref, sc, cfg.Timeout)
-		if err != nil {
-			return i, fmt.Errorf("scene %d (%s) on the reference: %w", i, sc.name, err)
+		departed, err := playOrderScene(ref, target, i, sc, cfg.Timeout, playTarget)
+		if departed && replays < cfg.Replays {
+			replays++
+			if cfg.Logf != nil {
+				cfg.Logf("scene %d departed from the settled play; played again under new names (%d of %d replays): %v", i, replays, cfg.Replays, err)
+			}
+			sc = sc.renamed("o:"+strconv.Itoa(i)+":", "o:"+strconv.Itoa(i)+"."+strconv.Itoa(replays)+":")
+			_, err = playOrderScene(ref, target, i, sc, cfg.Timeout, playTarget)
 		}
-		tb, err := playTarget(target, sc, cfg.Timeout)
-		// A reply that differs explains a read that then timed out.
-		if m := firstDifference(i, sc, ta, tb, err != nil); m != nil {
-			return i, m
-		}
 		if err != nil {
-			return i, fmt.Errorf("scene %d (%s) on the target: %w\n  %s", i, sc.name, err, sc.describe(len(tb))[0])
+			return i, err
 		}
 	}
 	return cfg.Scenes, nil
+}
+
+// playOrderScene plays scene i settled on ref and with playTarget on
+// target; departed says the target's play differs (or failed).
+func playOrderScene(ref, target string, i int, sc scene, timeout time.Duration, playTarget func(string, scene, time.Duration) ([]string, error)) (departed bool, err error) {
+	ta, err := playSettled(ref, sc, timeout)
+	if err != nil {
+		return false, fmt.Errorf("scene %d (%s) on the reference: %w", i, sc.name, err)
+	}
+	tb, err := playTarget(target, sc, timeout)
+	// A reply that differs explains a read that then timed out.
+	if m := firstDifference(i, sc, ta, tb, err != nil); m != nil {
+		return true, m
+	}
+	if err != nil {
+		return true, fmt.Errorf("scene %d (%s) on the target: %w\n  %s", i, sc.name, err, sc.describe(len(tb))[0])
+	}
+	return false, nil
+}
+
+// renamed returns sc with every argument that starts with prefix (the
+// scene's keys, channels and patterns) starting with to instead.
+func (sc scene) renamed(prefix, to string) scene {
+	out := sc
+	out.acts = make([]action, len(sc.acts))
+	for i, a := range sc.acts {
+		if a.send != nil {
+			args := make([]string, len(a.send))
+			for j, arg := range a.send {
+				if strings.HasPrefix(arg, prefix) {
+					arg = to + arg[len(prefix):]
+				}
+				args[j] = arg
+			}
+			a.send = args
+		}
+		out.acts[i] = a
+	}
+	return out
 }
 
 // firstDifference compares two plays' records; with prefix, only as far

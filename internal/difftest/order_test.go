@@ -1,6 +1,7 @@
 package difftest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,78 @@ func TestRunOrder_DetectsDifference(t *testing.T) {
 	}
 	if !strings.Contains(m.Commands[0], "PUBLISH") {
 		t.Fatalf("mismatch without a PUBLISH: %v", m)
+	}
+}
+
+// TestRunOrder_Replays: a scene that departs once is played again under
+// new names and the run goes on (Replays 1), or the run ends there
+// (Replays 0); a target that departs every time fails even with a replay.
+func TestRunOrder_Replays(t *testing.T) {
+	a, b := testutil.StartRedis(t), testutil.StartRedis(t)
+	plays := 0
+	var renamed []string
+	departOnce := func(addr string, sc scene, timeout time.Duration) ([]string, error) {
+		plays++
+		out, err := playSettled(addr, sc, timeout)
+		if plays == 3 && len(out) > 0 {
+			out[0] += " (changed)"
+		}
+		if plays == 4 {
+			for _, a := range sc.acts {
+				for _, arg := range a.send {
+					if strings.HasPrefix(arg, "o:") {
+						renamed = append(renamed, arg)
+					}
+				}
+			}
+		}
+		return out, err
+	}
+	var logged []string
+	cfg := MultiConfig{Seed: 3, Scenes: 6, MaxValue: 1024, Replays: 1,
+		Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }}
+	if n, err := runOrder(a.Addr, b.Addr, cfg, departOnce); err != nil || n != 6 {
+		t.Fatalf("one departure, one replay: %d scenes, %v", n, err)
+	}
+	if len(logged) != 1 || !strings.HasPrefix(logged[0], "scene 2 departed") {
+		t.Fatalf("logged %q, want one replay of scene 2", logged)
+	}
+	if len(renamed) == 0 {
+		t.Fatal("the replay sent no key or channel")
+	}
+	for _, name := range renamed {
+		if !strings.HasPrefix(name, "o:2.1:") {
+			t.Fatalf("the replay sent %q, want the names under o:2.1:", name)
+		}
+	}
+
+	plays = 0
+	cfg.Replays, cfg.Seed = 0, 4
+	if _, err := runOrder(a.Addr, b.Addr, cfg, departOnce); err == nil {
+		t.Fatal("one departure without a replay: no error")
+	} else if m, ok := err.(*Mismatch); !ok || m.Step != 2 {
+		t.Fatalf("want a *Mismatch at scene 2, got %v", err)
+	}
+
+	// Fresh servers: the scenes' names begin again with each seed.
+	a, b = testutil.StartRedis(t), testutil.StartRedis(t)
+	c, err := dial(b.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.send([][]string{{"PSUBSCRIBE", "*"}})
+	if _, err := ReadReply(c.r); err != nil {
+		t.Fatal(err)
+	}
+	logged = nil
+	cfg.Replays, cfg.Seed, cfg.Scenes = 1, 3, 30
+	if _, err := runOrder(a.Addr, b.Addr, cfg, playSettled); err == nil {
+		t.Fatal("a target that departs every time passed with a replay")
+	} else if _, ok := err.(*Mismatch); !ok {
+		t.Fatalf("want a *Mismatch, got %v", err)
+	}
+	if len(logged) != 1 {
+		t.Fatalf("logged %d replays, want 1", len(logged))
 	}
 }
