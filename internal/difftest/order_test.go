@@ -90,16 +90,8 @@ func TestOrderScenes_Cover(t *testing.T) {
 // reference in most seeds; the proxy must not.)
 func TestRunOrder_DetectsDifference(t *testing.T) {
 	a, b := testutil.StartRedis(t), testutil.StartRedis(t)
-	c, err := dial(b.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.send([][]string{{"PSUBSCRIBE", "*"}})
-	if _, err := ReadReply(c.r); err != nil {
-		t.Fatal(err)
-	}
-	_, err = runOrder(a.Addr, b.Addr, MultiConfig{Seed: 3, Scenes: 30, MaxValue: 1024}, playSettled)
+	listenToAll(t, b.Addr)
+	_, err := runOrder(a.Addr, b.Addr, MultiConfig{Seed: 3, Scenes: 30, MaxValue: 1024}, playSettled)
 	m, ok := err.(*Mismatch)
 	if !ok {
 		t.Fatalf("want a *Mismatch, got %v", err)
@@ -161,15 +153,7 @@ func TestRunOrder_Replays(t *testing.T) {
 
 	// Fresh servers: the scenes' names begin again with each seed.
 	a, b = testutil.StartRedis(t), testutil.StartRedis(t)
-	c, err := dial(b.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.send([][]string{{"PSUBSCRIBE", "*"}})
-	if _, err := ReadReply(c.r); err != nil {
-		t.Fatal(err)
-	}
+	listenToAll(t, b.Addr)
 	logged = nil
 	cfg.Replays, cfg.Seed, cfg.Scenes = 1, 3, 30
 	if _, err := runOrder(a.Addr, b.Addr, cfg, playSettled); err == nil {
@@ -179,5 +163,20 @@ func TestRunOrder_Replays(t *testing.T) {
 	}
 	if len(logged) != 1 {
 		t.Fatalf("logged %d replays, want 1", len(logged))
+	}
+}
+
+// listenToAll subscribes a connection of the test to every channel of the
+// server at addr, which makes its PUBLISH replies count one receiver more
+// than another server's.
+func listenToAll(t *testing.T, addr string) {
+	c, err := dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.send([][]string{{"PSUBSCRIBE", "*"}})
+	if _, err := ReadReply(c.r); err != nil {
+		t.Fatal(err)
 	}
 }
