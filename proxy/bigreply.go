@@ -10,6 +10,7 @@ import (
 
 	"github.com/squeeze-kv/squeeze/codec"
 	"github.com/squeeze-kv/squeeze/internal/bufpool"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"github.com/squeeze-kv/squeeze/resp"
 )
 
@@ -116,7 +117,7 @@ const decodePiece = 1 << 20
 // that reads without taking the value out of Redis (quarantine.go).
 func decodedAsWritten(cl *call) (frame []byte, ok bool) {
 	r := cl.reply
-	if cl.err != nil || cl.local || cl.kind != shapeValue || len(r) < 8 || r[0] != '$' || destructive(cl.cmd) {
+	if cl.err != nil || cl.local || cl.kind != shapeValue || len(r) < 8 || r[0] != '$' || cl.takes&rediscmd.Destructive != 0 {
 		return nil, false
 	}
 	i := bytes.IndexByte(r[:min(len(r), 24)], '\n')

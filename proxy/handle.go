@@ -237,6 +237,7 @@ func (c *client) newCall(info *cmdInfo, args [][]byte, kind shape, start time.Ti
 	cl := newCall()
 	cl.notify, cl.owner = c.q.ready, c
 	cl.cmd, cl.cmdID, cl.kind, cl.start = info.name, info.id, kind, start
+	cl.takes = takesOf(info)
 	if c.s.RequireAuth && authenticates(info, args) {
 		// Until its reply says it succeeded, the client is nobody the
 		// proxy knows (aclscript.go), never the user before.

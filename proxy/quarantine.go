@@ -66,13 +66,20 @@ func mayRoundTrip(cl *call) bool {
 	if cl.local || cl.kind == shapeNone || cl.kind == shapeSniff {
 		return false
 	}
-	if cl.kind != shapeExec {
-		spec := rediscmd.LookupString(cl.cmd)
-		if spec == nil || spec.Flags&(rediscmd.Destructive|rediscmd.Moves) == 0 {
-			return false
-		}
+	if cl.kind != shapeExec && cl.takes == 0 {
+		return false
 	}
 	return bytes.Contains(cl.reply, magic)
+}
+
+// takesOf returns the flags Destructive and Moves of the command of info
+// (call.takes): none for the entry of commands the proxy does not know
+// by name (unknownCmd, and the table's Other commands, counted as it).
+func takesOf(info *cmdInfo) rediscmd.Flag {
+	if info.id == 0 {
+		return 0
+	}
+	return info.flags & (rediscmd.Destructive | rediscmd.Moves)
 }
 
 var quarantineSeq atomic.Uint64

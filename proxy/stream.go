@@ -249,6 +249,7 @@ func (st *streamedSet) finish(shapeArgs [][]byte, whole int) {
 	cl := newCall()
 	cl.notify, cl.owner = c.q.ready, c
 	cl.cmd, cl.cmdID, cl.kind, cl.start = setCmd.name, setCmd.id, replyShape(setCmd, shapeArgs), c.in.readAt
+	cl.takes = takesOf(setCmd)
 	cl.saveArgs(shapeArgs[:2])
 	c.in.seq++
 	cl.seq = c.in.seq
