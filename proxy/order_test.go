@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/squeeze-kv/squeeze/internal/testutil"
 )
 
 // The order in which commands of several clients reach the proxy is the
@@ -967,5 +969,47 @@ func TestRelay_CommandsAfterUnsubscribeAll(t *testing.T) {
 	}
 	if got := c.read(); got != "+PONG\r\n" {
 		t.Fatalf("PING while subscribed in RESP3 = %q", got)
+	}
+}
+
+// TestOrder_NewConnectionSubscribeThenPublish: a new connection sends
+// SUBSCRIBE as its very first command, without waiting; another client
+// PUBLISHes to the channel at once. Redis accepts the connection and reads
+// it in one event loop; the proxy accepts it, then adds it to its loop's
+// set, so its first command may be read after the PUBLISH
+// (docs/design/ordering.md, Limits). The rounds alternate between Redis
+// directly and the proxy, so that both meet the same load, and the proxy
+// must miss the subscriber no more often than Redis does, within noise.
+func TestOrder_NewConnectionSubscribeThenPublish(t *testing.T) {
+	direct := testutil.StartRedis(t)
+	e := startEnv(t)
+	targets := []struct {
+		name, addr string
+		pub        *rawConn
+		missed     int
+	}{{name: "direct", addr: direct.Addr}, {name: "proxy", addr: e.addr}}
+	for i := range targets {
+		targets[i].pub = dialOrdered(t, targets[i].addr)
+	}
+	const rounds = 200
+	for i := range rounds {
+		for j := range targets {
+			tg := &targets[j]
+			ch := fmt.Sprintf("new:%s:%d", tg.name, i)
+			sub := dialRaw(t, tg.addr)
+			sub.send([]string{"SUBSCRIBE", ch})
+			if got := tg.pub.do("PUBLISH", ch, "m"); got != ":1\r\n" {
+				tg.missed++
+			}
+			if got := sub.read(); !strings.Contains(got, "subscribe") {
+				t.Fatalf("%s, round %d: subscribe reply %q", tg.name, i, got)
+			}
+			sub.nc.Close()
+		}
+	}
+	d, p := targets[0].missed, targets[1].missed
+	t.Logf("PUBLISH right after a new connection's first SUBSCRIBE missed it: directly %d of %d, through the proxy %d of %d", d, rounds, p, rounds)
+	if p > 2*d+3 {
+		t.Errorf("through the proxy %d of %d missed, directly %d", p, rounds, d)
 	}
 }
