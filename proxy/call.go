@@ -25,16 +25,16 @@ type call struct {
 	argv    []int  // end offsets of each argument in args
 	cmd     string // command name for metrics and errors (static string)
 	cmdID   int32  // the command's cmdInfo.id when known, for metrics; else 0
+	local   bool   // reply prepared by the proxy; nothing was sent
+	close   bool   // close the client after writing this reply
+	start   time.Time
+	seq     uint64 // order among the client's calls with replies
 	// takes holds the command's flags Destructive and Moves (it takes the
 	// values it returns out of Redis, or moves them) for a call made
 	// with the command's entry (client.newCall); 0 for local calls. Read
 	// for every reply (mayRoundTrip), where a lookup of cmd by name cost
 	// 2% of a pipelined GET's CPU.
 	takes rediscmd.Flag
-	local bool // reply prepared by the proxy; nothing was sent
-	close bool // close the client after writing this reply
-	start time.Time
-	seq   uint64 // order among the client's calls with replies
 	// notify is the client writer's wake-up channel for queued calls (nil
 	// for round trips, which use done); ready is set when the call is
 	// complete.

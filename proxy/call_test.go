@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"github.com/squeeze-kv/squeeze/internal/rediscmd"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -136,5 +137,31 @@ func TestCall_ReleaseResetsEveryField(t *testing.T) {
 				return
 			}
 		})
+	}
+}
+
+// TestTakesOf_MatchesTheTable: the flags a call carries (call.takes) are
+// those the command table gives its name, for every command the proxy
+// has an entry for, and none for a command counted as OTHER, as the
+// lookup by name for every reply that call.takes replaced found.
+func TestTakesOf_MatchesTheTable(t *testing.T) {
+	seen := 0
+	for _, info := range commandTable {
+		var want rediscmd.Flag
+		if byName := rediscmd.LookupString(info.name); byName != nil {
+			want = byName.Flags & (rediscmd.Destructive | rediscmd.Moves)
+		}
+		if got := takesOf(info); got != want {
+			t.Errorf("entry %q: takes %b, the table by name %b", info.name, got, want)
+		}
+		if want != 0 {
+			seen++
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no command of the table takes or moves values")
+	}
+	if takesOf(unknownCmd) != 0 {
+		t.Error("OTHER takes values")
 	}
 }
